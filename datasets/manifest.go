@@ -1,0 +1,32 @@
+package datasets
+
+// ManifestName is the file name of a dataset's manifest.
+const ManifestName = "manifest.json"
+
+// Manifest describes a dataset. It is written when the dataset is created and
+// rewritten (atomically) when it is closed or repaired.
+type Manifest struct {
+	FormatVersion int      `json:"format_version"`
+	Venue         string   `json:"venue"`    // "polymarket" or "hyperliquid"
+	Endpoint      string   `json:"endpoint"` // the WebSocket URL recorded
+	Subscriptions []string `json:"subscriptions,omitempty"`
+	Instruments   []string `json:"instruments,omitempty"`
+	ToolVersion   string   `json:"tool_version,omitempty"`
+	Host          string   `json:"host,omitempty"`
+	// StartNs and EndNs are wall-clock ns of the first and last record; EndNs
+	// is 0 while the dataset is open.
+	StartNs int64 `json:"start_ns"`
+	EndNs   int64 `json:"end_ns,omitempty"`
+	// MonoBaseWallNs is the wall-clock time at monotonic 0: wall ≈ MonoBaseWallNs + MonoNs.
+	MonoBaseWallNs int64 `json:"mono_base_wall_ns"`
+	// ClockOffsetNs is a known offset of the local clock against a reference (0 if unknown).
+	ClockOffsetNs int64 `json:"clock_offset_ns,omitempty"`
+	// TimesAssigned is true when receive times were assigned at import, not measured.
+	TimesAssigned bool `json:"times_assigned,omitempty"`
+	// Source says where an imported dataset came from ("ndjson:FILE", …).
+	Source string `json:"source,omitempty"`
+	// Clean is true once the writer closed the dataset cleanly.
+	Clean bool `json:"clean,omitempty"`
+	// Notes is free text (for samples: which parts are real and which generated).
+	Notes string `json:"notes,omitempty"`
+}

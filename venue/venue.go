@@ -1,0 +1,132 @@
+// Package venue defines what every venue decoder offers the rest of tapedeck:
+// one Decoder per recorded connection turns raw frames into book updates and
+// typed events, with no JSON DOM and no allocation per frame in steady state.
+// The venue-specific code lives in venue/polymarket and venue/hyperliquid.
+package venue
+
+import "github.com/tapedeck/tapedeck/book"
+
+// Names of the supported venues, as stored in dataset manifests.
+const (
+	Polymarket  = "polymarket"
+	Hyperliquid = "hyperliquid"
+)
+
+// EventType says what a decoded Event carries.
+type EventType uint8
+
+// Event types. A decoder may yield several events for one frame (a Polymarket
+// initial dump, a multi-entry price_change, a Hyperliquid trades array).
+const (
+	EventUnknown  EventType = iota // a well-formed message of a type we skip (counted in Stats)
+	EventSnapshot                  // Book replaced from a snapshot
+	EventLevel                     // one level set on Book: Side, Price, Size (0 = removed)
+	EventTrade                     // a trade: Side (taker side), Price, Size
+	EventQuote                     // best bid/ask message: BidPrice.. (PM best_bid_ask, HL bbo)
+	EventTickSize                  // Polymarket tick_size_change: Price = new tick
+	EventMids                      // Hyperliquid allMids: Size = number of mids
+	EventAssetCtx                  // Hyperliquid activeAssetCtx
+	EventCandle                    // Hyperliquid candle
+	EventMarket                    // Polymarket new_market / market_resolved (Text = event_type)
+	EventControl                   // acks, pong, error, post, greetings (Text = channel or text)
+)
+
+var eventTypeNames = [...]string{"unknown", "snapshot", "level", "trade", "quote",
+	"tick_size", "mids", "asset_ctx", "candle", "market", "control"}
+
+// String returns a stable lower-case name used in summaries and exports.
+func (t EventType) String() string {
+	if int(t) < len(eventTypeNames) {
+		return eventTypeNames[t]
+	}
+	return "invalid"
+}
+
+// NumEventTypes is the number of defined event types, for arrays indexed by EventType.
+const NumEventTypes = int(EventControl) + 1
+
+// Event is one decoded message. All fixed-point values are at the decoder's
+// Scale. Strings are interned by the decoder and stay valid for its lifetime;
+// Raw and Text are borrowed from the frame or decoder and valid only until the
+// next Decode call.
+type Event struct {
+	Type       EventType
+	Instrument string // asset id / coin; "" for connection-level events
+	Market     string // Polymarket condition id; "" elsewhere
+	ExchangeNs int64  // the venue's timestamp in ns since the epoch; 0 if none
+
+	Side  book.Side
+	Price int64
+	Size  int64
+	Count int32 // resting orders at a level, when the venue says
+
+	BidPrice, BidSize, AskPrice, AskSize int64
+	HasBid, HasAsk                       bool
+
+	// Book is the instrument's book after the event, or nil when the event
+	// does not touch a book. It is owned by the decoder.
+	Book *book.Book
+
+	Text []byte // event_type / channel name of Unknown, Market and Control events
+	Raw  []byte // the bytes of this message inside the frame
+}
+
+// Frame collects the events of one Decode call. Callers reuse one Frame;
+// Decode truncates Events before appending.
+type Frame struct {
+	Events []Event
+}
+
+// Quality is what a decoder knows about how far to trust one instrument's book.
+type Quality struct {
+	HashChecked  uint64 // Polymarket: hashes we could recompute and compare
+	HashOK       uint64 // of those, how many matched
+	TopChecked   uint64 // Polymarket: best_bid/best_ask compared after a timestamp batch
+	TopMismatch  uint64 // of those, how many disagreed with the local book
+	CrossedBatch uint64 // timestamp batches that ended with a crossed book
+	Crossed      bool   // crossed after the last completed batch
+	AfterGap     bool   // invalidated since the last snapshot (still invalid) or first snapshot after a gap
+	Estimated    bool   // Hyperliquid: book merged with bbo since the last l2Book
+}
+
+// Stats counts what a decoder has seen.
+type Stats struct {
+	Frames         uint64
+	Errors         uint64 // frames rejected with an error (books untouched)
+	Events         [NumEventTypes]uint64
+	UnknownTypes   uint64 // messages of an event type or channel we skip
+	NonJSON        uint64 // PING/PONG and other text that is not JSON
+	HashChecked    uint64
+	HashOK         uint64
+	TopChecked     uint64
+	TopMismatch    uint64
+	CrossedBatches uint64
+}
+
+// Decoder applies the frames of one recorded connection to the books it owns.
+// It is not safe for concurrent use.
+type Decoder interface {
+	// Venue returns the venue name (Polymarket or Hyperliquid).
+	Venue() string
+	// Scale returns the fixed-point scale of every price and size it yields.
+	Scale() book.Scale
+	// Decode parses one raw frame received at recvNs (wall clock, ns) and
+	// applies it. It truncates out.Events and appends the frame's events.
+	// On error the books are exactly as before, out.Events is empty and the
+	// error names what and where (offset) in the frame.
+	Decode(frame []byte, recvNs int64, out *Frame) error
+	// Flush completes any pending timestamp batch (crossed-book and top-of-book
+	// checks); the replayer calls it at the end of a stream and before a gap.
+	Flush(out *Frame)
+	// Invalidate marks every book invalid until its next snapshot (disconnect,
+	// gap, writer overload) and closes pending batches.
+	Invalidate()
+	// Book returns the instrument's book, or nil if it was never seen.
+	Book(instrument string) *book.Book
+	// Instruments appends the ids of every instrument seen, sorted, to dst.
+	Instruments(dst []string) []string
+	// Quality returns what is known of an instrument's book.
+	Quality(instrument string) Quality
+	// Stats returns the counters so far.
+	Stats() Stats
+}
