@@ -1,0 +1,667 @@
+// Package fakeexchange runs loopback stand-ins of the Polymarket market
+// channel and the Hyperliquid WebSocket (plus their REST discovery
+// endpoints) for tests and benchmarks. They speak the real protocol —
+// heartbeats, acknowledgements, snapshots before updates, the 1006 close on
+// an unknown coin — from real captured frames, and can be told to misbehave:
+// stall while still answering pings, close abruptly or with a code, send
+// garbage or oversized frames, refuse connections. Every frame a server sent
+// is kept per connection so tests can compare it with what was recorded.
+//
+// Servers listen on 127.0.0.1 only (httptest).
+package fakeexchange
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Venue names, as in package venue.
+const (
+	Polymarket  = "polymarket"
+	Hyperliquid = "hyperliquid"
+)
+
+// Template is a real frame with the instrument it names (a Polymarket token
+// id or a Hyperliquid coin); the server substitutes the subscribed
+// instrument for every occurrence of ID.
+type Template struct {
+	Frame []byte
+	ID    string
+}
+
+// Config sets up a server.
+type Config struct {
+	Venue string
+	// Feed is cycled per connection once something is subscribed: for
+	// Hyperliquid keyed by channel ("l2Book", "bbo", …), for Polymarket
+	// under "market".
+	Feed map[string][]Template
+	// Snapshot is the Polymarket book sent for every newly subscribed asset,
+	// in one JSON array per subscribe frame (the initial dump).
+	Snapshot Template
+	// Interval spaces data frames per connection (0 = 1 ms).
+	Interval time.Duration
+	// Flood makes every connection send data frames as fast as the socket
+	// takes them, written in batches of prebuilt frames (benchmarks); sent
+	// frames are then counted, not kept.
+	Flood bool
+	// FloodRate caps a flooding connection at this many frames per second
+	// (0 = as fast as the socket takes them).
+	FloodRate int
+	// Markets is the Polymarket Gamma market list (GET /markets), a JSON array.
+	Markets []byte
+	// Meta and SpotMeta are the Hyperliquid info responses.
+	Meta, SpotMeta []byte
+	// BadCoins close the socket abruptly (1006, no message) when subscribed,
+	// as Hyperliquid does for an unknown coin.
+	BadCoins []string
+	// MaxSubscribeIDs makes Polymarket close the socket on a subscribe
+	// frame with more ids (0 = 100, the real limit).
+	MaxSubscribeIDs int
+}
+
+// Server is one fake venue. Its methods are safe for concurrent use.
+type Server struct {
+	cfg  Config
+	http *httptest.Server
+	up   websocket.Upgrader
+
+	mu     sync.Mutex
+	conns  []*Conn
+	refuse int
+	closed bool
+
+	stalled  atomic.Bool
+	restHits atomic.Int64
+	wg       sync.WaitGroup
+}
+
+// Conn is one accepted connection as the server saw it.
+type Conn struct {
+	ID int
+	s  *Server
+	ws *websocket.Conn
+
+	wmu   sync.Mutex // one writer at a time
+	mu    sync.Mutex
+	sent  [][]byte
+	nSent int64
+	recv  [][]byte
+	subs  []string
+	dead  bool
+	done  chan struct{}
+	wake  chan struct{}
+}
+
+// New starts a server on 127.0.0.1.
+func New(cfg Config) *Server {
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Millisecond
+	}
+	if cfg.MaxSubscribeIDs == 0 {
+		cfg.MaxSubscribeIDs = 100
+	}
+	s := &Server{cfg: cfg, up: websocket.Upgrader{ReadBufferSize: 16 << 10, WriteBufferSize: 64 << 10,
+		CheckOrigin: func(*http.Request) bool { return true }}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ws", s.serveWS)
+	mux.HandleFunc("/ws/market", s.serveWS)
+	mux.HandleFunc("/markets", s.serveMarkets)
+	mux.HandleFunc("/info", s.serveInfo)
+	s.http = httptest.NewServer(mux)
+	return s
+}
+
+// WSURL is the WebSocket endpoint (ws://127.0.0.1:port/ws…).
+func (s *Server) WSURL() string {
+	u := "ws" + strings.TrimPrefix(s.http.URL, "http")
+	if s.cfg.Venue == Polymarket {
+		return u + "/ws/market"
+	}
+	return u + "/ws"
+}
+
+// RESTURL is the discovery endpoint: the Gamma base URL for Polymarket, the
+// info URL for Hyperliquid.
+func (s *Server) RESTURL() string {
+	if s.cfg.Venue == Hyperliquid {
+		return s.http.URL + "/info"
+	}
+	return s.http.URL
+}
+
+// SetListing replaces the REST listing served from now on: the Gamma market
+// list for Polymarket, meta and spotMeta for Hyperliquid (nil keeps one).
+func (s *Server) SetListing(markets, meta, spotMeta []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if markets != nil {
+		s.cfg.Markets = markets
+	}
+	if meta != nil {
+		s.cfg.Meta = meta
+	}
+	if spotMeta != nil {
+		s.cfg.SpotMeta = spotMeta
+	}
+}
+
+func (s *Server) listing() (markets, meta, spotMeta []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg.Markets, s.cfg.Meta, s.cfg.SpotMeta
+}
+
+// RESTHits counts REST requests served.
+func (s *Server) RESTHits() int { return int(s.restHits.Load()) }
+
+// Close kills every connection and stops the server.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.KillAll()
+	s.http.CloseClientConnections()
+	s.http.Close()
+	s.wg.Wait()
+}
+
+// Conns returns every connection accepted so far, in order.
+func (s *Server) Conns() []*Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*Conn(nil), s.conns...)
+}
+
+// Live returns the connections still open.
+func (s *Server) Live() []*Conn {
+	var out []*Conn
+	for _, c := range s.Conns() {
+		c.mu.Lock()
+		if !c.dead {
+			out = append(out, c)
+		}
+		c.mu.Unlock()
+	}
+	return out
+}
+
+// Sent returns copies of the frames the server wrote on c, in order.
+func (c *Conn) Sent() [][]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([][]byte(nil), c.sent...)
+}
+
+// SentCount returns how many frames the server wrote on c.
+func (c *Conn) SentCount() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nSent
+}
+
+// Received returns the frames the client sent on c, in order.
+func (c *Conn) Received() [][]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([][]byte(nil), c.recv...)
+}
+
+// Subscriptions returns what c currently carries: token ids, or
+// Hyperliquid "type@coin" keys.
+func (c *Conn) Subscriptions() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.subs...)
+}
+
+// Stall stops (true) or resumes (false) data on every connection; pings are
+// still answered, as the frozen Polymarket channel did.
+func (s *Server) Stall(on bool) { s.stalled.Store(on) }
+
+// Refuse makes the next n connection attempts fail with HTTP 503.
+func (s *Server) Refuse(n int) {
+	s.mu.Lock()
+	s.refuse = n
+	s.mu.Unlock()
+}
+
+// KillAll drops every live connection without a close frame: the client
+// sees an abnormal closure (1006).
+func (s *Server) KillAll() {
+	for _, c := range s.Live() {
+		c.kill()
+	}
+}
+
+// CloseAll closes every live connection with a close frame.
+func (s *Server) CloseAll(code int, reason string) {
+	for _, c := range s.Live() {
+		c.wmu.Lock()
+		_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+		c.wmu.Unlock()
+		c.kill()
+	}
+}
+
+// SendAll writes frame as a text message on every live connection (garbage,
+// oversized frames); it is kept as sent where the write succeeds.
+func (s *Server) SendAll(frame []byte) {
+	for _, c := range s.Live() {
+		c.write(frame)
+	}
+}
+
+// kill ends the connection without a close frame (the client sees 1006).
+// It half-closes: the FIN follows every frame already written, so the client
+// reads all of them before the end. A full close with unread client data in
+// the server's buffer sends a RST, which can make the client's kernel drop
+// frames already delivered — a loss of the network, not of the recorder,
+// that the tests could then not tell apart. The read side closes when the
+// client hangs up, or after two seconds.
+func (c *Conn) kill() {
+	c.mu.Lock()
+	first := !c.dead
+	if first {
+		c.dead = true
+		close(c.done)
+	}
+	c.mu.Unlock()
+	if !first {
+		return
+	}
+	nc := c.ws.UnderlyingConn()
+	c.wmu.Lock() // never between the bytes of a frame
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	} else {
+		nc.Close()
+	}
+	c.wmu.Unlock()
+	nc.SetReadDeadline(time.Now().Add(2 * time.Second))
+}
+
+// write sends one text frame and keeps it as sent if the write succeeded.
+func (c *Conn) write(frame []byte) bool {
+	// The record is kept under the write lock so that the order of sent
+	// matches the order on the wire when the pump and the responder race.
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.ws.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if err := c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
+		return false
+	}
+	c.mu.Lock()
+	if !c.s.cfg.Flood {
+		c.sent = append(c.sent, append([]byte(nil), frame...))
+	}
+	c.nSent++
+	c.mu.Unlock()
+	return true
+}
+
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	if s.refuse > 0 || s.closed {
+		s.refuse--
+		s.mu.Unlock()
+		http.Error(w, "refused by test", http.StatusServiceUnavailable)
+		return
+	}
+	s.mu.Unlock()
+	ws, err := s.up.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	c := &Conn{ID: len(s.conns) + 1, s: s, ws: ws, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	s.conns = append(s.conns, c)
+	s.wg.Add(2)
+	s.mu.Unlock()
+	go func() { defer s.wg.Done(); c.pump() }()
+	go func() { defer s.wg.Done(); c.readLoop() }()
+}
+
+func (c *Conn) readLoop() {
+	defer func() {
+		c.kill()
+		c.ws.UnderlyingConn().Close()
+	}()
+	for {
+		_, msg, err := c.ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		c.mu.Lock()
+		c.recv = append(c.recv, msg)
+		c.mu.Unlock()
+		if c.s.cfg.Venue == Polymarket {
+			c.polymarketMsg(msg)
+		} else {
+			c.hyperliquidMsg(msg)
+		}
+	}
+}
+
+func (c *Conn) polymarketMsg(msg []byte) {
+	if string(msg) == "PING" {
+		c.write([]byte("PONG"))
+		return
+	}
+	var m struct {
+		AssetsIDs []string `json:"assets_ids"`
+		Operation string   `json:"operation"`
+		Type      string   `json:"type"`
+	}
+	if json.Unmarshal(msg, &m) != nil {
+		return
+	}
+	if len(m.AssetsIDs) > c.s.cfg.MaxSubscribeIDs {
+		c.kill() // the real server closes on oversized subscribe frames
+		return
+	}
+	if m.Operation == "unsubscribe" {
+		c.mu.Lock()
+		for _, id := range m.AssetsIDs {
+			for i, s := range c.subs {
+				if s == id {
+					c.subs = append(c.subs[:i], c.subs[i+1:]...)
+					break
+				}
+			}
+		}
+		c.mu.Unlock()
+		return
+	}
+	// Initial dump: one book per new asset, in one array frame, before any
+	// update for them.
+	var dump [][]byte
+	c.mu.Lock()
+	for _, id := range m.AssetsIDs {
+		if !contains(c.subs, id) {
+			c.subs = append(c.subs, id)
+			dump = append(dump, bytes.ReplaceAll(c.s.cfg.Snapshot.Frame, []byte(c.s.cfg.Snapshot.ID), []byte(id)))
+		}
+	}
+	c.mu.Unlock()
+	if len(dump) > 0 && len(c.s.cfg.Snapshot.Frame) > 0 {
+		frame := append([]byte{'['}, bytes.Join(dump, []byte{','})...)
+		c.write(append(frame, ']'))
+	}
+	c.poke()
+}
+
+func (c *Conn) hyperliquidMsg(msg []byte) {
+	var m struct {
+		Method       string         `json:"method"`
+		Subscription map[string]any `json:"subscription"`
+	}
+	if json.Unmarshal(msg, &m) != nil {
+		e, _ := json.Marshal(map[string]string{"channel": "error", "data": "Error parsing JSON into valid websocket request: " + string(msg)})
+		c.write(e)
+		return
+	}
+	switch m.Method {
+	case "ping":
+		c.write([]byte(`{"channel":"pong"}`))
+		return
+	case "subscribe", "unsubscribe":
+	default:
+		return
+	}
+	typ, _ := m.Subscription["type"].(string)
+	coin, _ := m.Subscription["coin"].(string)
+	if m.Method == "subscribe" && contains(c.s.cfg.BadCoins, coin) {
+		c.kill() // 1006, no message
+		return
+	}
+	if typ == "l2Book" {
+		for _, k := range []string{"nSigFigs", "mantissa"} {
+			if _, ok := m.Subscription[k]; !ok {
+				m.Subscription[k] = nil
+			}
+		}
+	}
+	echo, _ := json.Marshal(map[string]any{"channel": "subscriptionResponse",
+		"data": map[string]any{"method": m.Method, "subscription": m.Subscription}})
+	key := typ + "@" + coin
+	c.mu.Lock()
+	if m.Method == "subscribe" {
+		c.subs = append(c.subs, key)
+	} else {
+		for i, s := range c.subs {
+			if s == key {
+				c.subs = append(c.subs[:i], c.subs[i+1:]...)
+				break
+			}
+		}
+	}
+	c.mu.Unlock()
+	c.write(echo)
+	c.poke()
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Conn) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pump sends data frames for the current subscriptions, round robin over
+// subscriptions and through each channel's feed.
+func (c *Conn) pump() {
+	if c.s.cfg.Flood {
+		c.flood()
+		return
+	}
+	t := time.NewTicker(c.s.cfg.Interval)
+	defer t.Stop()
+	pos := map[string]int{}
+	next := 0
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		case <-c.wake:
+			continue
+		}
+		if c.s.stalled.Load() {
+			continue
+		}
+		frame := c.nextFrame(pos, &next)
+		if frame != nil && !c.write(frame) {
+			return
+		}
+	}
+}
+
+func (c *Conn) nextFrame(pos map[string]int, next *int) []byte {
+	c.mu.Lock()
+	if len(c.subs) == 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	sub := c.subs[*next%len(c.subs)]
+	*next++
+	c.mu.Unlock()
+	ch, inst := "market", sub
+	if c.s.cfg.Venue == Hyperliquid {
+		ch, inst, _ = strings.Cut(sub, "@")
+	}
+	feed := c.s.cfg.Feed[ch]
+	if len(feed) == 0 {
+		return nil
+	}
+	t := feed[pos[ch]%len(feed)]
+	pos[ch]++
+	if t.ID == "" || inst == "" {
+		return t.Frame
+	}
+	return bytes.ReplaceAll(t.Frame, []byte(t.ID), []byte(inst))
+}
+
+// flood writes prebuilt unmasked text frames straight to the socket in
+// batches of about 64 KB, once something is subscribed.
+func (c *Conn) flood() {
+	pos := map[string]int{}
+	next := 0
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-c.wake:
+		}
+		c.mu.Lock()
+		n := len(c.subs)
+		c.mu.Unlock()
+		if n > 0 {
+			break
+		}
+	}
+	// Build one batch covering every subscription and feed position.
+	var batch []byte
+	frames := 0
+	for len(batch) < 64<<10 || frames < 64 {
+		f := c.nextFrame(pos, &next)
+		if f == nil {
+			return
+		}
+		batch = appendFrameHeader(batch, len(f))
+		batch = append(batch, f...)
+		frames++
+	}
+	conn := c.ws.UnderlyingConn()
+	start := time.Now()
+	var total int64
+	for {
+		select {
+		case <-c.done:
+			return
+		default:
+		}
+		if c.s.stalled.Load() {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if r := c.s.cfg.FloodRate; r > 0 {
+			// Ahead of the rate: wait until the schedule catches up.
+			if due := start.Add(time.Duration(total * int64(time.Second) / int64(r))); time.Until(due) > 0 {
+				time.Sleep(time.Until(due))
+			}
+		}
+		total += int64(frames)
+		c.wmu.Lock()
+		conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		_, err := conn.Write(batch)
+		c.wmu.Unlock()
+		if err != nil {
+			return
+		}
+		c.mu.Lock()
+		c.nSent += int64(frames)
+		c.mu.Unlock()
+	}
+}
+
+// appendFrameHeader appends a final, unmasked text-frame header (RFC 6455
+// §5.2) for a payload of n bytes.
+func appendFrameHeader(b []byte, n int) []byte {
+	b = append(b, 0x81)
+	switch {
+	case n < 126:
+		return append(b, byte(n))
+	case n < 1<<16:
+		return binary.BigEndian.AppendUint16(append(b, 126), uint16(n))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, 127), uint64(n))
+	}
+}
+
+func (s *Server) serveMarkets(w http.ResponseWriter, r *http.Request) {
+	s.restHits.Add(1)
+	if s.cfg.Venue != Polymarket {
+		http.NotFound(w, r)
+		return
+	}
+	markets, _, _ := s.listing()
+	var all []json.RawMessage
+	if err := json.Unmarshal(markets, &all); err != nil {
+		http.Error(w, "bad test market list", http.StatusInternalServerError)
+		return
+	}
+	q := r.URL.Query()
+	var out []json.RawMessage
+	for _, m := range all {
+		var f struct {
+			Slug        string `json:"slug"`
+			ConditionID string `json:"conditionId"`
+		}
+		_ = json.Unmarshal(m, &f)
+		if v := q.Get("slug"); v != "" && v != f.Slug {
+			continue
+		}
+		if v := q.Get("condition_ids"); v != "" && v != f.ConditionID {
+			continue
+		}
+		out = append(out, m)
+	}
+	off, _ := strconv.Atoi(q.Get("offset"))
+	lim, err := strconv.Atoi(q.Get("limit"))
+	if err != nil || lim <= 0 {
+		lim = len(out)
+	}
+	off = min(off, len(out))
+	out = out[off:min(off+lim, len(out))]
+	if out == nil {
+		out = []json.RawMessage{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+func (s *Server) serveInfo(w http.ResponseWriter, r *http.Request) {
+	s.restHits.Add(1)
+	if s.cfg.Venue != Hyperliquid || r.Method != http.MethodPost {
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	var req struct {
+		Type string `json:"type"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, meta, spot := s.listing()
+	switch req.Type {
+	case "meta":
+		w.Write(meta)
+	case "spotMeta":
+		w.Write(spot)
+	default:
+		http.Error(w, "unknown type", http.StatusBadRequest)
+	}
+}

@@ -1,0 +1,105 @@
+package fakeexchange
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+)
+
+// The frames are real captures copied from the shared fixtures; see
+// testdata/PROVENANCE.md for where each comes from.
+//
+//go:embed testdata/*.ndjson testdata/*.json
+var fixtures embed.FS
+
+func lines(name string) [][]byte {
+	b, err := fixtures.ReadFile("testdata/" + name)
+	if err != nil {
+		panic(fmt.Sprintf("fakeexchange: embedded fixture %s: %v", name, err)) // a build defect
+	}
+	var out [][]byte
+	for _, l := range bytes.Split(b, []byte{'\n'}) {
+		if l = bytes.TrimSpace(l); len(l) > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func file(name string) []byte {
+	b, err := fixtures.ReadFile("testdata/" + name)
+	if err != nil {
+		panic(fmt.Sprintf("fakeexchange: embedded fixture %s: %v", name, err))
+	}
+	return b
+}
+
+// Token ids and coins the default configurations know.
+const (
+	// PolymarketStreamAsset is the token id of the real (semi-synthetic)
+	// polypy stream the Polymarket feed is built from.
+	PolymarketStreamAsset = "72936048731589292555781174533757608024096898681344338816447372274344589246891"
+	// PolymarketOtherAsset is a second real token id (the NO side in the
+	// test market list).
+	PolymarketOtherAsset = "101155325224907042624192777106604175185803921887395325080529159889944296783944"
+	// PolymarketSlug names the market of both assets in the Gamma list.
+	PolymarketSlug = "polypy-stream-market"
+	// bestBidAskAsset is the token id of the best_bid_ask docs example.
+	bestBidAskAsset = "85354956062430465315924116860125388538595433819574542752031640332592237464430"
+)
+
+// PolymarketNewMarket returns a real new_market frame and the token ids it
+// announces; PolymarketResolved the matching market_resolved frame.
+func PolymarketNewMarket() ([]byte, []string) {
+	return lines("nautilus_ws_misc_events.ndjson")[3], []string{
+		"76043073756653678226373981964075571318267289248134717369284518995922789326425",
+		"31690934263385727664202099278545688007799199447969475608906331829650099442770"}
+}
+
+// PolymarketResolved returns the real market_resolved frame of the market
+// PolymarketNewMarket announces.
+func PolymarketResolved() []byte { return lines("nautilus_ws_misc_events.ndjson")[4] }
+
+// PolymarketConfig is a Polymarket market channel serving the real polypy
+// stream (initial-dump book, price_change, last_trade_price, book,
+// tick_size_change) and a best_bid_ask event, for any subscribed asset, and
+// a Gamma market list of three markets (one closed).
+func PolymarketConfig() Config {
+	stream := lines("polypy_semisynthetic_stream_single_asset.ndjson")
+	snap := bytes.TrimSuffix(bytes.TrimPrefix(stream[0], []byte{'['}), []byte{']'})
+	var feed []Template
+	for _, f := range stream[1:] {
+		feed = append(feed, Template{Frame: f, ID: PolymarketStreamAsset})
+	}
+	feed = append(feed, Template{Frame: lines("nautilus_ws_misc_events.ndjson")[2], ID: bestBidAskAsset})
+	return Config{
+		Venue:    Polymarket,
+		Snapshot: Template{Frame: snap, ID: PolymarketStreamAsset},
+		Feed:     map[string][]Template{"market": feed},
+		Markets:  file("gamma_markets.json"),
+	}
+}
+
+// HyperliquidConfig is a Hyperliquid WebSocket serving real l2Book, bbo,
+// trades, activeAssetCtx, candle and allMids frames for any subscribed coin,
+// and a meta/spotMeta listing BTC, ETH, SOL, HYPE, a delisted FTM, PURR/USDC
+// and @107.
+func HyperliquidConfig() Config {
+	arb := lines("arbitrage_observatory_probe_2026-09_core.ndjson")
+	obs := lines("order_book_server_ack_l2book_trades_2025-07.ndjson")
+	bbo := lines("jkorf_bbo_2025-12.ndjson")
+	mids := lines("jkorf_allmids_trimmed_2025-12.ndjson")
+	return Config{
+		Venue: Hyperliquid,
+		Feed: map[string][]Template{
+			"l2Book":         {{obs[1], "BTC"}, {arb[1], "BTC"}},
+			"bbo":            {{arb[2], "BTC"}, {bbo[1], "HYPE"}},
+			"activeAssetCtx": {{arb[3], "BTC"}},
+			"trades":         {{arb[4], "BTC"}, {obs[2], "BTC"}},
+			"candle":         {{arb[5], "BTC"}},
+			"allMids":        {{mids[1], ""}},
+		},
+		Meta:     file("hl_meta.json"),
+		SpotMeta: file("hl_spot_meta.json"),
+	}
+}

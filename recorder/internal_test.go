@@ -1,0 +1,191 @@
+package recorder
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/datasets"
+)
+
+// nopSink accepts everything and keeps nothing.
+type nopSink struct{ seq uint64 }
+
+func (s *nopSink) Append(*datasets.Record) (uint64, error) { s.seq++; return s.seq, nil }
+func (s *nopSink) Flush() error                            { return nil }
+
+func fixtureLines(t testing.TB, name string) [][]byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("fakeexchange", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, l := range bytes.Split(b, []byte{'\n'}) {
+		if len(l) > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestHotPathAllocs asserts that handing a data frame from the socket
+// reader to the dataset writer allocates nothing in steady state: the
+// routing scan, the queue, the counters, the append and the latency
+// bookkeeping. (gorilla's NextReader allocates one small reader per message;
+// that is outside this path.)
+func TestHotPathAllocs(t *testing.T) {
+	for _, tc := range []struct {
+		venue, file string
+		items       []string
+	}{
+		{"polymarket", "polypy_semisynthetic_stream_single_asset.ndjson", []string{"72936048731589292555781174533757608024096898681344338816447372274344589246891"}},
+		{"hyperliquid", "arbitrage_observatory_probe_2026-09_core.ndjson", []string{"l2Book@BTC", "bbo@BTC", "trades@BTC"}},
+	} {
+		t.Run(tc.venue, func(t *testing.T) {
+			r, err := New(Spec{Venue: tc.venue, Instruments: []string{"x"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.q = newQueue(16, 1<<20, time.Now())
+			r.wctx, r.runCtx = context.Background(), context.Background()
+			sink := &nopSink{}
+			r.w = newWriter(r, sink, r.q)
+			r.assigned = map[string]*slot{}
+			s := &slot{r: r, id: 1, cm: r.m.conn(1), items: tc.items, pending: map[string]uint64{}}
+			s.touchFn = s.touch
+			s.buildWatch()
+			// Data frames only: acks and pongs are rare and produce
+			// control records.
+			var frames [][]byte
+			for _, f := range fixtureLines(t, tc.file) {
+				if c, _ := r.p.scan(f, func(_, _ []byte) {}); c == classData {
+					frames = append(frames, f)
+				}
+			}
+			i := 0
+			step := func() {
+				f := frames[i%len(frames)]
+				i++
+				buf := append(r.q.getBuf(), f...)
+				s.handle(buf, false, time.Now())
+				for len(r.q.ch) > 0 {
+					if err := r.w.take(<-r.q.ch); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for range 2 * len(frames) { // warm the pools
+				step()
+			}
+			if n := testing.AllocsPerRun(1000, step); n != 0 {
+				t.Errorf("%v allocations per frame, want 0", n)
+			}
+			want := r.stats.frames.Load()
+			if tc.venue == "polymarket" {
+				want++ // the subscribed record after the first data frame
+			}
+			if sink.seq == 0 || sink.seq != want {
+				t.Errorf("%d frames handled, %d appended", r.stats.frames.Load(), sink.seq)
+			}
+		})
+	}
+}
+
+func TestScanRoutesRealFrames(t *testing.T) {
+	type hit struct{ ch, inst string }
+	scan := func(p proto, f []byte) (frameClass, int64, []hit) {
+		var hits []hit
+		c, ex := p.scan(f, func(ch, inst []byte) { hits = append(hits, hit{string(ch), string(inst)}) })
+		return c, ex, hits
+	}
+	pm := fixtureLines(t, "polypy_semisynthetic_stream_single_asset.ndjson")
+	const asset = "72936048731589292555781174533757608024096898681344338816447372274344589246891"
+	for i, f := range pm {
+		c, ex, hits := scan(pmProto{}, f)
+		if c != classData || len(hits) == 0 || hits[0].inst != asset || ex < 1733411269309e6 {
+			t.Errorf("polymarket line %d: class %d, ts %d, hits %v", i+1, c, ex, hits)
+		}
+	}
+	if c, _, _ := scan(pmProto{}, []byte("PONG")); c != classPong {
+		t.Error("PONG is not a pong")
+	}
+	if c, _, _ := scan(pmProto{}, []byte("garbage")); c != classOther {
+		t.Error("garbage is not other")
+	}
+	hl := fixtureLines(t, "arbitrage_observatory_probe_2026-09_core.ndjson")
+	want := []struct {
+		c   frameClass
+		ch  string
+		ins string
+	}{{classAck, "", ""}, {classData, "l2Book", "BTC"}, {classData, "bbo", "BTC"}, {classData, "activeAssetCtx", "BTC"},
+		{classData, "trades", "BTC"}, {classData, "candle", "BTC"}, {classPong, "", ""}}
+	for i, f := range hl {
+		c, _, hits := scan(hlProto{}, f)
+		if c != want[i].c || (c == classData && !slices.Equal(hits, []hit{{want[i].ch, want[i].ins}})) {
+			t.Errorf("hyperliquid line %d: class %d hits %v, want %+v", i+1, c, hits, want[i])
+		}
+	}
+	if item, ok := (hlProto{}).ackItem(hl[0]); !ok || item != "l2Book+fast@BTC" {
+		t.Errorf("ack names %q", item)
+	}
+}
+
+// FuzzScan feeds arbitrary frames to both routing scans: no panic, and every
+// instrument reported is bytes of the frame.
+func FuzzScan(f *testing.F) {
+	for _, name := range []string{"polypy_semisynthetic_stream_single_asset.ndjson", "nautilus_ws_misc_events.ndjson",
+		"arbitrage_observatory_probe_2026-09_core.ndjson", "order_book_server_ack_l2book_trades_2025-07.ndjson"} {
+		for _, l := range fixtureLines(f, name) {
+			f.Add(l)
+		}
+	}
+	f.Add([]byte(`{"asset_id":"`))
+	f.Add([]byte(`{"channel":"subscriptionResponse","data":{"subscription":`))
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		if len(frame) > 1<<20 {
+			return
+		}
+		for _, p := range []proto{pmProto{}, hlProto{}} {
+			p.scan(frame, func(ch, inst []byte) {
+				if !bytes.Contains(frame, inst) || !bytes.Contains(frame, ch) {
+					t.Fatalf("%s: instrument %q / channel %q not in the frame", p.venue(), inst, ch)
+				}
+			})
+			p.ackItem(frame)
+		}
+	})
+}
+
+func TestLagHistQuantiles(t *testing.T) {
+	var h lagHist
+	for i := 1; i <= 1000; i++ {
+		h.add(time.Duration(i) * time.Millisecond)
+	}
+	st := h.stats()
+	within := func(got, want time.Duration) bool { return got >= want && float64(got) <= float64(want)*1.13 }
+	if st.Count != 1000 || !within(st.P50, 500*time.Millisecond) || !within(st.P99, 990*time.Millisecond) || st.Max != time.Second {
+		t.Errorf("stats %+v", st)
+	}
+	for _, d := range []time.Duration{0, 1, 7, 8, 9, 1000, 123456789, 1 << 40} {
+		if b := lagBucket(d); lagBucketUpper(b) < d || (b > 0 && lagBucketUpper(b-1) >= d) {
+			t.Errorf("bucket %d of %d: upper %d", b, d, lagBucketUpper(b))
+		}
+	}
+}
+
+func TestPacerPlanDuration(t *testing.T) {
+	c := &pacerConfig{burst: 20, window: 100 * time.Millisecond, perMinute: 2000}
+	for _, tc := range []struct {
+		n    int
+		want time.Duration
+	}{{1, 0}, {20, 0}, {21, 100 * time.Millisecond}, {1000, 4900 * time.Millisecond}, {2000, time.Minute}} {
+		if got := c.planDuration(tc.n); got != tc.want {
+			t.Errorf("%d frames: %v, want %v", tc.n, got, tc.want)
+		}
+	}
+}

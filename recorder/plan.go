@@ -1,0 +1,193 @@
+package recorder
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/hyperliquid"
+	"github.com/tapedeck/tapedeck/venue/polymarket"
+)
+
+// Plan is what a recorder will do: its connections, what each carries, the
+// frames that subscribe them, and the pacing of those frames. It is the
+// output of capture plan and the start of Run.
+type Plan struct {
+	Venue    string     `json:"venue"`
+	Endpoint string     `json:"endpoint"`
+	Conns    []ConnPlan `json:"connections"`
+	Pacing   Pacing     `json:"pacing"`
+	// Checked is true when instruments were checked against the venue's
+	// listing (Discover ran); Notes say what was not.
+	Checked bool     `json:"checked"`
+	Notes   []string `json:"notes,omitempty"`
+}
+
+// ConnPlan is one connection slot. Conn is the slot number its records
+// carry (1-based; 0 is the session).
+type ConnPlan struct {
+	Conn        uint32   `json:"conn"`
+	Instruments []string `json:"instruments"`
+	// Items are what the slot subscribes: Polymarket token ids,
+	// Hyperliquid subscription specs ("l2Book+fast@BTC").
+	Items []string `json:"items"`
+	// Frames are the subscribe frames sent after every (re)connect, in order.
+	Frames []string `json:"frames"`
+}
+
+// Pacing is how sends are spaced: at most Burst frames per Window and
+// PerMinute per minute across all connections (0 = unpaced), a heartbeat
+// every PingInterval, and how long the first subscribe of every connection
+// takes at that pace.
+type Pacing struct {
+	Burst        int           `json:"burst,omitempty"`
+	Window       time.Duration `json:"window_ns,omitempty"`
+	PerMinute    int           `json:"per_minute,omitempty"`
+	PingInterval time.Duration `json:"ping_interval_ns"`
+	// New connections (first dials and reconnects) are paced too: at most
+	// DialBurst per DialWindow and DialPerMinute per minute.
+	DialBurst      int           `json:"dial_burst"`
+	DialWindow     time.Duration `json:"dial_window_ns"`
+	DialPerMinute  int           `json:"dial_per_minute"`
+	SubscribeSends int           `json:"subscribe_frames"`
+	SubscribeTime  time.Duration `json:"subscribe_time_ns"`
+}
+
+// Plan returns the plan. It touches the network only when the spec needs
+// discovery (all markets, Polymarket slugs or condition ids) and Discover has
+// not run yet; call Discover first to also check Hyperliquid coins against
+// meta. The plan is computed once and then returned as is.
+func (r *Recorder) Plan(ctx context.Context) (*Plan, error) {
+	return r.planFor(ctx, false)
+}
+
+// Prepare does what Run would do before connecting: discovery when the spec
+// needs it, and on Hyperliquid always (meta and spotMeta are checked against
+// and stored), then the plan. Call it before Manifest when creating the
+// dataset for Run; Run then reuses the result.
+func (r *Recorder) Prepare(ctx context.Context) (*Plan, error) {
+	return r.planFor(ctx, true)
+}
+
+// planFor computes the plan; forRun also fetches what a run must store
+// (Hyperliquid meta).
+func (r *Recorder) planFor(ctx context.Context, forRun bool) (*Plan, error) {
+	r.mu.Lock()
+	p, done := r.plan, r.discovered
+	r.mu.Unlock()
+	if p != nil && (done || !forRun || r.spec.Venue != venue.Hyperliquid) {
+		return p, nil
+	}
+	if !done && (r.needsDiscovery() || (forRun && r.spec.Venue == venue.Hyperliquid)) {
+		if err := r.Discover(ctx); err != nil {
+			return nil, err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	insts := r.spec.Instruments
+	if r.discovered {
+		insts = r.instruments
+	}
+	p = &Plan{Venue: r.spec.Venue, Endpoint: r.endpoint, Checked: r.discovered}
+	switch r.spec.Venue {
+	case venue.Polymarket:
+		cps, err := polymarket.PlanConns(insts, r.spec.AssetsPerConn)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+		}
+		for i, c := range cps {
+			cp := ConnPlan{Conn: uint32(i + 1), Instruments: c.Assets, Items: c.Assets}
+			for _, f := range c.Subscribe {
+				cp.Frames = append(cp.Frames, string(f))
+			}
+			p.Conns = append(p.Conns, cp)
+		}
+		if !r.discovered {
+			p.Notes = append(p.Notes, "token ids not checked against the market list (capture plan --check asks the venue)")
+		}
+	case venue.Hyperliquid:
+		subs, err := hyperliquid.ExpandChannels(r.spec.Channels, insts)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+		}
+		conns, err := hyperliquid.PlanConns(subs, r.spec.Conns)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+		}
+		for i, c := range conns {
+			cp := ConnPlan{Conn: uint32(i + 1)}
+			seen := map[string]bool{}
+			for _, s := range c {
+				cp.Items = append(cp.Items, s.String())
+				cp.Frames = append(cp.Frames, string(s.AppendSubscribe(nil)))
+				if s.Coin != "" && !seen[s.Coin] {
+					seen[s.Coin] = true
+					cp.Instruments = append(cp.Instruments, s.Coin)
+				}
+			}
+			p.Conns = append(p.Conns, cp)
+		}
+		if !r.discovered {
+			p.Notes = append(p.Notes, "coins not checked against meta/spotMeta: an unknown coin makes the venue close the socket with 1006 (capture plan --check asks the venue)")
+		}
+	}
+	if len(p.Conns) == 0 {
+		return nil, fmt.Errorf("%w: nothing to subscribe", ErrSpec)
+	}
+	p.Pacing.PingInterval = r.o.pingInterval
+	p.Pacing.DialBurst, p.Pacing.DialWindow, p.Pacing.DialPerMinute = r.o.dialPace.burst, r.o.dialPace.window, r.o.dialPace.perMinute
+	for _, c := range p.Conns {
+		p.Pacing.SubscribeSends += len(c.Frames)
+	}
+	if pc := r.o.subscribePace; pc != nil {
+		p.Pacing.Burst, p.Pacing.Window, p.Pacing.PerMinute = pc.burst, pc.window, pc.perMinute
+		p.Pacing.SubscribeTime = pc.planDuration(p.Pacing.SubscribeSends)
+	}
+	r.plan = p
+	return p, nil
+}
+
+// WriteText writes the plan for people: one block per connection with its
+// instruments and subscribe frames, then the pacing.
+func (p *Plan) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "venue     %s\nendpoint  %s\nconnections %d\n", p.Venue, p.Endpoint, len(p.Conns))
+	for _, c := range p.Conns {
+		fmt.Fprintf(&b, "\nconn %d: %d instruments, %d subscriptions, %d subscribe frames\n", c.Conn, len(c.Instruments), len(c.Items), len(c.Frames))
+		fmt.Fprintf(&b, "  instruments: %s\n", strings.Join(c.Instruments, " "))
+		for _, f := range c.Frames {
+			fmt.Fprintf(&b, "  send %s\n", f)
+		}
+	}
+	pc := p.Pacing
+	b.WriteString("\npacing\n")
+	if pc.Burst > 0 {
+		fmt.Fprintf(&b, "  at most %d frames per %v and %d per minute across all connections\n", pc.Burst, pc.Window, pc.PerMinute)
+	} else {
+		b.WriteString("  subscribe frames unpaced\n")
+	}
+	fmt.Fprintf(&b, "  %d subscribe frames, sent in %v after startup (and again after every reconnect of a connection)\n", pc.SubscribeSends, pc.SubscribeTime)
+	fmt.Fprintf(&b, "  heartbeat every %v per connection\n", pc.PingInterval)
+	fmt.Fprintf(&b, "  new connections: at most %d per %v and %d per minute; reconnects back off exponentially with jitter\n",
+		pc.DialBurst, pc.DialWindow, pc.DialPerMinute)
+	if len(p.Notes) > 0 {
+		b.WriteString("\nnotes\n")
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(&b, "  %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON writes the plan as one indented JSON document.
+func (p *Plan) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(p)
+}

@@ -1,0 +1,383 @@
+// Package recorder owns live capture: it connects to a venue's WebSocket,
+// subscribes, keeps the connections alive and honest (heartbeats, reconnects
+// with backoff, stall watchdogs), and hands every received frame,
+// byte-identical and stamped with its receive times, to a dataset writer.
+// Nothing is lost silently: every frame that could not be kept, every
+// disconnect, stall and write failure is itself a record of the dataset.
+//
+// What the frames mean lives in venue/*; how records are stored lives in
+// datasets. The venue-specific URLs, frames and limits come from the session
+// files of venue/polymarket and venue/hyperliquid.
+package recorder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/hyperliquid"
+	"github.com/tapedeck/tapedeck/venue/polymarket"
+)
+
+// Sink is what the recorder needs of a dataset writer; *datasets.Writer
+// implements it. Append must copy the record (the recorder reuses payload
+// buffers) and follow datasets.Writer's contract: seq != 0 means the record
+// was accepted even if err reports an earlier failed write. Only the
+// recorder's writer goroutine calls the Sink.
+type Sink interface {
+	Append(r *datasets.Record) (seq uint64, err error)
+	Flush() error
+}
+
+var _ Sink = (*datasets.Writer)(nil)
+
+// Spec says what to record.
+type Spec struct {
+	// Venue is venue.Polymarket or venue.Hyperliquid.
+	Venue string
+	// Endpoint is the WebSocket URL ("" = the venue's public one).
+	Endpoint string
+	// RESTEndpoint is the discovery base URL ("" = the venue's): Polymarket
+	// Gamma (GET /markets), Hyperliquid info (POST, the full URL).
+	RESTEndpoint string
+	// Instruments are Polymarket token ids, market slugs or condition ids
+	// (resolved to token ids by Discover), or Hyperliquid coins.
+	Instruments []string
+	// Channels are Hyperliquid channel specs ("l2Book", "l2Book+fast",
+	// "bbo", "trades", "allMids", "activeAssetCtx", "candle+interval=1m"),
+	// crossed with the coins; empty means DefaultHyperliquidChannels.
+	// Polymarket has one channel and accepts only "market" or nothing.
+	Channels []string
+	// AllMarkets records every listed instrument (Polymarket: every active
+	// market's tokens, following new_market and market_resolved;
+	// Hyperliquid: every coin of meta and spotMeta), refreshed periodically.
+	AllMarkets bool
+	// AssetsPerConn is the Polymarket shard size (0 = the venue default).
+	AssetsPerConn int
+	// Conns is the number of Hyperliquid connections to spread over (0 = as
+	// few as the plan allows).
+	Conns int
+}
+
+// DefaultHyperliquidChannels are recorded when Spec.Channels is empty.
+var DefaultHyperliquidChannels = []string{hyperliquid.SubL2Book, hyperliquid.SubTrades}
+
+// ErrSpec reports a Spec that cannot be recorded; the message names the field.
+var ErrSpec = errors.New("recorder: invalid spec")
+
+// Recorder records one venue into one dataset. Create it with New, optionally
+// call Discover and Plan, then Run once. Stats, Plan and Manifest are safe to
+// call concurrently with Run.
+type Recorder struct {
+	spec     Spec
+	o        options
+	p        proto
+	endpoint string
+	restURL  string
+	base     time.Time
+	reg      *prometheus.Registry // private registry unless WithMetrics
+	m        *metrics
+	log      *slog.Logger
+
+	mu          sync.Mutex
+	discovered  bool
+	rest        []RESTResponse
+	instruments []string // resolved instruments, in order
+	meta        map[string]hyperliquid.MetaAsset
+	plan        *Plan
+	ran         bool
+	slots       []*slot
+	assigned    map[string]*slot // item → slot carrying it
+
+	q         *queue
+	w         *writer
+	sendPacer *pacer
+	dialPacer *pacer
+	runCtx    context.Context
+	wctx      context.Context // ends only when the writer is gone: control records wait on it
+	slotWG    sync.WaitGroup
+	lifecycle chan polymarket.MarketLifecycle
+
+	stats struct {
+		frames, bytes, dropped, reconnects, stalls atomic.Uint64
+	}
+}
+
+// New validates spec and opts. It does not touch the network.
+func New(spec Spec, opts ...Option) (*Recorder, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	p, ok := protoFor(spec.Venue)
+	if !ok {
+		return nil, fmt.Errorf("%w: venue %q (want %s or %s)", ErrSpec, spec.Venue, venue.Polymarket, venue.Hyperliquid)
+	}
+	r := &Recorder{spec: spec, o: o, p: p, base: time.Now(), log: o.logger}
+	r.endpoint = spec.Endpoint
+	if r.endpoint == "" {
+		r.endpoint = p.defaultEndpoint()
+	}
+	r.restURL = spec.RESTEndpoint
+	if len(spec.Instruments) == 0 && !spec.AllMarkets {
+		return nil, fmt.Errorf("%w: no instruments (give some, or all markets)", ErrSpec)
+	}
+	switch spec.Venue {
+	case venue.Polymarket:
+		if r.restURL == "" {
+			r.restURL = polymarket.GammaEndpoint
+		}
+		for _, c := range spec.Channels {
+			if c != "market" {
+				return nil, fmt.Errorf("%w: channel %q: Polymarket records the market channel only", ErrSpec, c)
+			}
+		}
+		if spec.AssetsPerConn < 0 || spec.AssetsPerConn > polymarket.MaxConnAssets {
+			return nil, fmt.Errorf("%w: %d assets per connection, want 1..%d", ErrSpec, spec.AssetsPerConn, polymarket.MaxConnAssets)
+		}
+		if spec.Conns != 0 {
+			return nil, fmt.Errorf("%w: a connection count applies to Hyperliquid; Polymarket shards by assets per connection", ErrSpec)
+		}
+		if !o.instStallSet {
+			r.o.instStall = 0
+		}
+	case venue.Hyperliquid:
+		if r.restURL == "" {
+			r.restURL = hyperliquid.InfoEndpoint
+		}
+		if spec.AssetsPerConn != 0 {
+			return nil, fmt.Errorf("%w: assets per connection applies to Polymarket", ErrSpec)
+		}
+		if spec.Conns < 0 || spec.Conns > hyperliquid.MaxConns {
+			return nil, fmt.Errorf("%w: %d connections, want 0..%d", ErrSpec, spec.Conns, hyperliquid.MaxConns)
+		}
+		if len(r.spec.Channels) == 0 {
+			r.spec.Channels = slices.Clone(DefaultHyperliquidChannels)
+		}
+		if _, err := hyperliquid.ExpandChannels(r.spec.Channels, []string{"BTC"}); err != nil {
+			return nil, fmt.Errorf("%w: channels: %w", ErrSpec, err)
+		}
+		if !o.instStallSet {
+			r.o.instStall = o.stallTimeout
+		}
+	}
+	if r.o.pingInterval == 0 {
+		r.o.pingInterval = p.pingInterval()
+	}
+	if r.o.maxFrameBytes == 0 {
+		r.o.maxFrameBytes = p.maxFrameBytes()
+	}
+	if r.o.subscribePace == nil {
+		r.o.subscribePace = p.pacing()
+	}
+	reg := o.registerer
+	if reg == nil {
+		r.reg = prometheus.NewRegistry()
+		reg = r.reg
+	}
+	m, err := newMetrics(reg, spec.Venue)
+	if err != nil {
+		return nil, fmt.Errorf("recorder: register metrics: %w", err)
+	}
+	r.m = m
+	return r, nil
+}
+
+// Gatherer returns the private metrics registry, or nil when WithMetrics
+// was given (the caller's registry then holds the series).
+func (r *Recorder) Gatherer() prometheus.Gatherer {
+	if r.reg == nil {
+		return nil
+	}
+	return r.reg
+}
+
+// needsDiscovery reports whether planning needs the network: all markets, or
+// Polymarket instruments named by slug or condition id.
+func (r *Recorder) needsDiscovery() bool {
+	if r.spec.AllMarkets {
+		return true
+	}
+	if r.spec.Venue == venue.Polymarket {
+		for _, id := range r.spec.Instruments {
+			if !polymarket.IsTokenID(id) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Manifest returns the manifest to create the dataset with: venue,
+// endpoint, the planned instruments and subscriptions, and the clock base
+// the recorder stamps MonoNs against. Call it after Plan (or Discover) so
+// discovered instruments are listed.
+func (r *Recorder) Manifest() datasets.Manifest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	host, _ := os.Hostname()
+	m := datasets.Manifest{
+		FormatVersion:  datasets.FormatVersion,
+		Venue:          r.spec.Venue,
+		Endpoint:       r.endpoint,
+		ToolVersion:    "tapedeck capture",
+		Host:           host,
+		StartNs:        r.base.UnixNano(),
+		MonoBaseWallNs: r.base.UnixNano(),
+	}
+	if r.plan != nil {
+		for _, c := range r.plan.Conns {
+			m.Instruments = append(m.Instruments, c.Instruments...)
+			if r.spec.Venue == venue.Hyperliquid {
+				m.Subscriptions = append(m.Subscriptions, c.Items...)
+			}
+		}
+		if r.spec.Venue == venue.Polymarket {
+			m.Subscriptions = []string{"market"}
+		}
+		slices.Sort(m.Instruments)
+		m.Instruments = slices.Compact(m.Instruments)
+	}
+	return m
+}
+
+// Stats are what a recorder has seen so far.
+type Stats struct {
+	Frames      uint64 // frames received and queued
+	Bytes       uint64 // their payload bytes
+	Dropped     uint64 // frames dropped on a full queue (all reported by overload records)
+	Reconnects  uint64
+	Stalls      uint64
+	Records     uint64 // records appended to the sink (frames and control)
+	WriteErrors uint64 // failed appends or flushes (retried)
+	Lost        uint64 // records given up after the sink kept failing at shutdown
+	// DiskLag is the distribution of the time from socket read to the end of
+	// the flush that wrote the frame.
+	DiskLag LagStats
+}
+
+// Stats returns the counts so far.
+func (r *Recorder) Stats() Stats {
+	s := Stats{
+		Frames: r.stats.frames.Load(), Bytes: r.stats.bytes.Load(), Dropped: r.stats.dropped.Load(),
+		Reconnects: r.stats.reconnects.Load(), Stalls: r.stats.stalls.Load(),
+	}
+	r.mu.Lock()
+	w := r.w
+	r.mu.Unlock()
+	if w != nil {
+		s.Records, s.WriteErrors, s.Lost = w.records.Load(), w.errors.Load(), w.lost.Load()
+		s.DiskLag = w.lag.stats()
+	}
+	return s
+}
+
+// ErrRan reports a second call to Run.
+var ErrRan = errors.New("recorder: already ran")
+
+// Run records into sink until ctx ends, then shuts down gracefully: every
+// connection is closed (1000) and recorded as such, the queue is drained, a
+// KindCleanClose record is appended and the sink flushed. It returns nil
+// after a graceful shutdown; the caller then closes the sink (sealing the
+// dataset). It returns early with an error only when recording cannot go on
+// (discovery failed, the sink is closed) or when records were lost because
+// the sink still failed at shutdown. Connection failures never end Run: they
+// are recorded and retried.
+func (r *Recorder) Run(ctx context.Context, sink Sink) error {
+	r.mu.Lock()
+	if r.ran {
+		r.mu.Unlock()
+		return ErrRan
+	}
+	r.ran = true
+	r.mu.Unlock()
+	if sink == nil {
+		return fmt.Errorf("%w: nil sink", ErrSpec)
+	}
+	plan, err := r.planFor(ctx, true)
+	if err != nil {
+		return err
+	}
+
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	q := newQueue(r.o.queueFrames, r.o.queueBytes, r.base)
+	w := newWriter(r, sink, q)
+	r.mu.Lock()
+	r.q, r.w, r.runCtx = q, w, runCtx
+	r.sendPacer = newPacer(r.o.subscribePace)
+	r.dialPacer = newPacer(&r.o.dialPace)
+	r.assigned = map[string]*slot{}
+	r.mu.Unlock()
+	wctx, wcancel := context.WithCancel(context.Background())
+	r.mu.Lock()
+	r.wctx = wctx
+	r.mu.Unlock()
+	writerDone := make(chan error, 1)
+	go func() {
+		defer wcancel()
+		writerDone <- w.loop(func(err error) { stop(err) })
+	}()
+
+	for _, rr := range r.restSnapshot() {
+		r.pushREST(rr)
+	}
+	if r.spec.AllMarkets {
+		r.lifecycle = make(chan polymarket.MarketLifecycle, 1024)
+	}
+	for _, c := range plan.Conns {
+		r.startSlot(runCtx, c.Items)
+	}
+	var mgrWG sync.WaitGroup
+	if r.spec.AllMarkets {
+		mgrWG.Go(func() { r.manage(runCtx) })
+	}
+	r.log.Info("capture started", "venue", r.spec.Venue, "endpoint", r.endpoint, "connections", len(plan.Conns))
+
+	<-runCtx.Done()
+	mgrWG.Wait()
+	r.slotWG.Wait()
+	q.close()
+	werr := <-writerDone
+	cause := context.Cause(runCtx)
+	if ctx.Err() != nil && errors.Is(cause, ctx.Err()) {
+		cause = nil // the caller asked us to stop: graceful
+	}
+	r.log.Info("capture stopped", "frames", r.stats.frames.Load(), "dropped", r.stats.dropped.Load())
+	return errors.Join(cause, werr)
+}
+
+// pushREST stores a REST response the session relied on: a note naming the
+// request (the record kind has no room for the URL), then the raw body.
+func (r *Recorder) pushREST(rr RESTResponse) {
+	text := rr.Method + " " + rr.URL
+	if len(rr.Request) > 0 {
+		text += " " + string(rr.Request)
+	}
+	r.q.push(r.wctx, entry{rec: datasets.Record{Kind: datasets.KindNote,
+		Payload: datasets.EncodeControl(datasets.Control{URL: rr.URL, Code: rr.Status, Text: "rest_response follows: " + text})}})
+	r.q.push(r.wctx, entry{rec: datasets.Record{Kind: datasets.KindRESTResponse, Payload: rr.Body}})
+}
+
+func (r *Recorder) restSnapshot() []RESTResponse {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.rest)
+}
+
+// control queues a control record of a connection slot (0 = the session),
+// waiting for room: control records are what make losses visible.
+func (r *Recorder) control(conn uint32, k datasets.Kind, c datasets.Control) {
+	r.q.push(r.wctx, entry{rec: datasets.Record{Kind: k, Conn: conn, Payload: datasets.EncodeControl(c)}})
+}

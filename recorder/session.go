@@ -1,0 +1,642 @@
+package recorder
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/polymarket"
+)
+
+// writeTimeout bounds one send; a socket that cannot take a small frame in
+// this time is dead.
+const writeTimeout = 10 * time.Second
+
+// closeWait is how long a graceful shutdown waits for the server to answer
+// our close frame.
+const closeWait = 2 * time.Second
+
+// slot is one connection of the session: a dial/subscribe/heartbeat/watchdog
+// goroutine (the only writer to the socket) and, while connected, a reader
+// goroutine (the only reader). The slot survives reconnects; its number is
+// the Conn of every record it produces.
+type slot struct {
+	r  *Recorder
+	id uint32
+	cm connMetrics
+
+	drops drops
+	ctl   chan slotOp
+
+	mu         sync.Mutex
+	items      []string
+	pending    map[string]uint64 // Hyperliquid subscriptions sent and not yet acknowledged, with their send order
+	sendSeq    uint64
+	lastSubAt  time.Time
+	lastSubIts []string
+	suspects   map[string]int // consecutive deaths right after subscribing this item
+
+	watch     atomic.Pointer[watchSet]
+	lastData  atomic.Int64 // mono ns of the last data frame
+	lastPong  atomic.Int64 // mono ns of the last pong
+	subDone   atomic.Int64 // mono ns the subscribe frames were all sent (0 = not yet)
+	firstData atomic.Bool  // a data frame arrived since the last subscribe
+	nowMono   int64        // reader-owned: mono ns of the frame being scanned
+	touchFn   func(channel, instrument []byte)
+}
+
+type slotOp struct {
+	add    []string
+	remove []string
+}
+
+// watchSet maps (channel, instrument) to the mono ns of its last frame.
+// Built per connection and never mutated after: the reader reads it without
+// locks and stores through the atomics.
+type watchSet struct {
+	m      map[string]map[string]*atomic.Int64
+	steady map[*atomic.Int64]string // the ones the instrument watchdog checks, with their item
+}
+
+func (r *Recorder) startSlot(ctx context.Context, items []string) *slot {
+	r.mu.Lock()
+	s := &slot{r: r, id: uint32(len(r.slots) + 1), ctl: make(chan slotOp, 64),
+		items: slices.Clone(items), pending: map[string]uint64{}, suspects: map[string]int{}}
+	s.cm = r.m.conn(s.id)
+	s.touchFn = s.touch
+	r.slots = append(r.slots, s)
+	for _, it := range items {
+		r.assigned[it] = s
+	}
+	r.mu.Unlock()
+	r.slotWG.Go(func() { s.run(ctx) })
+	return s
+}
+
+func (s *slot) touch(channel, instrument []byte) {
+	ws := s.watch.Load()
+	if ws == nil {
+		return
+	}
+	if m := ws.m[string(channel)]; m != nil {
+		if a := m[string(instrument)]; a != nil {
+			a.Store(s.nowMono)
+		}
+	}
+}
+
+func (s *slot) snapshotItems() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.items)
+}
+
+func (s *slot) mono() int64 { return int64(time.Since(s.r.base)) }
+
+// run dials, serves and redials until ctx ends.
+func (s *slot) run(ctx context.Context) {
+	r := s.r
+	attempt := 0
+	var lastErr error
+	for {
+		if attempt > 0 {
+			c := datasets.Control{Attempt: attempt, URL: r.endpoint}
+			if lastErr != nil {
+				c.Err = lastErr.Error()
+			}
+			r.control(s.id, datasets.KindReconnect, c)
+			s.cm.reconnects.Inc()
+			r.stats.reconnects.Add(1)
+			if !sleepCtx(ctx, s.backoff(attempt)) {
+				return
+			}
+		}
+		if err := r.dialPacer.Wait(ctx); err != nil {
+			return
+		}
+		dialer := r.o.dialer
+		if dialer == nil {
+			dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: r.o.dialTimeout,
+				ReadBufferSize: 64 << 10, WriteBufferSize: 16 << 10}
+		}
+		conn, resp, err := dialer.DialContext(ctx, r.endpoint, nil)
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if resp != nil {
+				err = fmt.Errorf("dial %s: HTTP %d: %w", r.endpoint, resp.StatusCode, err)
+			} else {
+				err = fmt.Errorf("dial %s: %w", r.endpoint, err)
+			}
+			r.log.Warn("connect failed", "conn", s.id, "attempt", attempt+1, "err", err)
+			lastErr = err
+			attempt++
+			continue
+		}
+		r.control(s.id, datasets.KindConnect, datasets.Control{URL: r.endpoint})
+		r.log.Info("connected", "conn", s.id, "url", r.endpoint)
+		healthy, err := s.serve(ctx, conn)
+		s.cm.connected.Set(0)
+		if ctx.Err() != nil {
+			return
+		}
+		lastErr = err
+		if healthy {
+			attempt = 1
+		} else {
+			attempt++
+		}
+	}
+}
+
+// backoff returns the delay before reconnect attempt n (1-based):
+// exponential from backoffMin to backoffMax, jittered in [d/2, d] so that
+// many connections dropped together do not come back together.
+func (s *slot) backoff(n int) time.Duration {
+	d := s.r.o.backoffMin
+	for i := 1; i < n && d < s.r.o.backoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, s.r.o.backoffMax)
+	return d/2 + rand.N(d/2+1)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// readerExit is how a reader goroutine ended.
+type readerExit struct{ err error }
+
+// serve subscribes and keeps one connection until it ends. healthy reports
+// whether it carried data (the backoff then starts over).
+func (s *slot) serve(ctx context.Context, conn *websocket.Conn) (healthy bool, err error) {
+	r := s.r
+	conn.SetReadLimit(r.o.maxFrameBytes)
+	s.buildWatch()
+	now := s.mono()
+	s.lastData.Store(now)
+	s.lastPong.Store(now)
+	s.subDone.Store(0)
+	s.firstData.Store(false)
+	s.mu.Lock()
+	clear(s.pending) // acknowledgements do not survive a connection
+	s.lastSubAt = time.Time{}
+	s.mu.Unlock()
+
+	connCtx, cancelConn := context.WithCancel(ctx)
+	defer cancelConn()
+	done := make(chan readerExit, 1)
+	go func() {
+		err := s.readLoop(conn)
+		cancelConn()
+		done <- readerExit{err}
+	}()
+	// The reader must be gone before we return: it owns conn's read side
+	// and pushes records with this slot's number.
+	finish := func(c datasets.Control, ex readerExit, waited bool) (bool, error) {
+		if !waited {
+			conn.Close()
+			ex = <-done
+		} else {
+			conn.Close()
+		}
+		if c.Code == 0 && c.Err == "" {
+			c = s.describeExit(ex.err)
+		}
+		r.control(s.id, datasets.KindDisconnect, c)
+		lvl := r.log.Warn
+		if c.Code == websocket.CloseNormalClosure {
+			lvl = r.log.Info
+		}
+		lvl("disconnected", "conn", s.id, "code", c.Code, "reason", c.Reason, "err", c.Err, "suspect", c.Instruments)
+		var e error = ex.err
+		if e == nil {
+			e = errors.New(c.Err)
+		}
+		return s.firstData.Load(), e
+	}
+
+	// sendFailed ends the connection after a failed send: a shutdown, a
+	// reader that ended first (its error says why, and names a suspect
+	// subscription), or a write that failed on its own.
+	sendFailed := func(what string, err error) (bool, error) {
+		if ctx.Err() != nil {
+			return s.shutdown(conn, done)
+		}
+		if connCtx.Err() != nil { // only the reader cancels connCtx while ctx lives
+			return finish(datasets.Control{}, <-done, true)
+		}
+		return finish(datasets.Control{Code: websocket.CloseAbnormalClosure, Err: what + ": " + err.Error()}, readerExit{}, false)
+	}
+
+	// Subscribe, paced; a reader exit aborts the wait.
+	for _, f := range r.p.subscribeFrames(s.snapshotItems()) {
+		if err := s.send(connCtx, conn, f); err != nil {
+			return sendFailed("send subscribe", err)
+		}
+	}
+	s.subDone.Store(s.mono())
+	s.lastData.Store(s.mono())
+	s.cm.connected.Set(1)
+
+	ping := time.NewTicker(r.o.pingInterval)
+	defer ping.Stop()
+	wd := time.NewTicker(s.watchdogTick())
+	defer wd.Stop()
+	for {
+		select {
+		case ex := <-done:
+			return finish(datasets.Control{}, ex, true)
+		case <-ctx.Done():
+			return s.shutdown(conn, done)
+		case <-ping.C:
+			if err := s.send(connCtx, conn, sendFrame{data: r.p.pingFrame()}); err != nil {
+				return sendFailed("send ping", err)
+			}
+		case <-wd.C:
+			if c, stalled := s.checkStall(); stalled {
+				r.control(s.id, datasets.KindStall, c)
+				s.cm.stalls.Inc()
+				r.stats.stalls.Add(1)
+				r.log.Warn("stall", "conn", s.id, "instruments", len(c.Instruments), "text", c.Text)
+				return finish(datasets.Control{Code: websocket.CloseAbnormalClosure, Reason: "stall", Err: "watchdog: " + c.Text}, readerExit{}, false)
+			}
+		case op := <-s.ctl:
+			if err := s.apply(connCtx, conn, op); err != nil {
+				return sendFailed("send", err)
+			}
+		}
+	}
+}
+
+// shutdown closes the connection gracefully: a close frame (1000), a short
+// wait for the server's answer, and the disconnect record.
+func (s *slot) shutdown(conn *websocket.Conn, done chan readerExit) (bool, error) {
+	_ = conn.WriteControl(websocket.CloseMessage,
+		websocket.FormatCloseMessage(websocket.CloseNormalClosure, "shutdown"), time.Now().Add(closeWait))
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		conn.Close()
+		<-done
+	}
+	conn.Close()
+	s.r.control(s.id, datasets.KindDisconnect, datasets.Control{Code: websocket.CloseNormalClosure, Reason: "shutdown"})
+	return true, nil
+}
+
+// send records a frame as KindSent and writes it. The record goes first so
+// that in the dataset it precedes the venue's answer to it.
+func (s *slot) send(ctx context.Context, conn *websocket.Conn, f sendFrame) error {
+	r := s.r
+	if err := r.sendPacer.Wait(ctx); err != nil {
+		return err
+	}
+	r.q.push(r.wctx, entry{rec: datasets.Record{Kind: datasets.KindSent, Conn: s.id, Payload: f.data}})
+	if len(f.items) > 0 {
+		s.mu.Lock()
+		s.lastSubAt = time.Now()
+		s.lastSubIts = f.items
+		if r.p.venue() == venue.Hyperliquid {
+			for _, it := range f.items {
+				s.sendSeq++
+				s.pending[it] = s.sendSeq
+			}
+		}
+		s.mu.Unlock()
+	}
+	conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return conn.WriteMessage(websocket.TextMessage, f.data)
+}
+
+// describeExit turns a reader's error into a disconnect record, naming the
+// subscriptions suspected of killing the connection when it died right
+// after a subscribe.
+func (s *slot) describeExit(err error) datasets.Control {
+	c := datasets.Control{Code: websocket.CloseAbnormalClosure}
+	var ce *websocket.CloseError
+	switch {
+	case errors.As(err, &ce):
+		c.Code, c.Reason = ce.Code, ce.Text
+		c.Err = err.Error()
+	case errors.Is(err, websocket.ErrReadLimit):
+		c.Code = websocket.CloseMessageTooBig
+		c.Err = fmt.Sprintf("frame over the %d-byte read limit: %v", s.r.o.maxFrameBytes, err)
+	case err != nil:
+		c.Err = err.Error()
+	}
+	s.mu.Lock()
+	var note string
+	defer func() {
+		s.mu.Unlock()
+		if note != "" {
+			s.r.log.Error(note, "conn", s.id)
+			s.r.control(s.id, datasets.KindNote, datasets.Control{Instruments: c.Instruments[:1], Text: note})
+		}
+	}()
+	recent := !s.lastSubAt.IsZero() && time.Since(s.lastSubAt) <= s.r.o.suspectWindow && c.Code != websocket.CloseNormalClosure
+	switch {
+	case len(s.pending) > 0:
+		// Hyperliquid answers subscriptions in order: the first one without
+		// an answer is what it choked on (an unknown coin closes the socket
+		// with 1006 and no message); the later ones were never read.
+		var all []string
+		for it := range s.pending {
+			all = append(all, it)
+		}
+		slices.SortFunc(all, func(a, b string) int { return cmp.Compare(s.pending[a], s.pending[b]) })
+		c.Instruments = all[:1]
+		c.Text = "connection died with subscriptions unacknowledged; suspect subscription: " + all[0]
+		if len(all) > 1 {
+			c.Text += fmt.Sprintf(" (first of %d unacknowledged: %s)", len(all), strings.Join(all[:min(len(all), 10)], " "))
+		}
+		note = s.noteSuspect(all[0])
+	case recent && s.r.p.venue() == venue.Polymarket:
+		// No acknowledgements to go by: name what was just subscribed.
+		c.Instruments = s.lastSubIts
+		c.Text = "connection died " + time.Since(s.lastSubAt).Round(time.Millisecond).String() +
+			" after subscribing; suspect subscription: " + strings.Join(s.lastSubIts, " ")
+	}
+	return c
+}
+
+// noteSuspect drops a subscription that was the first unacknowledged one
+// when two connections in a row died, so an unknown coin cannot keep a
+// connection in a reconnect loop. An acknowledgement clears its count.
+// Called with s.mu held; it returns the note to record, if any.
+func (s *slot) noteSuspect(it string) string {
+	s.suspects[it]++
+	if s.suspects[it] < 2 {
+		return ""
+	}
+	s.items = slices.DeleteFunc(s.items, func(x string) bool { return x == it })
+	delete(s.suspects, it)
+	return "dropped subscription " + it + ": two connections in a row died with it unacknowledged"
+}
+
+func (s *slot) buildWatch() {
+	ws := &watchSet{m: map[string]map[string]*atomic.Int64{}, steady: map[*atomic.Int64]string{}}
+	now := s.mono()
+	for _, it := range s.snapshotItems() {
+		ch, inst, steady := s.r.p.watchKey(it)
+		m := ws.m[ch]
+		if m == nil {
+			m = map[string]*atomic.Int64{}
+			ws.m[ch] = m
+		}
+		a := m[inst]
+		if a == nil {
+			a = new(atomic.Int64)
+			a.Store(now)
+			m[inst] = a
+		}
+		if steady {
+			ws.steady[a] = it
+		}
+	}
+	s.watch.Store(ws)
+}
+
+func (s *slot) watchdogTick() time.Duration {
+	d := s.r.o.stallTimeout / 4
+	if it := s.r.o.instStall; it > 0 {
+		d = min(d, it/4)
+	}
+	return max(min(d, time.Second), time.Millisecond)
+}
+
+// checkStall reports a silent stall: no data frame for the stall timeout
+// (whether or not pongs still arrive), or a steady instrument without a
+// frame for the instrument stall timeout while others on the socket flow.
+func (s *slot) checkStall() (datasets.Control, bool) {
+	r := s.r
+	now := s.mono()
+	wall := r.base.UnixNano() + now
+	last := s.lastData.Load()
+	if d := time.Duration(now - last); d >= r.o.stallTimeout {
+		pong := "and no pong either"
+		if p := s.lastPong.Load(); p > last {
+			pong = fmt.Sprintf("while pongs still arrive (last %v ago)", time.Duration(now-p).Round(time.Millisecond))
+		}
+		return datasets.Control{Instruments: s.snapshotItems(), FromNs: r.base.UnixNano() + last, ToNs: wall,
+			Text: fmt.Sprintf("no data for %v %s", d.Round(time.Millisecond), pong)}, true
+	}
+	if r.o.instStall <= 0 {
+		return datasets.Control{}, false
+	}
+	ws := s.watch.Load()
+	var stalled []string
+	from := now
+	for a, it := range ws.steady {
+		t := a.Load()
+		if time.Duration(now-t) >= r.o.instStall {
+			stalled = append(stalled, it)
+			from = min(from, t)
+		}
+	}
+	if len(stalled) == 0 {
+		return datasets.Control{}, false
+	}
+	slices.Sort(stalled)
+	return datasets.Control{Instruments: stalled, FromNs: r.base.UnixNano() + from, ToNs: wall,
+		Text: fmt.Sprintf("%d subscriptions without data for %v while the connection carries others", len(stalled), r.o.instStall)}, true
+}
+
+// apply changes the slot's items and, when connected, subscribes or
+// unsubscribes them on the open connection.
+func (s *slot) apply(ctx context.Context, conn *websocket.Conn, op slotOp) error {
+	s.mu.Lock()
+	var add, rm []string
+	for _, it := range op.add {
+		if !slices.Contains(s.items, it) {
+			s.items = append(s.items, it)
+			add = append(add, it)
+		}
+	}
+	for _, it := range op.remove {
+		if i := slices.Index(s.items, it); i >= 0 {
+			s.items = slices.Delete(s.items, i, i+1)
+			rm = append(rm, it)
+		}
+	}
+	s.mu.Unlock()
+	s.buildWatch()
+	if conn == nil {
+		return nil
+	}
+	for _, f := range s.r.p.removeFrames(rm) {
+		f.items = nil // an unsubscribe cannot be a suspect
+		if err := s.send(ctx, conn, f); err != nil {
+			return err
+		}
+	}
+	for _, f := range s.r.p.addFrames(add) {
+		if err := s.send(ctx, conn, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readLoop reads frames until the connection ends and returns why.
+func (s *slot) readLoop(conn *websocket.Conn) error {
+	for {
+		typ, rd, err := conn.NextReader()
+		if err != nil {
+			s.flushDrops(true)
+			return err
+		}
+		buf, err := readFrame(rd, s.r.q.getBuf())
+		if err != nil {
+			s.r.q.putBuf(buf)
+			s.flushDrops(true)
+			return err
+		}
+		s.handle(buf, typ == websocket.BinaryMessage, time.Now())
+	}
+}
+
+// readFrame reads one whole message into buf (grown as needed; the read
+// limit set on the connection bounds it).
+func readFrame(rd io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// handle hands one received frame to the queue and updates the watchdog
+// state. It takes ownership of buf. now is when the read returned. It does
+// not allocate for ordinary data frames.
+func (s *slot) handle(buf []byte, binary bool, now time.Time) {
+	r := s.r
+	mono := int64(now.Sub(r.base))
+	s.nowMono = mono
+	class, exNs := r.p.scan(buf, s.touchFn)
+	// Whatever needs the bytes is taken before the buffer is handed over.
+	var ack string
+	var errText string
+	var life []polymarket.MarketLifecycle
+	switch class {
+	case classAck:
+		ack, _ = r.p.ackItem(buf)
+	case classError:
+		errText = string(buf[:min(len(buf), 512)])
+	}
+	if r.lifecycle != nil && r.p.venue() == venue.Polymarket {
+		var err error
+		if life, err = polymarket.ParseMarketLifecycle(buf); err != nil {
+			r.log.Warn("market lifecycle frame", "conn", s.id, "err", err)
+		}
+	}
+
+	if s.drops.pending.Load() {
+		s.flushDrops(false)
+	}
+	n := len(buf)
+	e := entry{rec: datasets.Record{Kind: datasets.KindFrame, Conn: s.id, Payload: buf}, pooled: true}
+	if binary {
+		e.rec.Flags = datasets.FlagBinary
+	}
+	if r.q.tryPush(&e, now) {
+		s.cm.frames.Inc()
+		s.cm.bytes.Add(float64(n))
+		r.stats.frames.Add(1)
+		r.stats.bytes.Add(uint64(n))
+	} else {
+		s.drops.add(now.UnixNano())
+		s.cm.drops.Inc()
+		r.stats.dropped.Add(1)
+		r.q.putBuf(buf)
+	}
+
+	switch class {
+	case classPong:
+		s.lastPong.Store(mono)
+	case classData:
+		s.lastData.Store(mono)
+		if exNs > 0 {
+			s.cm.recvLag.Set(float64(now.UnixNano()-exNs) / 1e9)
+		}
+		if !s.firstData.Load() {
+			s.firstData.Store(true)
+			if r.p.venue() == venue.Polymarket {
+				r.control(s.id, datasets.KindSubscribed, datasets.Control{Instruments: s.snapshotItems(),
+					Text: "market channel: first data after subscribe"})
+			}
+		}
+	case classAck:
+		s.lastData.Store(mono)
+		s.mu.Lock()
+		delete(s.pending, ack)
+		delete(s.suspects, ack)
+		s.mu.Unlock()
+		r.control(s.id, datasets.KindSubscribed, datasets.Control{Text: ack})
+	case classError:
+		r.log.Warn("venue error", "conn", s.id, "frame", errText)
+	}
+	for _, l := range life {
+		select {
+		case r.lifecycle <- l:
+		case <-r.runCtx.Done():
+		}
+	}
+}
+
+// flushDrops gets a pending overload record of this connection into the
+// queue: without blocking before a frame (a failure leaves it pending), or
+// waiting when the connection ends.
+func (s *slot) flushDrops(block bool) {
+	s.drops.mu.Lock()
+	defer s.drops.mu.Unlock()
+	c, ok := s.drops.peekLocked()
+	if !ok {
+		return
+	}
+	e := entry{rec: datasets.Record{Kind: datasets.KindOverload, Conn: s.id, Payload: datasets.EncodeControl(c)}}
+	var pushed bool
+	if block {
+		pushed = s.r.q.push(s.r.wctx, e)
+	} else {
+		pushed = s.r.q.tryPush(&e, time.Now())
+	}
+	if pushed {
+		s.drops.clearLocked()
+		s.r.log.Warn("writer queue overflowed", "conn", s.id, "dropped", c.Dropped)
+	}
+}

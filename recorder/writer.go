@@ -1,0 +1,362 @@
+package recorder
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tapedeck/tapedeck/datasets"
+)
+
+// writer is the single goroutine that appends queued records to the sink,
+// flushes it on a ticker, reports write failures and overloads as records,
+// and measures how long frames take from socket read to disk.
+type writer struct {
+	r    *Recorder
+	sink Sink
+	q    *queue
+
+	records, errors, lost atomic.Uint64
+
+	// Write-failure episode: set on the first failure, recorded as one
+	// KindWriteError once an append or flush succeeds again.
+	errFirst, errLast int64
+	errText           string
+	errCount          uint64
+	lastLog           time.Time
+
+	stopping bool      // the queue is closed: retries are bounded
+	recv     []pending // frames appended and not yet known to be on disk, in seq order
+	head     int       // recv[head:] are still pending
+	sinceChk int       // appends since the last check of the sink's progress
+	stater   interface{ Stats() datasets.WriterStats }
+	lag      lagHist // read-to-disk latency
+	cur      entry   // the entry being written (see take)
+}
+
+// pending is a frame the sink accepted: its seq and when it was read.
+type pending struct {
+	seq  uint64
+	mono int64
+}
+
+func newWriter(r *Recorder, sink Sink, q *queue) *writer {
+	w := &writer{r: r, sink: sink, q: q, recv: make([]pending, 0, 1<<14)}
+	// A sink that reports how many records reached the OS (datasets.Writer
+	// does) lets the latency be measured at the block write, not just at
+	// our flushes.
+	w.stater, _ = sink.(interface{ Stats() datasets.WriterStats })
+	return w
+}
+
+// maxRecvTracked bounds the latency bookkeeping while the disk is down.
+const maxRecvTracked = 1 << 20
+
+// loop runs until the queue is closed and drained (then it writes the
+// clean-close record and flushes), or the sink is closed under it (fatal
+// is called and loop returns the error).
+func (w *writer) loop(fatal func(error)) error {
+	tick := time.NewTicker(w.r.o.flushInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case e, ok := <-w.q.ch:
+			if !ok {
+				return w.finish()
+			}
+			if err := w.take(e); err != nil {
+				fatal(err)
+				w.discard()
+				return err
+			}
+			if len(w.q.ch) == 0 {
+				w.sweepDrops()
+			}
+		case <-tick.C:
+			w.checkWritten()
+			w.r.m.queueDepth.Set(float64(len(w.q.ch)))
+			w.r.m.queueBytes.Set(float64(w.q.bytes.Load()))
+			w.flush()
+			if len(w.q.ch) == 0 {
+				// Only an empty queue proves no frame received after the
+				// drops is waiting ahead of their record.
+				w.sweepDrops()
+			}
+		}
+	}
+}
+
+// discard empties the queue after a fatal error so producers never block.
+func (w *writer) discard() {
+	for e := range w.q.ch {
+		w.lost.Add(1)
+		w.release(&e)
+	}
+}
+
+func (w *writer) release(e *entry) {
+	w.q.bytes.Add(-int64(len(e.rec.Payload)))
+	if e.pooled {
+		w.q.putBuf(e.rec.Payload)
+	}
+}
+
+// take writes e through w.cur: the sink's Append takes a pointer through an
+// interface, which would move a local entry to the heap on every frame.
+func (w *writer) take(e entry) error {
+	w.cur = e
+	err := w.write(&w.cur)
+	w.cur = entry{}
+	return err
+}
+
+// write appends one record, retrying while the sink refuses it (its backlog
+// is full because the disk fails). While it retries the queue fills and the
+// readers drop and count frames, which come back as overload records.
+func (w *writer) write(e *entry) error {
+	defer w.release(e)
+	delay := 50 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		seq, err := w.sink.Append(&e.rec)
+		if seq != 0 {
+			w.records.Add(1)
+			if e.rec.Kind == datasets.KindFrame && len(w.recv)-w.head < maxRecvTracked {
+				w.recv = append(w.recv, pending{seq, e.rec.MonoNs})
+			}
+			if w.sinceChk++; w.sinceChk >= 64 || len(w.q.ch) == 0 {
+				w.checkWritten()
+			}
+			if err != nil {
+				w.noteErr(err)
+			} else {
+				w.recovered()
+			}
+			return nil
+		}
+		if errors.Is(err, datasets.ErrClosed) {
+			return fmt.Errorf("recorder: dataset writer closed: %w", err) // recording cannot go on
+		}
+		if errors.Is(err, datasets.ErrPayloadSize) {
+			// Cannot happen with the read limits below MaxPayloadSize, but a
+			// lost frame must still show: record it as a gap.
+			w.appendControl(datasets.KindGap, e.rec.Conn, datasets.Control{FromNs: e.rec.WallNs, ToNs: e.rec.WallNs,
+				Err: err.Error(), Text: "frame too large for the dataset"})
+			return nil
+		}
+		w.noteErr(err)
+		if w.stopping && attempt >= 20 {
+			w.lost.Add(1)
+			return nil
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// appendControl appends a record directly (the writer's own records),
+// stamped now in queue order.
+func (w *writer) appendControl(k datasets.Kind, conn uint32, c datasets.Control) bool {
+	w.q.mu.Lock()
+	wall, mono := w.q.stamp(time.Now())
+	w.q.mu.Unlock()
+	rec := datasets.Record{Kind: k, Conn: conn, WallNs: wall, MonoNs: mono, Payload: datasets.EncodeControl(c)}
+	seq, err := w.sink.Append(&rec)
+	if seq != 0 {
+		w.records.Add(1)
+	}
+	if err != nil {
+		w.noteErr(err)
+	}
+	return seq != 0
+}
+
+func (w *writer) noteErr(err error) {
+	now := time.Now()
+	w.errors.Add(1)
+	w.r.m.writeErrors.Inc()
+	if w.errCount == 0 {
+		w.errFirst = now.UnixNano()
+	}
+	w.errCount++
+	w.errLast = now.UnixNano()
+	w.errText = err.Error()
+	if now.Sub(w.lastLog) >= 10*time.Second {
+		w.lastLog = now
+		w.r.log.Error("dataset write failed; retrying", "err", err, "failures", w.errCount)
+	}
+}
+
+// recovered records a write-failure episode once writes work again.
+func (w *writer) recovered() {
+	if w.errCount == 0 {
+		return
+	}
+	c := datasets.Control{Err: w.errText, FromNs: w.errFirst, ToNs: w.errLast,
+		Text: fmt.Sprintf("%d failed writes or flushes, retried", w.errCount)}
+	w.errCount = 0
+	if w.appendControl(datasets.KindWriteError, 0, c) {
+		w.r.log.Warn("dataset writes recovered", "since", time.Unix(0, c.FromNs))
+	}
+}
+
+// flush flushes the sink and, on success, measures the read-to-disk time of
+// every frame it wrote.
+func (w *writer) flush() {
+	if err := w.sink.Flush(); err != nil {
+		w.noteErr(err)
+		return
+	}
+	w.settle(^uint64(0))
+	w.recovered()
+}
+
+// checkWritten settles the frames the sink reports written to the OS.
+func (w *writer) checkWritten() {
+	w.sinceChk = 0
+	if w.stater != nil && w.head < len(w.recv) {
+		w.settle(w.stater.Stats().Records)
+	}
+}
+
+// settle records the read-to-disk time of pending frames with seq <= upTo.
+func (w *writer) settle(upTo uint64) {
+	now := int64(time.Since(w.r.base))
+	for w.head < len(w.recv) && w.recv[w.head].seq <= upTo {
+		d := time.Duration(now - w.recv[w.head].mono)
+		w.lag.add(d)
+		w.r.m.diskLag.Observe(d.Seconds())
+		w.head++
+	}
+	if w.head == len(w.recv) {
+		w.recv, w.head = w.recv[:0], 0
+	} else if w.head > len(w.recv)/2 && w.head > 1<<12 {
+		w.recv = w.recv[:copy(w.recv, w.recv[w.head:])]
+		w.head = 0
+	}
+}
+
+// sweepDrops writes the overload records of connections whose readers have
+// not had a chance to (no frame arrived since the drops).
+func (w *writer) sweepDrops() {
+	w.r.mu.Lock()
+	slots := w.r.slots
+	w.r.mu.Unlock()
+	for _, s := range slots {
+		if !s.drops.pending.Load() {
+			continue
+		}
+		s.drops.mu.Lock()
+		if c, ok := s.drops.peekLocked(); ok && w.appendControl(datasets.KindOverload, s.id, c) {
+			s.drops.clearLocked()
+			w.r.log.Warn("writer queue overflowed", "conn", s.id, "dropped", c.Dropped)
+		}
+		s.drops.mu.Unlock()
+	}
+}
+
+// finish writes the clean-close record and flushes, retrying a failing
+// flush a few times. It reports records it had to give up.
+func (w *writer) finish() error {
+	w.stopping = true
+	w.sweepDrops()
+	w.appendControl(datasets.KindCleanClose, 0, datasets.Control{Text: "recorder stopped"})
+	var err error
+	for i := 0; i < 10; i++ {
+		if err = w.sink.Flush(); err == nil {
+			break
+		}
+		w.noteErr(err)
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err == nil {
+		w.flushOK()
+	}
+	switch n := w.lost.Load(); {
+	case n > 0:
+		return fmt.Errorf("recorder: %d records given up at shutdown, the dataset writer kept failing: %v", n, errors.Join(err, errorsText(w.errText)))
+	case err != nil:
+		return fmt.Errorf("recorder: final flush failed (the dataset writer still holds what it could not write): %w", err)
+	}
+	return nil
+}
+
+func (w *writer) flushOK() {
+	w.settle(^uint64(0))
+	w.recovered()
+}
+
+func errorsText(s string) error {
+	if s == "" {
+		return nil
+	}
+	return errors.New(s)
+}
+
+// lagHist is a log-linear latency histogram: 8 sub-buckets per power of two
+// of nanoseconds (about 9% resolution), enough for p50/p99 in reports.
+type lagHist struct {
+	mu     sync.Mutex
+	counts [64 * 8]uint64
+	n      uint64
+	max    time.Duration
+}
+
+// lagBucket maps d to its bucket: d itself below 8 ns, then 8 buckets per
+// power of two.
+func lagBucket(d time.Duration) int {
+	if d < 8 {
+		return int(max(d, 0))
+	}
+	v := uint64(d)
+	e := bits.Len64(v) - 1 // v in [2^e, 2^(e+1)), e >= 3
+	sub := (v >> (e - 3)) & 7
+	return (e-2)*8 + int(sub)
+}
+
+// lagBucketUpper is the largest duration of bucket i.
+func lagBucketUpper(i int) time.Duration {
+	if i < 8 {
+		return time.Duration(i)
+	}
+	e, sub := i/8+2, i%8
+	return time.Duration((uint64(8+sub+1) << (e - 3)) - 1)
+}
+
+func (h *lagHist) add(d time.Duration) {
+	h.mu.Lock()
+	h.counts[lagBucket(d)]++
+	h.n++
+	h.max = max(h.max, d)
+	h.mu.Unlock()
+}
+
+// LagStats summarises a latency distribution.
+type LagStats struct {
+	Count         uint64
+	P50, P99, Max time.Duration
+}
+
+func (h *lagHist) stats() LagStats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := LagStats{Count: h.n, Max: h.max}
+	q := func(p float64) time.Duration {
+		want := uint64(math.Ceil(p * float64(h.n)))
+		var acc uint64
+		for i, c := range h.counts {
+			acc += c
+			if acc >= want && c > 0 {
+				return min(lagBucketUpper(i), h.max)
+			}
+		}
+		return h.max
+	}
+	if h.n > 0 {
+		s.P50, s.P99 = q(0.50), q(0.99)
+	}
+	return s
+}

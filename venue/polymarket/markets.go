@@ -1,0 +1,189 @@
+package polymarket
+
+// REST discovery: the Gamma market list that names every active market's
+// token ids, and the market-lifecycle events (new_market, market_resolved)
+// a capture follows to subscribe and unsubscribe without restarting.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+)
+
+// GammaPageLimit is the page size used to walk the Gamma market list.
+const GammaPageLimit = 500
+
+// GammaMarket is the part of a Gamma market a capture needs.
+type GammaMarket struct {
+	ID          string
+	Question    string
+	Slug        string
+	ConditionID string
+	Active      bool
+	Closed      bool
+	// TokenIDs are the CLOB token ids, one per outcome, in outcome order.
+	TokenIDs []string
+	Outcomes []string
+}
+
+// GammaMarketsPath returns the request path (with query) of one page of
+// active, open markets, starting at offset.
+func GammaMarketsPath(offset, limit int) string {
+	return "/markets?active=true&closed=false&limit=" + strconv.Itoa(limit) + "&offset=" + strconv.Itoa(offset)
+}
+
+// GammaSlugPath returns the request path that finds a market by slug.
+func GammaSlugPath(slug string) string { return "/markets?slug=" + url.QueryEscape(slug) }
+
+// GammaConditionPath returns the request path that finds a market by condition id.
+func GammaConditionPath(conditionID string) string {
+	return "/markets?condition_ids=" + url.QueryEscape(conditionID)
+}
+
+// ErrGammaBody reports a Gamma response that is not a market list.
+var ErrGammaBody = errors.New("polymarket: gamma: not a market list")
+
+// gammaStrings accepts both a JSON array of strings and a string holding one:
+// Gamma sends clobTokenIds and outcomes as JSON text inside a string.
+type gammaStrings []string
+
+func (l *gammaStrings) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		if s == "" {
+			*l = nil
+			return nil
+		}
+		b = []byte(s)
+	}
+	if bytes.Equal(b, []byte("null")) {
+		*l = nil
+		return nil
+	}
+	var v []string
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*l = v
+	return nil
+}
+
+// gammaID accepts a string or a number (Gamma ids are strings, some
+// mirrors send numbers).
+type gammaID string
+
+func (s *gammaID) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var v string
+		err := json.Unmarshal(b, &v)
+		*s = gammaID(v)
+		return err
+	}
+	*s = gammaID(b)
+	return nil
+}
+
+type gammaMarketJSON struct {
+	ID           gammaID      `json:"id"`
+	Question     string       `json:"question"`
+	Slug         string       `json:"slug"`
+	ConditionID  string       `json:"conditionId"`
+	Active       bool         `json:"active"`
+	Closed       bool         `json:"closed"`
+	ClobTokenIDs gammaStrings `json:"clobTokenIds"`
+	Outcomes     gammaStrings `json:"outcomes"`
+}
+
+// ParseGammaMarkets parses a Gamma GET /markets response body (a JSON array
+// of markets). Token ids that are not token ids make the market's entry an
+// error: the caller subscribes exactly what the venue listed or nothing.
+// The result owns its memory.
+func ParseGammaMarkets(body []byte) ([]GammaMarket, error) {
+	var raw []gammaMarketJSON
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrGammaBody, err)
+	}
+	out := make([]GammaMarket, 0, len(raw))
+	for i, m := range raw {
+		for _, id := range m.ClobTokenIDs {
+			if !IsTokenID(id) {
+				return nil, fmt.Errorf("polymarket: gamma: market %d (%s): clobTokenIds %q: %w", i, m.Slug, id, ErrTokenID)
+			}
+		}
+		out = append(out, GammaMarket{
+			ID: string(m.ID), Question: m.Question, Slug: m.Slug, ConditionID: m.ConditionID,
+			Active: m.Active, Closed: m.Closed, TokenIDs: m.ClobTokenIDs, Outcomes: m.Outcomes,
+		})
+	}
+	return out, nil
+}
+
+// MarketLifecycle is a new_market or market_resolved event of the market
+// channel (custom features): the assets to subscribe or unsubscribe.
+type MarketLifecycle struct {
+	// Resolved is false for new_market, true for market_resolved.
+	Resolved bool
+	Market   string // condition id
+	AssetIDs []string
+}
+
+var (
+	newMarketTag      = []byte(`"new_market"`)
+	marketResolvedTag = []byte(`"market_resolved"`)
+)
+
+type lifecycleJSON struct {
+	EventType    string       `json:"event_type"`
+	Market       string       `json:"market"`
+	AssetsIDs    gammaStrings `json:"assets_ids"`
+	ClobTokenIDs gammaStrings `json:"clob_token_ids"`
+}
+
+// ParseMarketLifecycle returns the new_market and market_resolved events of
+// one market-channel frame (an object or an array of objects), and nil
+// without allocating when the frame holds neither, which is almost always:
+// callers run it on every frame. A frame that mentions one of the event
+// types but does not parse is an error naming the frame's length.
+func ParseMarketLifecycle(frame []byte) ([]MarketLifecycle, error) {
+	if !bytes.Contains(frame, newMarketTag) && !bytes.Contains(frame, marketResolvedTag) {
+		return nil, nil
+	}
+	t := bytes.TrimSpace(frame)
+	var objs []lifecycleJSON
+	var err error
+	if len(t) > 0 && t[0] == '[' {
+		err = json.Unmarshal(t, &objs)
+	} else {
+		var o lifecycleJSON
+		err = json.Unmarshal(t, &o)
+		objs = []lifecycleJSON{o}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("polymarket: market lifecycle frame (%d bytes): %w", len(frame), err)
+	}
+	var out []MarketLifecycle
+	for _, o := range objs {
+		if o.EventType != "new_market" && o.EventType != "market_resolved" {
+			continue
+		}
+		ids := o.AssetsIDs
+		if len(ids) == 0 {
+			ids = o.ClobTokenIDs
+		}
+		valid := ids[:0:0]
+		for _, id := range ids {
+			if IsTokenID(id) {
+				valid = append(valid, id)
+			}
+		}
+		out = append(out, MarketLifecycle{Resolved: o.EventType == "market_resolved", Market: o.Market, AssetIDs: valid})
+	}
+	return out, nil
+}
