@@ -1,0 +1,303 @@
+package samplegen
+
+import (
+	"container/heap"
+	"errors"
+
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/datasets"
+)
+
+// rng is xoshiro256** seeded through splitmix64: small, fast and fixed
+// forever, unlike the streams math/rand may change between releases.
+type rng struct{ s [4]uint64 }
+
+func newRNG(seed uint64) *rng {
+	r := &rng{}
+	x := seed
+	for i := range r.s {
+		x += 0x9e3779b97f4a7c15
+		z := x
+		z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+		z = (z ^ z>>27) * 0x94d049bb133111eb
+		r.s[i] = z ^ z>>31
+	}
+	return r
+}
+
+func rotl(x uint64, k uint) uint64 { return x<<k | x>>(64-k) }
+
+func (r *rng) u64() uint64 {
+	s := &r.s
+	res := rotl(s[1]*5, 7) * 9
+	t := s[1] << 17
+	s[2] ^= s[0]
+	s[3] ^= s[1]
+	s[1] ^= s[2]
+	s[0] ^= s[3]
+	s[2] ^= t
+	s[3] = rotl(s[3], 45)
+	return res
+}
+
+// intn returns a uniform int in [0, n); n must be positive.
+func (r *rng) intn(n int) int {
+	if n <= 1 {
+		return 0
+	}
+	return int(r.u64() % uint64(n)) // bias < n/2^64: irrelevant here
+}
+
+// int64n returns a uniform int64 in [0, n).
+func (r *rng) int64n(n int64) int64 {
+	if n <= 1 {
+		return 0
+	}
+	return int64(r.u64() % uint64(n))
+}
+
+// pct reports true with probability p percent.
+func (r *rng) pct(p int) bool { return r.intn(100) < p }
+
+// quantile draws from a ×1000 quantile table, interpolating between entries.
+func (r *rng) quantile(tab *[256]int64) int64 {
+	u := r.u64()
+	i := int(u >> 56)
+	frac := int64(u>>46) & 1023
+	a := tab[i]
+	b := a
+	if i < 255 {
+		b = tab[i+1]
+	}
+	return a + (b-a)*frac/1024
+}
+
+// expNs draws an exponential duration with the given mean.
+func (r *rng) expNs(mean int64) int64 { return mean * r.quantile(&expQ) / 1000 }
+
+// lognNs draws a lognormal duration with the given median from a table.
+func (r *rng) lognNs(median int64, tab *[256]int64) int64 { return median * r.quantile(tab) / 1000 }
+
+// hex appends n random lower-case hex digits.
+func (r *rng) hex(dst []byte, n int) []byte {
+	for n > 0 {
+		u := r.u64()
+		for k := 0; k < 16 && n > 0; k++ {
+			dst = append(dst, "0123456789abcdef"[u&15])
+			u >>= 4
+			n--
+		}
+	}
+	return dst
+}
+
+// outRec is a record waiting in the engine's time-ordered queue.
+type outRec struct {
+	t        int64
+	order    uint64 // push order: ties keep the order records were made in
+	kind     datasets.Kind
+	received bool // a frame from the socket, lost if the socket drops first
+	payload  []byte
+}
+
+type outHeap []*outRec
+
+func (h outHeap) Len() int { return len(h) }
+func (h outHeap) Less(i, j int) bool {
+	if h[i].t != h[j].t {
+		return h[i].t < h[j].t
+	}
+	return h[i].order < h[j].order
+}
+func (h outHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *outHeap) Push(x any)   { *h = append(*h, x.(*outRec)) }
+func (h *outHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// errFramesDone stops a session once Options.Frames frames are out.
+var errFramesDone = errors.New("samplegen: frame budget reached")
+
+// engine orders generated records by receive time and appends them. Venue
+// code runs processes in time order; a record made at simulation time now
+// never has a time before now, so every queued record at or before now is
+// final and can be appended.
+type engine struct {
+	r         *rng
+	dst       Appender
+	start     int64
+	end       int64 // exclusive end of the session; 1<<62 when unbounded
+	maxFrames int64
+	now       int64
+
+	q     outHeap
+	free  []*outRec
+	order uint64
+
+	sockUp   bool
+	lastRecv int64 // FIFO receive clock: frames arrive in the order sent
+
+	rec datasets.Record
+	sum Summary
+	buf []byte // scratch for building payloads
+}
+
+func newEngine(opts Options, venue string, dst Appender) *engine {
+	start := opts.startNs()
+	e := &engine{r: newRNG(opts.Seed ^ venueSalt(venue)), dst: dst, start: start, now: start,
+		maxFrames: opts.Frames, end: 1 << 62, lastRecv: start}
+	d := opts.Duration
+	if d == 0 && opts.Frames == 0 {
+		d = DefaultDuration
+	}
+	if d > 0 {
+		e.end = start + int64(d)
+	}
+	return e
+}
+
+func venueSalt(venue string) uint64 {
+	var h uint64 = 14695981039346656037
+	for i := 0; i < len(venue); i++ {
+		h = (h ^ uint64(venue[i])) * 1099511628211
+	}
+	return h
+}
+
+// push queues a record at time t; payload is copied.
+func (e *engine) push(kind datasets.Kind, t int64, payload []byte, received bool) {
+	var o *outRec
+	if n := len(e.free); n > 0 {
+		o, e.free = e.free[n-1], e.free[:n-1]
+	} else {
+		o = &outRec{}
+	}
+	e.order++
+	o.t, o.order, o.kind, o.received = t, e.order, kind, received
+	o.payload = append(o.payload[:0], payload...)
+	heap.Push(&e.q, o)
+}
+
+// control queues a control record at time t.
+func (e *engine) control(kind datasets.Kind, t int64, c datasets.Control) {
+	e.push(kind, t, datasets.EncodeControl(c), false)
+}
+
+// recv queues a frame the venue sent at exchange time sentNs and that took
+// latency to arrive; the socket delivers in order, so it never arrives
+// before the previous frame. A frame sent while the socket is down is lost.
+func (e *engine) recv(sentNs, latency int64, payload []byte) {
+	if !e.sockUp {
+		return
+	}
+	t := sentNs + latency
+	if min := e.lastRecv + 20_000 + e.r.int64n(150_000); t < min { // 20–170 µs apart
+		t = min
+	}
+	e.lastRecv = t
+	e.push(datasets.KindFrame, t, payload, true)
+}
+
+// flush appends every queued record with time <= upTo.
+func (e *engine) flush(upTo int64) error {
+	for len(e.q) > 0 && e.q[0].t <= upTo {
+		o := heap.Pop(&e.q).(*outRec)
+		if o.kind == datasets.KindFrame && e.maxFrames > 0 && e.sum.Frames >= e.maxFrames {
+			e.free = append(e.free, o)
+			return errFramesDone
+		}
+		e.rec = datasets.Record{Kind: o.kind, WallNs: o.t, MonoNs: o.t - e.start, Payload: o.payload}
+		if _, err := e.dst.Append(&e.rec); err != nil {
+			return err
+		}
+		if e.sum.Records == 0 {
+			e.sum.StartNs = o.t
+		}
+		e.sum.Records++
+		e.sum.EndNs = o.t
+		e.sum.Bytes += int64(len(o.payload))
+		if o.kind == datasets.KindFrame {
+			e.sum.Frames++
+		}
+		e.free = append(e.free, o)
+	}
+	return nil
+}
+
+// dropInFlight forgets frames queued to arrive after now: the socket closed
+// before they came.
+func (e *engine) dropInFlight() {
+	kept := e.q[:0]
+	for _, o := range e.q {
+		if o.received && o.t > e.now {
+			e.free = append(e.free, o)
+			continue
+		}
+		kept = append(kept, o)
+	}
+	e.q = kept
+	heap.Init(&e.q)
+	e.lastRecv = e.now
+}
+
+// proc is one recurring activity of a session.
+type proc struct {
+	next int64
+	run  func() // does the work at e.now and sets next
+}
+
+// loop runs the processes in time order until the session ends, then
+// appends what is queued and the closing records.
+func (e *engine) loop(procs []*proc, closing func()) error {
+	for {
+		p := procs[0]
+		for _, q := range procs[1:] {
+			if q.next < p.next {
+				p = q
+			}
+		}
+		if p.next >= e.end {
+			break
+		}
+		if err := e.flush(p.next); err != nil {
+			if err == errFramesDone {
+				break
+			}
+			return err
+		}
+		e.now = p.next
+		p.run()
+	}
+	if e.now < e.end && e.end < 1<<62 {
+		e.now = e.end
+	}
+	if err := e.flush(e.now); err != nil && err != errFramesDone {
+		return err
+	}
+	// Frames queued beyond the end never arrive: the recorder stopped.
+	e.q = e.q[:0]
+	closing()
+	return e.flush(1 << 62)
+}
+
+// appendDec appends v at the given decimals, trimmed like the venues' wire
+// (book.AppendDecimal).
+func appendDec(dst []byte, v int64, decimals uint8) []byte {
+	return book.AppendDecimal(dst, v, decimals)
+}
+
+// appendFloatish appends v like Hyperliquid's wire (Python float repr):
+// trimmed, but with ".0" when the value is whole.
+func appendFloatish(dst []byte, v int64, decimals uint8) []byte {
+	n := len(dst)
+	dst = book.AppendDecimal(dst, v, decimals)
+	for _, c := range dst[n:] {
+		if c == '.' {
+			return dst
+		}
+	}
+	return append(dst, '.', '0')
+}
