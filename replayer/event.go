@@ -40,13 +40,21 @@ type Event struct {
 	Channel    Channel
 	Instrument string // the instrument the event concerns; "" for connection-wide records
 
-	// Venue event, for Kind == KindFrame; nil otherwise.
+	// Venue event, for Kind == KindFrame, and for KindRESTResponse when the
+	// venue decoder takes the body (a Polymarket /book summary is a
+	// snapshot); nil otherwise.
 	Decoded *venue.Event
-	// Control payload, for every other kind; nil for frames. A loss record
+	// Control payload (ChannelControl), for every kind but frames; nil when
+	// Decoded is set. Every REST record is also delivered once this way,
+	// with an empty Control and the body in Payload. A loss record
 	// (Kind.IsLoss) is delivered once per instrument it invalidates, with
 	// Instrument and Book set, and once with Instrument "" for connection-wide
 	// listeners.
 	Control *datasets.Control
+	// Payload is the record's raw payload: the frame byte-identical for
+	// frames, the sent bytes for KindSent, the HTTP body for
+	// KindRESTResponse, the control JSON otherwise. Borrowed for the call.
+	Payload []byte
 
 	Book    *book.Book    // the instrument's book after the event; nil if none
 	Scale   book.Scale    // scale of every fixed-point value in the event

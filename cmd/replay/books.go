@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/replayer"
+)
+
+func init() { verbs.Add(func() *cobra.Command { return newBooksCmd(nil) }) }
+
+// booksOptions are the parsed flags of `replay books`.
+type booksOptions struct {
+	Paths       []string
+	AtNs        int64 // books after every record with WallNs ≤ AtNs; 0 = the end
+	Instruments []string
+	Depth       int    // levels per side; 0 = all
+	Format      string // "json" or "table"
+
+	Out, ErrOut io.Writer
+	Progress    bool // a progress bar on ErrOut
+}
+
+func newBooksCmd(runF func(context.Context, *booksOptions) error) *cobra.Command {
+	opts := &booksOptions{}
+	var at string
+	cmd := &cobra.Command{
+		Use:   "books DATASET...",
+		Short: "Print the reconstructed order books at a moment",
+		Long: `Replay datasets up to a moment and print every instrument's book as rebuilt
+there: bids and asks best first as plain decimal strings, whether the book is
+valid (false after a disconnect or gap until the next snapshot), whether it is
+crossed, and how many venue hashes were checked and matched. Compare it with a
+venue snapshot to check a reconstruction.
+
+--at is "end" (the default) or a time as for "replay run": the books after
+every record received at or before it. The JSON form is a stable contract:
+
+  {"books":[{"venue":"polymarket","instrument":"<asset_id or coin>",
+    "valid":true,"crossed":false,"bids":[["0.48","100.25"],…],
+    "asks":[["0.52","90.5"],…],"hash":{"checked":0,"ok":0}}]}
+
+sorted by venue, then instrument. JSON is the default when stdout is not a
+terminal, a table when it is.`,
+		Example: `  # Every book at the end of a recording, as JSON
+  $ replay books --format json datasets/samples/polymarket
+
+  # The top five levels of one instrument ten seconds in, as a table
+  $ replay books --at +10s --depth 5 --format table datasets/samples/hyperliquid --instrument BTC`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cli.FlagErrorf("books: at least one DATASET is required")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Paths = args
+			opts.Out, opts.ErrOut = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			opts.Progress = cli.IsTerminal(opts.ErrOut)
+			switch opts.Format {
+			case "":
+				opts.Format = "json"
+				if cli.IsTerminal(opts.Out) {
+					opts.Format = "table"
+				}
+			case "json", "table":
+			default:
+				return cli.FlagErrorf("--format %q: want json or table", opts.Format)
+			}
+			if opts.Depth < 0 {
+				return cli.FlagErrorf("--depth %d: want 0 (all levels) or more", opts.Depth)
+			}
+			if at != "end" {
+				var start int64
+				var err error
+				if strings.HasPrefix(at, "+") {
+					if start, err = recordingStart(args); err != nil {
+						return err
+					}
+				}
+				if opts.AtNs, err = parseTime(at, start); err != nil {
+					return cli.FlagErrorf("--at: %v", err)
+				}
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runBooks(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&at, "at", "end", "the moment (`T`: end, RFC 3339, unix ms or ns, or +DURATION)")
+	cmd.Flags().StringArrayVar(&opts.Instruments, "instrument", nil, "only this instrument (asset id or coin); repeatable")
+	cmd.Flags().IntVar(&opts.Depth, "depth", 0, "levels per side to print; 0 prints all")
+	cmd.Flags().StringVar(&opts.Format, "format", "", "json or table (default: table on a terminal, json otherwise)")
+	return cmd
+}
+
+// bookJSON is one element of the `replay books` JSON contract.
+type bookJSON struct {
+	Venue      string      `json:"venue"`
+	Instrument string      `json:"instrument"`
+	Valid      bool        `json:"valid"`
+	Crossed    bool        `json:"crossed"`
+	Bids       [][2]string `json:"bids"`
+	Asks       [][2]string `json:"asks"`
+	Hash       hashJSON    `json:"hash"`
+}
+
+type hashJSON struct {
+	Checked uint64 `json:"checked"`
+	OK      uint64 `json:"ok"`
+}
+
+func runBooks(ctx context.Context, opts *booksOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var ropts []replayer.Option
+	if opts.AtNs != 0 {
+		ropts = append(ropts, replayer.WithWindow(0, opts.AtNs+1))
+	}
+	r, err := replayer.New(opts.Paths, ropts...)
+	if err != nil {
+		return err
+	}
+	stop := startProgress(r, opts.Progress, opts.ErrOut, 0, opts.AtNs)
+	_, err = r.Run(ctx)
+	stop()
+	if err != nil {
+		return err
+	}
+	books := collectBooks(r.Books(), opts.Instruments, opts.Depth)
+	for _, id := range opts.Instruments {
+		if !slices.ContainsFunc(books, func(b bookJSON) bool { return b.Instrument == id }) {
+			return fmt.Errorf("instrument %q: no book in %s", id, strings.Join(opts.Paths, ", "))
+		}
+	}
+	if opts.Format == "table" {
+		return printBooksTable(opts.Out, books)
+	}
+	return json.NewEncoder(opts.Out).Encode(struct {
+		Books []bookJSON `json:"books"`
+	}{books})
+}
+
+// collectBooks converts the replayer's books (already sorted by venue and
+// instrument) into the JSON contract's form.
+func collectBooks(states []replayer.BookState, only []string, depth int) []bookJSON {
+	out := []bookJSON{}
+	n := -1
+	if depth > 0 {
+		n = depth
+	}
+	var lv []book.Level
+	for _, st := range states {
+		if len(only) > 0 && !slices.Contains(only, st.Instrument) {
+			continue
+		}
+		bk := st.Book
+		b := bookJSON{Venue: st.Venue, Instrument: st.Instrument, Valid: bk.Valid(), Crossed: bk.Crossed(),
+			Hash: hashJSON{Checked: st.Quality.HashChecked, OK: st.Quality.HashOK}}
+		lv = bk.Top(book.Bid, lv[:0], n)
+		b.Bids = levelStrings(lv, st.Scale)
+		lv = bk.Top(book.Ask, lv[:0], n)
+		b.Asks = levelStrings(lv, st.Scale)
+		out = append(out, b)
+	}
+	return out
+}
+
+func levelStrings(lv []book.Level, s book.Scale) [][2]string {
+	out := make([][2]string, len(lv))
+	for i, l := range lv {
+		out[i] = [2]string{book.FormatDecimal(l.Price, s.PriceDecimals), book.FormatDecimal(l.Size, s.SizeDecimals)}
+	}
+	return out
+}
+
+func printBooksTable(w io.Writer, books []bookJSON) error {
+	for i, b := range books {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		state := "valid"
+		if !b.Valid {
+			state = "INVALID"
+		}
+		if b.Crossed {
+			state += ", CROSSED"
+		}
+		fmt.Fprintf(w, "%s %s: %s, hash %d ok of %d\n", b.Venue, b.Instrument, state, b.Hash.OK, b.Hash.Checked)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "bid size\tbid\task\task size\t\n")
+		for k := range max(len(b.Bids), len(b.Asks)) {
+			var bs, bp, ap, as string
+			if k < len(b.Bids) {
+				bp, bs = b.Bids[k][0], b.Bids[k][1]
+			}
+			if k < len(b.Asks) {
+				ap, as = b.Asks[k][0], b.Asks[k][1]
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", bs, bp, ap, as)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/replayer"
+)
+
+func init() { verbs.Add(func() *cobra.Command { return newRunCmd(nil) }) }
+
+// runOptions are the parsed flags of `replay run`.
+type runOptions struct {
+	Paths        []string
+	FromNs, ToNs int64 // 0 = open
+	Speed        replayer.Speed
+	JSON         bool
+	HashCheck    bool
+
+	Out, ErrOut io.Writer
+	Progress    bool // a progress bar on ErrOut
+}
+
+func newRunCmd(runF func(context.Context, *runOptions) error) *cobra.Command {
+	opts := &runOptions{}
+	var from, to, speed string
+	cmd := &cobra.Command{
+		Use:   "run DATASET...",
+		Short: "Replay datasets through the books and print a summary",
+		Long: `Replay one or more datasets in time order through the same venue decoders and
+books as live capture, then print what happened: frames, events by type,
+instruments, gaps and other losses, hash and top-of-book checks, crossed
+batches, throughput and the replay digest. The same datasets and flags always
+give the same digest, so two runs or two machines can be compared.
+
+Times (--from, --to) are RFC 3339 ("2026-09-24T10:00:00Z"), unix milliseconds
+(13 digits), unix nanoseconds (19 digits), or a duration after the start of
+the recording ("+90s", "+5m"). The window is [from, to): records before
+--from are applied to the books without being reported, so the books are
+exact from the first reported event on.`,
+		Example: `  # Replay a recording flat out and print the summary
+  $ replay run datasets/samples/polymarket
+
+  # The same as JSON, for scripts
+  $ replay run --json datasets/samples/polymarket
+
+  # Ten seconds from one minute in, paced at ten times wire speed
+  $ replay run --from +60s --to +70s --speed 10x datasets/samples/polymarket
+
+  # Two venues merged in time order
+  $ replay run datasets/samples/polymarket datasets/samples/hyperliquid`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cli.FlagErrorf("run: at least one DATASET is required")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Paths = args
+			opts.Out, opts.ErrOut = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			opts.Progress = cli.IsTerminal(opts.ErrOut)
+			var err error
+			if opts.Speed, err = replayer.ParseSpeed(speed); err != nil {
+				return cli.FlagErrorf("--speed: %v", err)
+			}
+			if opts.FromNs, opts.ToNs, err = parseWindow(args, from, to); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "start of the window (`T`: RFC 3339, unix ms or ns, or +DURATION)")
+	cmd.Flags().StringVar(&to, "to", "", "end of the window, exclusive (`T`, as --from)")
+	cmd.Flags().StringVar(&speed, "speed", "max", "pacing: max, 1x (wire speed), 10x, 0.5x, …")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the summary as JSON")
+	cmd.Flags().BoolVar(&opts.HashCheck, "hash-check", true, "verify venue book hashes where the recording makes them checkable (false is faster; books are the same)")
+	return cmd
+}
+
+func runRun(ctx context.Context, opts *runOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	r, err := replayer.New(opts.Paths, replayer.WithWindow(opts.FromNs, opts.ToNs),
+		replayer.WithSpeed(opts.Speed), replayer.WithHashCheck(opts.HashCheck))
+	if err != nil {
+		return err
+	}
+	// An interrupt (Ctrl-C on a paced replay) stops the replay and still
+	// prints the summary so far.
+	ctx, cancel := signal.NotifyContext(ctx, os.Interrupt)
+	defer cancel()
+	stop := startProgress(r, opts.Progress, opts.ErrOut, opts.FromNs, opts.ToNs)
+	s, err := r.Run(ctx)
+	stop()
+	if s == nil || (err != nil && !errors.Is(err, context.Canceled)) {
+		return err
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(opts.Out)
+		enc.SetIndent("", "  ")
+		if perr := enc.Encode(s); perr != nil {
+			return perr
+		}
+	} else if perr := printSummary(opts.Out, s); perr != nil {
+		return perr
+	}
+	if err != nil {
+		return fmt.Errorf("interrupted: the summary covers the replay so far")
+	}
+	return nil
+}
+
+// printSummary writes the human form of a Summary.
+func printSummary(w io.Writer, s *replayer.Summary) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var names []string
+	for _, d := range s.Datasets {
+		n := d.Path + " (" + d.Venue + ")"
+		if d.Truncated != "" {
+			n += " TRUNCATED: " + d.Truncated
+		}
+		names = append(names, n)
+	}
+	fmt.Fprintf(tw, "datasets\t%s\n", strings.Join(names, ", "))
+	wall := time.Duration(s.WallNs)
+	fmt.Fprintf(tw, "frames\t%d (%s) in %v: %.0f frames/s, %.1f MB/s\n",
+		s.Frames, humanBytes(s.Bytes), wall.Round(time.Microsecond), s.FramesPerSec, s.MBPerSec)
+	if s.WarmupFrames > 0 {
+		fmt.Fprintf(tw, "warm-up\t%d frames before the window, applied silently\n", s.WarmupFrames)
+	}
+	fmt.Fprintf(tw, "events\t%s\n", countList(s.Events))
+	fmt.Fprintf(tw, "instruments\t%d\n", s.Instruments)
+	fmt.Fprintf(tw, "losses\t%s\n", countList(s.Losses))
+	fmt.Fprintf(tw, "decode errors\t%d\n", s.DecodeErrors)
+	for _, e := range s.FirstDecodeErrors {
+		fmt.Fprintf(tw, "\tdataset %d conn %d seq %d: %s\n", e.Dataset, e.Conn, e.Seq, e.Err)
+	}
+	fmt.Fprintf(tw, "hash checks\t%d ok of %d\n", s.HashOK, s.HashChecked)
+	fmt.Fprintf(tw, "top of book\t%d mismatches of %d checks\n", s.TopMismatch, s.TopChecked)
+	fmt.Fprintf(tw, "crossed batches\t%d\n", s.CrossedBatches)
+	if s.UnknownKinds > 0 || s.ControlErrors > 0 {
+		fmt.Fprintf(tw, "skipped\t%d records of unknown kinds, %d bad control payloads\n", s.UnknownKinds, s.ControlErrors)
+	}
+	for _, f := range s.SubscriberFailures {
+		fmt.Fprintf(tw, "subscriber failed\t#%d at dataset %d seq %d: %s\n", f.Subscriber, f.Dataset, f.Seq, f.Err)
+	}
+	if l := s.Lateness; l != nil {
+		fmt.Fprintf(tw, "lateness (%s)\tp50 %v, p99 %v, max %v over %d dispatches\n", s.Speed,
+			time.Duration(l.P50Ns), time.Duration(l.P99Ns), time.Duration(l.MaxNs), l.Count)
+	}
+	fmt.Fprintf(tw, "digest\t%s\n", s.Digest)
+	return tw.Flush()
+}
+
+// countList formats counts as "a 1, b 2" in name order, or "none".
+func countList(m map[string]uint64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func humanBytes(n uint64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.2f MB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// parseWindow resolves --from and --to against the datasets' start time.
+func parseWindow(paths []string, from, to string) (fromNs, toNs int64, err error) {
+	var start int64
+	if strings.HasPrefix(from, "+") || strings.HasPrefix(to, "+") {
+		if start, err = recordingStart(paths); err != nil {
+			return 0, 0, err
+		}
+	}
+	if from != "" {
+		if fromNs, err = parseTime(from, start); err != nil {
+			return 0, 0, cli.FlagErrorf("--from: %v", err)
+		}
+	}
+	if to != "" {
+		if toNs, err = parseTime(to, start); err != nil {
+			return 0, 0, cli.FlagErrorf("--to: %v", err)
+		}
+	}
+	if toNs != 0 && toNs <= fromNs {
+		return 0, 0, cli.FlagErrorf("--to %s is not after --from %s", to, from)
+	}
+	return fromNs, toNs, nil
+}
+
+// recordingStart is the earliest manifest start of the datasets.
+func recordingStart(paths []string) (int64, error) {
+	var start int64
+	for _, p := range paths {
+		m, err := datasets.ReadManifest(p)
+		if err != nil {
+			return 0, fmt.Errorf("read %s: %w", p, err)
+		}
+		if m.StartNs != 0 && (start == 0 || m.StartNs < start) {
+			start = m.StartNs
+		}
+	}
+	return start, nil
+}
+
+// parseTime parses T: RFC 3339, unix ms (13 digits), unix ns (19 digits),
+// or "+DURATION" after startNs.
+func parseTime(s string, startNs int64) (int64, error) {
+	if rest, ok := strings.CutPrefix(s, "+"); ok {
+		d, err := time.ParseDuration(rest)
+		if err != nil || d < 0 {
+			return 0, fmt.Errorf("%q: want +DURATION such as +90s or +5m", s)
+		}
+		return startNs + int64(d), nil
+	}
+	if s != "" && strings.Trim(s, "0123456789") == "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		switch {
+		case err != nil:
+		case len(s) == 13:
+			return n * int64(time.Millisecond), nil
+		case len(s) == 19:
+			return n, nil
+		}
+		return 0, fmt.Errorf("%q: unix time must be 13 digits (ms) or 19 digits (ns)", s)
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want RFC 3339, unix ms or ns, or +DURATION", s)
+	}
+	return t.UnixNano(), nil
+}
+
+// startProgress shows a bar with ETA on a terminal, following the replay's
+// position through the recorded time span; stop ends it.
+func startProgress(r *replayer.Replayer, on bool, w io.Writer, fromNs, toNs int64) (stop func()) {
+	start, end := r.StartNs(), r.EndNs()
+	if fromNs > start {
+		start = fromNs
+	}
+	if toNs > 0 && (end == 0 || toNs < end) {
+		end = toNs
+	}
+	if !on || end <= start {
+		return func() {}
+	}
+	bar := progressbar.NewOptions64((end-start)/int64(time.Millisecond),
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("replay"),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionThrottle(100*time.Millisecond))
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				bar.Finish()
+				return
+			case <-t.C:
+				if p := r.Position(); p > start {
+					bar.Set64((min(p, end) - start) / int64(time.Millisecond))
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}

@@ -1,0 +1,198 @@
+package replayer
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// workload is a recording made of real fixture frames, repeated.
+type workload struct {
+	name  string
+	venue string
+	head  []string // files whose frames come once, first
+	cycle []string // files whose frames repeat to fill the recording
+}
+
+var workloads = []workload{
+	// A real initial book, then the two real price_change frames that follow
+	// it, alternating: the shape of an active Polymarket market.
+	{"pm_price_change", venue.Polymarket, []string{"polypy_hash_vector_ws_2025-10.ndjson"}, []string{"polypy_hash_vector_ws_2025-10.ndjson#1", "polypy_hash_vector_ws_2025-10.ndjson#2"}},
+	// Full real book snapshots (76/86 levels and 18/17 levels) one after another.
+	{"pm_book", venue.Polymarket, nil, []string{"nautilus_ws_book_2024-10.ndjson", "polypy_hash_vector_ws_2025-10.ndjson#0"}},
+	// The real 20+20-level BTC l2Book frame, every frame a full snapshot.
+	{"hl_l2book", venue.Hyperliquid, nil, []string{"order_book_server_ack_l2book_trades_2025-07.ndjson#1"}},
+}
+
+// benchFrames is the size of a benchmark recording.
+const benchFrames = 100_000
+
+var (
+	benchMu   sync.Mutex
+	benchDirs = map[string]string{}
+	benchRoot string
+)
+
+// loadFrames resolves "file" (every line) and "file#i" (line i).
+func loadFrames(t testing.TB, specs []string) [][]byte {
+	var out [][]byte
+	for _, s := range specs {
+		file, line := s, -1
+		if i := len(s) - 2; i > 0 && s[i] == '#' {
+			file = s[:i]
+			line = int(s[i+1] - '0')
+		}
+		lines := fixtureLines(t, file)
+		if line >= 0 {
+			lines = lines[line : line+1]
+		}
+		out = append(out, lines...)
+	}
+	return out
+}
+
+// benchDataset writes (once per process) a recording of n frames for w, and
+// returns its directory and total frame bytes.
+func benchDataset(b testing.TB, w workload, n int) (string, int64) {
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	key := fmt.Sprintf("%s-%d", w.name, n)
+	head := loadFrames(b, w.head)
+	cycle := loadFrames(b, w.cycle)
+	var total int64
+	for i := range n {
+		if i < len(head) {
+			total += int64(len(head[i]))
+		} else {
+			total += int64(len(cycle[(i-len(head))%len(cycle)]))
+		}
+	}
+	if dir, ok := benchDirs[key]; ok {
+		return dir, total
+	}
+	if benchRoot == "" {
+		var err error
+		if benchRoot, err = os.MkdirTemp("", "replayer-bench-"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	dir := benchRoot + "/" + key
+	wr, err := datasets.Create(dir, datasets.Manifest{Venue: w.venue, Endpoint: "bench", StartNs: fixtureBaseNs},
+		datasets.WithFlushInterval(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		f := head
+		j := i
+		if i >= len(head) {
+			f, j = cycle, (i-len(head))%len(cycle)
+		}
+		wall := fixtureBaseNs + int64(i)*int64(time.Millisecond)
+		if _, err := wr.Append(&datasets.Record{Kind: datasets.KindFrame, WallNs: wall, MonoNs: wall, Payload: f[j]}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := wr.Close(); err != nil {
+		b.Fatal(err)
+	}
+	benchDirs[key] = dir
+	return dir, total
+}
+
+func cleanupBench() {
+	if benchRoot != "" {
+		os.RemoveAll(benchRoot)
+	}
+}
+
+// BenchmarkReplay measures the whole path a backtest runs: zstd blocks on
+// disk → reader → decoder → book → routing → a no-op subscriber, with the
+// digest. One op is a replay of the whole recording.
+func BenchmarkReplay(b *testing.B) {
+	for _, w := range workloads {
+		b.Run(w.name, func(b *testing.B) {
+			dir, bytes := benchDataset(b, w, benchFrames)
+			b.SetBytes(bytes)
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := cpuNs()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			mallocs0 := ms.Mallocs
+			var frames uint64
+			for range b.N {
+				r, err := New([]string{dir})
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Subscribe(Key{}, SubscriberFunc(func(*Event) error { return nil }))
+				s, err := r.Run(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if s.DecodeErrors != 0 {
+					b.Fatalf("decode errors: %+v", s.FirstDecodeErrors[0])
+				}
+				frames += s.Frames
+			}
+			cpu := cpuNs() - cpu0
+			runtime.ReadMemStats(&ms)
+			b.ReportMetric(float64(ms.Mallocs-mallocs0)/float64(frames), "allocs/frame")
+			b.ReportMetric(float64(frames)/b.Elapsed().Seconds(), "frames/s")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(frames), "ns/frame")
+			// CPU time (every thread: GC included) per frame holds steadier
+			// than wall time on a shared machine.
+			b.ReportMetric(float64(cpu)/float64(frames), "cpu-ns/frame")
+			b.ReportMetric(float64(bytes)*float64(b.N)/float64(cpu)*1e3, "cpu-MB/s")
+		})
+	}
+}
+
+// cpuNs is the process's user and system CPU time so far.
+func cpuNs() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkReplaySamples replays the shipped samples (generated from real
+// frames, with REST summaries, losses and every message type): the mix a
+// user's first run sees.
+func BenchmarkReplaySamples(b *testing.B) {
+	for _, name := range []string{"polymarket", "hyperliquid"} {
+		b.Run(name, func(b *testing.B) {
+			dir := "../datasets/samples/" + name
+			if _, err := datasets.ReadManifest(dir); err != nil {
+				b.Skip(err)
+			}
+			var frames, bytes uint64
+			b.ReportAllocs()
+			for range b.N {
+				r, err := New([]string{dir})
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Subscribe(Key{}, SubscriberFunc(func(*Event) error { return nil }))
+				s, err := r.Run(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				frames += s.Frames
+				bytes = s.Bytes
+			}
+			b.SetBytes(int64(bytes))
+			b.ReportMetric(float64(frames)/b.Elapsed().Seconds(), "frames/s")
+		})
+	}
+}

@@ -1,0 +1,88 @@
+package replayer
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// Option configures a Replayer. Options validate their arguments; New
+// returns the first error.
+type Option func(*options) error
+
+// ErrOption means an option was given an invalid value.
+var ErrOption = errors.New("replayer: invalid option")
+
+type options struct {
+	fromNs, toNs int64 // 0 = unbounded
+	speed        Speed
+	sleeper      Sleeper
+	// newDecoder builds the decoder of one connection slot from the
+	// manifest's venue; tests swap in fakes.
+	newDecoder func(venueName string, hashCheck bool) (venue.Decoder, error)
+	hashCheck  bool
+}
+
+// defaults are the options of a Replayer with none given.
+func defaults() options {
+	return options{speed: SpeedMax, newDecoder: venueDecoder, hashCheck: true}
+}
+
+// WithWindow limits delivery to records with fromNs ≤ WallNs < toNs (wall ns
+// since the epoch); 0 leaves that end open. Records before fromNs are still
+// applied to the books, silently, so the first delivered event sees exactly
+// the book a replay from the start would; the merge stops at the first record
+// at or after toNs. Default: the whole recording.
+func WithWindow(fromNs, toNs int64) Option {
+	return func(o *options) error {
+		if fromNs < 0 || toNs < 0 || (toNs > 0 && toNs <= fromNs) {
+			return fmt.Errorf("%w: window [%d, %d) is empty or negative", ErrOption, fromNs, toNs)
+		}
+		o.fromNs, o.toNs = fromNs, toNs
+		return nil
+	}
+}
+
+// WithSpeed sets the pacing (see Speed). Default: SpeedMax.
+func WithSpeed(s Speed) Option {
+	return func(o *options) error {
+		if s < 0 || math.IsNaN(float64(s)) || math.IsInf(float64(s), 0) {
+			return fmt.Errorf("%w: speed %v", ErrOption, float64(s))
+		}
+		o.speed = s
+		return nil
+	}
+}
+
+// WithSleeper sets the time source paced replays wait on. Default: the
+// monotonic clock, with the last 1.2 ms of each wait spent spinning (yielding
+// to other goroutines) because Go timers wake up to a millisecond late. Tests
+// use it to check schedules without real waiting.
+func WithSleeper(s Sleeper) Option {
+	return func(o *options) error {
+		o.sleeper = s
+		return nil
+	}
+}
+
+// WithHashCheck turns the verification of venue book hashes on or off
+// (default on). Polymarket hashes are SHA-1 over the whole book and cost most
+// of the decoding time where they can be checked (a REST summary supplied the
+// fields WebSocket books lack); books are the same either way, only the
+// Quality and Summary hash counters stay 0 when off.
+func WithHashCheck(on bool) Option {
+	return func(o *options) error {
+		o.hashCheck = on
+		return nil
+	}
+}
+
+// withDecoders replaces the venue decoder factory (tests).
+func withDecoders(f func(venueName string) (venue.Decoder, error)) Option {
+	return func(o *options) error {
+		o.newDecoder = func(name string, _ bool) (venue.Decoder, error) { return f(name) }
+		return nil
+	}
+}

@@ -1,0 +1,135 @@
+package replayer
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// numChannels sizes per-channel tables indexed by Channel.
+const numChannels = int(ChannelOther) + 1
+
+var channelNames = [numChannels]string{"all", "book", "trades", "quotes", "control", "other"}
+
+// String returns the channel's stable lower-case name ("book", "trades", …).
+func (c Channel) String() string {
+	if int(c) < len(channelNames) {
+		return channelNames[c]
+	}
+	return fmt.Sprintf("channel(%d)", uint8(c))
+}
+
+// ParseChannel is the inverse of Channel.String.
+func ParseChannel(s string) (Channel, bool) {
+	for i, n := range channelNames {
+		if n == s {
+			return Channel(i), true
+		}
+	}
+	return 0, false
+}
+
+// channelOf maps a decoded event type to the channel it is routed on.
+func channelOf(t venue.EventType) Channel {
+	switch t {
+	case venue.EventSnapshot, venue.EventLevel:
+		return ChannelBook
+	case venue.EventTrade:
+		return ChannelTrades
+	case venue.EventQuote:
+		return ChannelQuotes
+	}
+	return ChannelOther
+}
+
+// subscription is one Subscribe call.
+type subscription struct {
+	index  int // position among Subscribe calls: delivery order within a route
+	key    Key
+	sub    Subscriber
+	failed bool // set by the run goroutine only
+}
+
+// matches reports whether s receives events of (venueName, instrument, ch).
+func (s *subscription) matches(venueName, instrument string, ch Channel) bool {
+	k := s.key
+	return (k.Venue == "" || k.Venue == venueName) &&
+		(k.Instrument == "" || k.Instrument == instrument) &&
+		(k.Channel == ChannelAll || k.Channel == ch)
+}
+
+// instRoute is everything resolved once per (connection, instrument): the
+// subscribers of each channel, the book, and the digest key, so a frame for
+// one instrument touches only that instrument's subscribers.
+type instRoute struct {
+	instrument string
+	key        uint64 // digest key of the instrument
+	book       *book.Book
+	bookAsked  bool   // the decoder was asked for book and had none
+	gen        uint64 // subscription generation the lists were resolved at
+	subs       [numChannels][]*subscription
+}
+
+// resolve fills r's subscriber lists from subs for one venue.
+func (rt *instRoute) resolve(subs []*subscription, venueName string, gen uint64) {
+	for ch := range rt.subs {
+		rt.subs[ch] = rt.subs[ch][:0]
+		if ch == int(ChannelAll) {
+			continue
+		}
+		for _, s := range subs {
+			if s.matches(venueName, rt.instrument, Channel(ch)) {
+				rt.subs[ch] = append(rt.subs[ch], s)
+			}
+		}
+	}
+	rt.gen = gen
+}
+
+// SubscriberFailure reports a subscriber that returned an error or panicked.
+// It received nothing after the failing event.
+type SubscriberFailure struct {
+	Subscriber int    `json:"subscriber"` // index among the Subscribe calls, from 0
+	Key        Key    `json:"key"`
+	Dataset    int    `json:"dataset"`
+	Seq        uint64 `json:"seq"`
+	RecvNs     int64  `json:"recv_ns"`
+	Panic      bool   `json:"panic"`
+	Err        string `json:"error"`
+	Stack      string `json:"stack,omitempty"` // goroutine stack of a panic
+}
+
+// call delivers e to s, isolating errors and panics.
+func (r *Replayer) call(s *subscription, e *Event) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.fail(s, e, fmt.Errorf("panic: %v", p), true, string(debug.Stack()))
+		}
+	}()
+	if err := s.sub.OnEvent(e); err != nil {
+		r.fail(s, e, err, false, "")
+	}
+}
+
+func (r *Replayer) fail(s *subscription, e *Event, err error, panicked bool, stack string) {
+	s.failed = true
+	r.run.failures = append(r.run.failures, SubscriberFailure{
+		Subscriber: s.index, Key: s.key, Dataset: e.Dataset, Seq: e.Seq, RecvNs: e.RecvNs,
+		Panic: panicked, Err: err.Error(), Stack: stack,
+	})
+}
+
+// MarshalText encodes the channel by name, so Keys read well in JSON.
+func (c Channel) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText is the inverse of MarshalText.
+func (c *Channel) UnmarshalText(b []byte) error {
+	v, ok := ParseChannel(string(b))
+	if !ok {
+		return fmt.Errorf("replayer: unknown channel %q", b)
+	}
+	*c = v
+	return nil
+}

@@ -1,0 +1,95 @@
+package replayer
+
+import (
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// maxDecodeErrors is how many decode errors a Summary lists in full; the
+// rest are only counted.
+const maxDecodeErrors = 20
+
+// DecodeError is one frame a decoder rejected; its books were left untouched
+// and the replay went on.
+type DecodeError struct {
+	Dataset int    `json:"dataset"`
+	Conn    uint32 `json:"conn"`
+	Seq     uint64 `json:"seq"`
+	RecvNs  int64  `json:"recv_ns"`
+	Err     string `json:"error"`
+}
+
+// Summary is what a replay did. Records, frames, bytes and decode errors
+// cover everything applied, including records applied silently before the
+// window or a seek target; events, controls and losses cover what was
+// delivered. Integrity counters (hash and top-of-book checks, crossed
+// batches) are the decoders' own, over the whole replay. It is JSON-ready:
+// `replay run --json` prints it as is.
+type Summary struct {
+	Datasets []DatasetSummary `json:"datasets"`
+
+	Records      uint64            `json:"records"`       // records read from every dataset
+	Frames       uint64            `json:"frames"`        // frame records decoded
+	Bytes        uint64            `json:"bytes"`         // payload bytes of those frames
+	WarmupFrames uint64            `json:"warmup_frames"` // of Frames, applied before the window or a seek target without delivery
+	Events       map[string]uint64 `json:"events"`        // delivered venue events by venue.EventType name
+	Controls     uint64            `json:"controls"`      // delivered control records (a loss counts once)
+	Instruments  int               `json:"instruments"`   // distinct (venue, instrument) seen
+	UnknownKinds uint64            `json:"unknown_kinds"` // records of kinds this version does not know, skipped
+
+	DecodeErrors      uint64        `json:"decode_errors"`
+	FirstDecodeErrors []DecodeError `json:"first_decode_errors,omitempty"` // the first 20
+	ControlErrors     uint64        `json:"control_errors"`                // control payloads that were not valid JSON (delivered empty)
+	RESTUndecoded     uint64        `json:"rest_undecoded"`                // REST bodies the venue decoder does not take (delivered as control records only)
+
+	Losses map[string]uint64 `json:"losses"` // loss records (Kind.IsLoss) by kind name
+
+	HashChecked    uint64 `json:"hash_checked"`
+	HashOK         uint64 `json:"hash_ok"`
+	TopChecked     uint64 `json:"top_checked"`
+	TopMismatch    uint64 `json:"top_mismatch"`
+	CrossedBatches uint64 `json:"crossed_batches"`
+
+	SubscriberFailures []SubscriberFailure `json:"subscriber_failures,omitempty"`
+	Seeks              int                 `json:"seeks"`
+
+	WallNs       int64     `json:"wall_ns"` // wall time Run took
+	FramesPerSec float64   `json:"frames_per_sec"`
+	MBPerSec     float64   `json:"mb_per_sec"` // frame payload bytes, 10^6 per second
+	Speed        string    `json:"speed"`
+	Lateness     *Lateness `json:"lateness,omitempty"` // paced replays only
+
+	// Digest identifies the emitted stream (see the digest encoding in
+	// digest.go's digester doc): same datasets and options, same digest.
+	Digest string `json:"digest"`
+}
+
+// DatasetSummary names one input of the replay.
+type DatasetSummary struct {
+	Path  string `json:"path"`
+	Venue string `json:"venue"`
+	// Truncated describes the torn tail the reader stopped at, "" when
+	// none: the bytes after it could not be read.
+	Truncated string `json:"truncated,omitempty"`
+}
+
+// eventCounts turns per-type counts into the Summary map.
+func eventCounts(c *[venue.NumEventTypes]uint64) map[string]uint64 {
+	m := make(map[string]uint64)
+	for t, n := range c {
+		if n > 0 {
+			m[venue.EventType(t).String()] = n
+		}
+	}
+	return m
+}
+
+func lossCounts(c *[256]uint64) map[string]uint64 {
+	m := make(map[string]uint64)
+	for k, n := range c {
+		if n > 0 {
+			m[datasets.Kind(k).String()] = n
+		}
+	}
+	return m
+}
