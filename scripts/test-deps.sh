@@ -7,3 +7,24 @@ cd "$(dirname "$0")/.."
 if [ ! -d tests/js/node_modules/@duckdb/node-api ] || [ tests/js/package-lock.json -nt tests/js/node_modules/.package-lock.json ]; then
   (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
 fi
+
+# Debian packages the notebook tests (notebooks/) execute with: Jupyter's nbconvert
+# and kernel, pandas and matplotlib. PyPI is not reachable here, so these come from
+# apt; pyarrow has no Debian 12 package, which is why the notebooks read CSV exports.
+# Only missing packages are installed, so a machine that has them never touches apt.
+debs=(jupyter-nbconvert python3-ipykernel python3-pandas python3-matplotlib)
+missing=()
+if command -v dpkg-query >/dev/null 2>&1; then
+  for p in "${debs[@]}"; do
+    if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
+      missing+=("$p")
+    fi
+  done
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  echo "test-deps: installing ${missing[*]}" >&2
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

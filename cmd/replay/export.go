@@ -1,0 +1,476 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/datasets/interchange"
+	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/replayer"
+	"github.com/tapedeck/tapedeck/replayer/export"
+	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/hyperliquid"
+	"github.com/tapedeck/tapedeck/venue/polymarket"
+)
+
+func init() { verbs.Add(func() *cobra.Command { return newExportCmd(nil) }) }
+
+// exportOptions is what `replay export` was asked to do, validated.
+type exportOptions struct {
+	Datasets    []string
+	Table       string // a export.Table name, or "raw"
+	Format      string // parquet|arrow|csv, or for raw ndjson|tardis|hftbacktest
+	Levels      int
+	Interval    time.Duration // 0 = every event
+	FromNs      int64
+	ToNs        int64
+	Exact       bool
+	Compression export.Compression
+	Quality     bool
+	Out         string
+	Force       bool
+
+	Stderr   io.Writer
+	Stdout   io.Writer
+	Progress bool // stderr is a terminal
+}
+
+func newExportCmd(runF func(*exportOptions) error) *cobra.Command {
+	opts := &exportOptions{}
+	var (
+		interval, from, to, compression string
+		everyEvent                      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "export DATASET... --table TABLE --out PATH",
+		Short: "Export replayed books, trades, quotes or control events as Parquet, Arrow or Tardis CSV",
+		Long: `Export replays the datasets through the books and writes one table:
+
+  depth         wide top-N book per instrument: exchange_ts_ns, local_ts_ns, venue,
+                instrument, bid_price_i, bid_size_i, ask_price_i, ask_size_i (i = 0 is
+                the best; bid_count_i/ask_count_i for Hyperliquid), and the flags
+                book_valid, after_gap, crossed, hash_checked, hash_ok, estimated.
+                A row on every book change (--every-event, the default) or the book at
+                the end of every --interval bucket in which it changed.
+  book_changes  one row per level change, a snapshot giving all its levels with
+                is_snapshot=true (Tardis incremental_book_L2); size 0 deletes.
+  trades        one row per trade (side is the taker's).
+  quotes        one row per change of best bid/ask or book validity.
+  events        connects, disconnects, reconnects, stalls, gaps, overloads, write
+                errors and other control records, with their details.
+  raw           the recorded frames as NDJSON, Tardis raw or hftbacktest lines
+                (--format ndjson|tardis|hftbacktest; one dataset).
+
+Prices and sizes are float64 (the nearest double of the exact decimal) unless
+--exact asks for decimal128 at the venue's scale; the scale and the source
+datasets are in the schema metadata. --format csv writes Tardis' layouts
+(book_snapshot_N, incremental_book_L2, trades, quotes) with µs timestamps and
+exact decimal text, gzip-compressed when PATH ends in .gz. The same datasets and
+flags always give byte-identical files.`,
+		Example: `  # every book change of a Polymarket market, top 25 levels, as Parquet
+  replay export datasets/samples/polymarket --table depth --out depth.parquet
+
+  # the book every 100ms, 5 levels, as a Tardis book_snapshot_5 CSV
+  replay export datasets/samples/polymarket --table depth --levels 5 --interval 100ms --format csv --out snap.csv.gz
+
+  # level changes as Tardis incremental_book_L2 for hftbacktest or NautilusTrader
+  replay export datasets/samples/polymarket --table book_changes --format csv --out changes.csv
+
+  # exact decimals into an Arrow IPC file, within a time window
+  replay export datasets/samples/hyperliquid --table trades --exact --format arrow --from +1s --out trades.arrow
+
+  # where the data is not to be trusted
+  replay export datasets/samples/polymarket --table events --format csv --out events.csv`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cli.FlagErrorf("export: at least one DATASET is required")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Datasets = args
+			opts.Stderr = cmd.ErrOrStderr()
+			opts.Stdout = cmd.OutOrStdout()
+			opts.Progress = cli.IsTerminal(opts.Stderr)
+			f := cmd.Flags()
+			if err := opts.validate(f.Changed("levels"), f.Changed("interval"), everyEvent,
+				interval, from, to, compression, f.Changed("compression")); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runExport(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Table, "table", "", "table to write: depth, book_changes, trades, quotes, events, raw (required)")
+	f.StringVar(&opts.Format, "format", "", "parquet, arrow or csv (raw: ndjson, tardis, hftbacktest); default from the --out extension")
+	f.IntVar(&opts.Levels, "levels", 25, "depth: levels per side")
+	f.StringVar(&interval, "interval", "", "depth: sample the book at the end of every bucket of this duration (e.g. 100ms, 1s)")
+	f.BoolVar(&everyEvent, "every-event", false, "depth: a row on every book change (the default)")
+	f.StringVar(&from, "from", "", "start of the window (inclusive): RFC 3339, unix ms or ns, or +DURATION after the start")
+	f.StringVar(&to, "to", "", "end of the window (exclusive): RFC 3339, unix ms or ns, or +DURATION after the start")
+	f.BoolVar(&opts.Exact, "exact", false, "prices and sizes as decimal128 at the venue's scale instead of float64")
+	f.StringVar(&compression, "compression", "", "zstd, snappy (Parquet only) or none; default snappy for Parquet (zstd: smaller, slower), none for Arrow (Arrow JS lacks zstd)")
+	f.BoolVar(&opts.Quality, "quality-columns", false, "csv depth/quotes: append the quality flags after the Tardis columns")
+	f.StringVarP(&opts.Out, "out", "o", "", "output file, - for stdout (required)")
+	f.BoolVar(&opts.Force, "force", false, "overwrite --out if it exists")
+	return cmd
+}
+
+// validate checks every flag and combination before any work, naming the flags.
+func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interval, from, to, compression string, compressionSet bool) error {
+	if o.Table == "" {
+		return cli.FlagErrorf("export: --table is required (depth, book_changes, trades, quotes, events, raw)")
+	}
+	if o.Out == "" {
+		return cli.FlagErrorf("export: --out is required")
+	}
+	raw := o.Table == "raw"
+	var table export.Table
+	if !raw {
+		t, err := export.ParseTable(o.Table)
+		if err != nil {
+			return cli.FlagErrorf("--table: %v", err)
+		}
+		table = t
+	}
+	if o.Format == "" {
+		o.Format = formatFromPath(o.Out, raw)
+		if o.Format == "" {
+			return cli.FlagErrorf("export: --format is required when --out %q has no known extension", o.Out)
+		}
+	}
+	gz := strings.HasSuffix(o.Out, ".gz")
+	if raw {
+		if _, err := interchange.ParseFormat(o.Format); err != nil {
+			return cli.FlagErrorf("--format: with --table raw: %v", err)
+		}
+		if len(o.Datasets) != 1 {
+			return cli.FlagErrorf("export: --table raw takes one DATASET, got %d", len(o.Datasets))
+		}
+		for name, set := range map[string]bool{"--levels": levelsSet, "--interval": intervalSet,
+			"--every-event": everyEvent, "--exact": o.Exact, "--quality-columns": o.Quality, "--compression": compressionSet} {
+			if set {
+				return cli.FlagErrorf("export: %s does not apply to --table raw", name)
+			}
+		}
+	} else {
+		ft, err := export.ParseFormat(o.Format)
+		if err != nil {
+			return cli.FlagErrorf("--format: %v", err)
+		}
+		if table != export.TableDepth {
+			for name, set := range map[string]bool{"--levels": levelsSet, "--interval": intervalSet, "--every-event": everyEvent} {
+				if set {
+					return cli.FlagErrorf("export: %s applies to --table depth only, not %s", name, table)
+				}
+			}
+		}
+		if intervalSet && everyEvent {
+			return cli.FlagErrorf("export: --interval and --every-event are exclusive")
+		}
+		if levelsSet && (o.Levels < 1 || o.Levels > export.MaxLevels) {
+			return cli.FlagErrorf("export: --levels %d not in 1..%d", o.Levels, export.MaxLevels)
+		}
+		if intervalSet {
+			d, err := time.ParseDuration(interval)
+			if err != nil || d <= 0 {
+				return cli.FlagErrorf("export: --interval %q is not a positive duration (e.g. 100ms, 1s)", interval)
+			}
+			o.Interval = d
+		}
+		var c export.Compression
+		if compressionSet {
+			var err error
+			if c, err = export.ParseCompression(compression); err != nil {
+				return cli.FlagErrorf("--compression: %v", err)
+			}
+		}
+		o.Compression = c
+		switch ft {
+		case export.FormatCSV:
+			if o.Exact {
+				return cli.FlagErrorf("export: --exact does not apply to --format csv (CSV is always exact decimal text)")
+			}
+			if compressionSet {
+				return cli.FlagErrorf("export: --compression does not apply to --format csv (end --out in .gz to compress)")
+			}
+			if o.Quality && table != export.TableDepth && table != export.TableQuotes {
+				return cli.FlagErrorf("export: --quality-columns applies to --table depth or quotes only")
+			}
+		case export.FormatArrow:
+			if c == export.Snappy {
+				return cli.FlagErrorf("export: --compression snappy is not available for --format arrow (zstd or none)")
+			}
+			fallthrough
+		default:
+			if o.Quality {
+				return cli.FlagErrorf("export: --quality-columns applies to --format csv only (Parquet and Arrow always carry the flags)")
+			}
+		}
+		if gz && ft != export.FormatCSV {
+			return cli.FlagErrorf("export: --out %q ends in .gz, which only --format csv supports", o.Out)
+		}
+	}
+	var err error
+	// The same T syntax as every replay verb (run.go): RFC 3339, unix ms or
+	// ns, or +DURATION after the recording's start.
+	if o.FromNs, o.ToNs, err = parseWindow(o.Datasets, from, to); err != nil {
+		return err
+	}
+	if o.Out != "-" && !o.Force {
+		if _, err := os.Stat(o.Out); err == nil {
+			return cli.FlagErrorf("export: %s exists (use --force to overwrite)", o.Out)
+		}
+	}
+	return nil
+}
+
+func formatFromPath(p string, raw bool) string {
+	p = strings.TrimSuffix(strings.TrimSuffix(p, ".gz"), ".zst")
+	switch ext := filepath.Ext(p); {
+	case raw && (ext == ".ndjson" || ext == ".jsonl"):
+		return "ndjson"
+	case raw:
+		return ""
+	case ext == ".parquet":
+		return "parquet"
+	case ext == ".arrow" || ext == ".feather" || ext == ".ipc":
+		return "arrow"
+	case ext == ".csv":
+		return "csv"
+	}
+	return ""
+}
+
+// runExport writes the table to a temporary file beside --out and renames it
+// into place only when the export succeeded, so a failed run never leaves a
+// half-written file where a good one is expected.
+func runExport(ctx context.Context, o *exportOptions) (err error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var (
+		w   io.Writer = o.Stdout
+		tmp *os.File
+	)
+	if o.Out != "-" {
+		tmp, err = os.CreateTemp(filepath.Dir(o.Out), "."+filepath.Base(o.Out)+".tmp*")
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		defer func() {
+			if err != nil {
+				tmp.Close()
+				os.Remove(tmp.Name())
+			}
+		}()
+		w = tmp
+	}
+	bw := bufio.NewWriterSize(w, 1<<20) // Parquet and IPC write many small pieces
+	w = bw
+	var gz *gzip.Writer
+	if strings.HasSuffix(o.Out, ".gz") && o.Table != "raw" && o.Format == "csv" {
+		// Header fields stay zero (no name, no mtime): the bytes depend on the data only.
+		gz = gzip.NewWriter(w)
+		w = gz
+	}
+	if o.Table == "raw" {
+		err = exportRaw(o, w)
+	} else {
+		err = exportTable(ctx, o, w)
+	}
+	if err != nil {
+		return err
+	}
+	if gz != nil {
+		if err := gz.Close(); err != nil {
+			return fmt.Errorf("export: gzip %s: %w", o.Out, err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("export: write %s: %w", o.Out, err)
+	}
+	if tmp != nil {
+		// CreateTemp makes the file private; an export is an ordinary file.
+		if err := tmp.Chmod(0o644); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		if err := tmp.Close(); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		if err := os.Rename(tmp.Name(), o.Out); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+	}
+	return nil
+}
+
+func exportTable(ctx context.Context, o *exportOptions, w io.Writer) error {
+	table, _ := export.ParseTable(o.Table)
+	format, _ := export.ParseFormat(o.Format)
+	var ropts []replayer.Option
+	if o.FromNs != 0 || o.ToNs != 0 {
+		ropts = append(ropts, replayer.WithWindow(o.FromNs, o.ToNs))
+	}
+	r, err := replayer.New(o.Datasets, ropts...)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	ms := r.Manifests()
+	venueName := ms[0].Venue
+	for i, m := range ms[1:] {
+		if m.Venue != venueName {
+			return cli.FlagErrorf("export: DATASET %s is %s but %s is %s; export one venue at a time",
+				o.Datasets[i+1], m.Venue, o.Datasets[0], venueName)
+		}
+	}
+	var sopts []export.Option
+	if o.Compression != 0 {
+		sopts = append(sopts, export.WithCompression(o.Compression))
+	}
+	if sc, ok := venueScale(venueName); ok {
+		sopts = append(sopts, export.WithSource(venueName, sc))
+	}
+	sopts = append(sopts, export.WithDatasets(o.Datasets...))
+	if table == export.TableDepth {
+		sopts = append(sopts, export.WithLevels(o.Levels))
+		if o.Interval > 0 {
+			sopts = append(sopts, export.WithInterval(o.Interval))
+		}
+	}
+	if o.Exact {
+		sopts = append(sopts, export.WithExact())
+	}
+	if o.Quality {
+		sopts = append(sopts, export.WithQualityColumns())
+	}
+	sink, err := export.New(w, table, format, sopts...)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	r.Subscribe(replayer.Key{}, sink)
+
+	stop := func() {}
+	if o.Progress {
+		stop = showProgress(o.Stderr, r)
+	}
+	sum, err := r.Run(ctx)
+	stop()
+	if err != nil {
+		return fmt.Errorf("export: replay: %w", err)
+	}
+	for _, f := range sum.SubscriberFailures {
+		// The sink is the only subscriber: its failure is the export's.
+		return fmt.Errorf("export: %s", f.Err)
+	}
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	if o.Progress {
+		fmt.Fprintf(o.Stderr, "%s: %d rows from %d frames\n", o.Out, sink.Rows(), sum.Frames)
+	}
+	return nil
+}
+
+// showProgress draws a bar on the terminal from the replay's position within
+// the recording's time span, and returns a func that stops and clears it.
+func showProgress(stderr io.Writer, r *replayer.Replayer) func() {
+	start, end := r.StartNs(), r.EndNs()
+	if end <= start {
+		return func() {}
+	}
+	bar := progressbar.NewOptions64(1000, progressbar.OptionSetWriter(stderr),
+		progressbar.OptionSetDescription("export"), progressbar.OptionClearOnFinish(),
+		progressbar.OptionThrottle(100*time.Millisecond))
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if p := r.Position(); p > start {
+					_ = bar.Set64(min(1000, (p-start)*1000/(end-start)))
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+		_ = bar.Finish()
+	}
+}
+
+func exportRaw(o *exportOptions, w io.Writer) error {
+	f, _ := interchange.ParseFormat(o.Format)
+	rd, err := datasets.Open(o.Datasets[0])
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer rd.Close()
+	if o.FromNs != 0 {
+		if err := rd.SeekTime(o.FromNs); err != nil {
+			return fmt.Errorf("export: seek --from: %w", err)
+		}
+	}
+	var src interchange.Source = rd
+	if o.ToNs != 0 {
+		src = &untilSource{Source: rd, toNs: o.ToNs}
+	}
+	// .gz and .zst compress as the path says (interchange's own compressor).
+	if _, err := interchange.ExportRaw(w, src, f, interchange.WithCompression(interchange.CompressionFromPath(o.Out))); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
+}
+
+// untilSource ends a record source at the first record at or after toNs.
+type untilSource struct {
+	interchange.Source
+	toNs int64
+	done bool
+}
+
+func (u *untilSource) Next() bool {
+	if u.done || !u.Source.Next() {
+		return false
+	}
+	if u.Source.Record().WallNs >= u.toNs {
+		u.done = true
+		return false
+	}
+	return true
+}
+
+// venueScale is the fixed-point scale of a venue's decoder, so that even an
+// empty export carries the right scale in its metadata and decimal types.
+func venueScale(name string) (book.Scale, bool) {
+	switch name {
+	case venue.Polymarket:
+		return polymarket.Scale, true
+	case venue.Hyperliquid:
+		return hyperliquid.Scale, true
+	}
+	return book.Scale{}, false
+}

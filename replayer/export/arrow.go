@@ -1,0 +1,255 @@
+package export
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/bitutil"
+	"github.com/apache/arrow/go/v15/arrow/decimal128"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/tapedeck/tapedeck/book"
+)
+
+// Metadata keys of every Arrow and Parquet table: enough to turn a float
+// column back into the exact decimal and to find the data it came from.
+const (
+	MetaTable         = "tapedeck.table"
+	MetaVenue         = "tapedeck.venue"
+	MetaPriceDecimals = "tapedeck.price_decimals"
+	MetaSizeDecimals  = "tapedeck.size_decimals"
+	MetaDatasets      = "tapedeck.datasets" // JSON array of the source dataset paths
+	MetaLevels        = "tapedeck.levels"
+	MetaIntervalNs    = "tapedeck.interval_ns" // "0": a row per book change
+	MetaExact         = "tapedeck.exact"       // "true": prices and sizes are decimal128
+)
+
+// DecimalPrecision is the precision of the decimal128 columns WithExact writes.
+const DecimalPrecision = 38
+
+func (s *Sink) schema() *arrow.Schema {
+	ds, _ := json.Marshal(append([]string{}, s.cfg.datasets...))
+	md := arrow.NewMetadata(
+		[]string{MetaTable, MetaVenue, MetaPriceDecimals, MetaSizeDecimals, MetaDatasets, MetaLevels, MetaIntervalNs, MetaExact},
+		[]string{s.table.String(), s.cfg.venue,
+			strconv.Itoa(int(s.cfg.scale.PriceDecimals)), strconv.Itoa(int(s.cfg.scale.SizeDecimals)),
+			string(ds), strconv.Itoa(s.cfg.levels), strconv.FormatInt(s.cfg.intervalNs, 10),
+			strconv.FormatBool(s.cfg.exact)})
+	fields := make([]arrow.Field, len(s.b.cols))
+	for i := range s.b.cols {
+		c := &s.b.cols[i]
+		fields[i] = arrow.Field{Name: c.name, Type: s.arrowType(c.kind), Nullable: c.nullable}
+	}
+	return arrow.NewSchema(fields, &md)
+}
+
+func (s *Sink) arrowType(k colKind) arrow.DataType {
+	switch k {
+	case kInt64:
+		return arrow.PrimitiveTypes.Int64
+	case kInt32:
+		return arrow.PrimitiveTypes.Int32
+	case kBool:
+		return arrow.FixedWidthTypes.Boolean
+	case kString:
+		return arrow.BinaryTypes.String
+	case kPrice:
+		if s.cfg.exact {
+			return &arrow.Decimal128Type{Precision: DecimalPrecision, Scale: int32(s.cfg.scale.PriceDecimals)}
+		}
+		return arrow.PrimitiveTypes.Float64
+	default: // kSize
+		if s.cfg.exact {
+			return &arrow.Decimal128Type{Precision: DecimalPrecision, Scale: int32(s.cfg.scale.SizeDecimals)}
+		}
+		return arrow.PrimitiveTypes.Float64
+	}
+}
+
+// recordBuilder turns a batch into an arrow.Record without copying integer
+// columns: the record's buffers alias the batch (and the builder's scratch)
+// and are valid until the batch is reset, which happens only after the
+// format writer has consumed the record.
+type recordBuilder struct {
+	schema *arrow.Schema
+	scale  book.Scale
+	exact  bool
+	// Per column scratch, reused across batches.
+	valid [][]byte
+	f64   [][]float64
+	dec   [][]decimal128.Num
+	bits  [][]byte
+	offs  [][]int32
+	data  [][]byte
+}
+
+func newRecordBuilder(s *Sink) *recordBuilder {
+	n := len(s.b.cols)
+	rb := &recordBuilder{schema: s.schema(), scale: s.cfg.scale, exact: s.cfg.exact,
+		valid: make([][]byte, n), f64: make([][]float64, n), dec: make([][]decimal128.Num, n),
+		bits: make([][]byte, n), offs: make([][]int32, n), data: make([][]byte, n)}
+	rows := s.cfg.batchRows
+	for i := range s.b.cols {
+		switch k := s.b.cols[i].kind; {
+		case (k == kPrice || k == kSize) && rb.exact:
+			rb.dec[i] = make([]decimal128.Num, 0, rows)
+		case k == kPrice || k == kSize:
+			rb.f64[i] = make([]float64, 0, rows)
+		case k == kString:
+			rb.offs[i] = make([]int32, 0, rows+1)
+		}
+	}
+	return rb
+}
+
+func (rb *recordBuilder) build(b *batch) arrow.Record {
+	n := b.rows
+	cols := make([]arrow.Array, len(b.cols))
+	for i := range b.cols {
+		c := &b.cols[i]
+		var validity *memory.Buffer
+		nulls := 0
+		if c.nullable {
+			nulls = rb.validity(b, i, n)
+			if nulls > 0 {
+				validity = memory.NewBufferBytes(rb.valid[i])
+			}
+		}
+		dt := rb.schema.Field(i).Type
+		var bufs []*memory.Buffer
+		switch c.kind {
+		case kInt64:
+			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(c.i64[:n]))}
+		case kInt32:
+			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.i32[:n]))}
+		case kBool:
+			rb.bits[i] = resizeBytes(rb.bits[i], int(bitutil.BytesForBits(int64(n))))
+			bb := rb.bits[i]
+			for r, v := range c.b[:n] {
+				if v {
+					bitutil.SetBit(bb, r)
+				} else {
+					bitutil.ClearBit(bb, r)
+				}
+			}
+			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(bb)}
+		case kString:
+			offs := rb.offs[i][:0]
+			data := rb.data[i][:0]
+			offs = append(offs, 0)
+			for _, v := range c.s[:n] {
+				data = append(data, v...)
+				offs = append(offs, int32(len(data)))
+			}
+			rb.offs[i], rb.data[i] = offs, data
+			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offs)),
+				memory.NewBufferBytes(data)}
+		case kPrice, kSize:
+			dec := rb.scale.SizeDecimals
+			if c.kind == kPrice {
+				dec = rb.scale.PriceDecimals
+			}
+			if rb.exact {
+				d := rb.dec[i][:0]
+				for _, v := range c.i64[:n] {
+					d = append(d, decimal128.FromI64(v))
+				}
+				rb.dec[i] = d
+				bufs = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Decimal128Traits.CastToBytes(d))}
+			} else {
+				f := rb.f64[i][:0]
+				for _, v := range c.i64[:n] {
+					f = append(f, FixedToFloat(v, dec))
+				}
+				rb.f64[i] = f
+				bufs = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Float64Traits.CastToBytes(f))}
+			}
+		}
+		data := array.NewData(dt, n, bufs, nil, nulls, 0)
+		cols[i] = array.MakeFromData(data)
+		data.Release()
+	}
+	rec := array.NewRecord(rb.schema, cols, int64(n))
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec
+}
+
+// validity fills rb.valid[i] with column i's validity bitmap and returns its
+// null count; the bitmap is only used when that is not zero.
+func (rb *recordBuilder) validity(b *batch, i, n int) int {
+	c := &b.cols[i]
+	nulls := 0
+	if c.levelOf >= 0 {
+		cnt := b.levelCounts[c.levelOf][:n]
+		lv := int32(c.level)
+		for _, k := range cnt {
+			if lv >= k {
+				nulls++
+			}
+		}
+		if nulls == 0 {
+			return 0
+		}
+		rb.valid[i] = resizeBytes(rb.valid[i], int(bitutil.BytesForBits(int64(n))))
+		vb := rb.valid[i]
+		for r, k := range cnt {
+			if lv < k {
+				bitutil.SetBit(vb, r)
+			}
+		}
+		return nulls
+	}
+	for _, isNull := range c.null[:n] {
+		if isNull {
+			nulls++
+		}
+	}
+	if nulls == 0 {
+		return 0
+	}
+	rb.valid[i] = resizeBytes(rb.valid[i], int(bitutil.BytesForBits(int64(n))))
+	vb := rb.valid[i]
+	for r, isNull := range c.null[:n] {
+		if !isNull {
+			bitutil.SetBit(vb, r)
+		}
+	}
+	return nulls
+}
+
+func resizeBytes(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
+}
+
+var pow10f [book.MaxDecimals + 1]float64
+
+func init() {
+	for i := range pow10f {
+		pow10f[i] = float64(book.Pow10(uint8(i)))
+	}
+}
+
+// FixedToFloat returns the float64 nearest to v/10^decimals, the exact
+// decimal a fixed-point value stands for. Below 2^53 both operands are exact
+// doubles and IEEE division rounds the exact quotient once, so one division
+// is the correctly rounded result; larger values go through the decimal text.
+func FixedToFloat(v int64, decimals uint8) float64 {
+	if v > -(1<<53) && v < 1<<53 {
+		return float64(v) / pow10f[decimals]
+	}
+	var buf [32]byte
+	f, err := strconv.ParseFloat(string(book.AppendDecimal(buf[:0], v, decimals)), 64)
+	if err != nil { // AppendDecimal writes plain decimals only
+		return math.NaN()
+	}
+	return f
+}

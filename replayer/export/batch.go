@@ -1,0 +1,184 @@
+package export
+
+// A batch holds the rows of one table column by column in plain Go slices, so
+// a row costs a few appends and a flush hands the slices to Arrow without
+// copying (see arrow.go). Fixed-point values stay int64 until the flush, where
+// they become float64 or decimal128 in one pass, and CSV prints them exactly.
+
+type colKind uint8
+
+const (
+	kInt64 colKind = iota // int64: timestamps (ns), sequence numbers, counts
+	kPrice                // fixed-point int64 at the price decimals
+	kSize                 // fixed-point int64 at the size decimals
+	kInt32                // int32: order counts, connection slots, codes
+	kBool
+	kString
+)
+
+type column struct {
+	name     string
+	kind     colKind
+	nullable bool
+
+	// Exactly one of these holds the values, with room for a full batch;
+	// rows [0, batch.rows) are filled.
+	i64  []int64
+	i32  []int32
+	b    []bool
+	s    []string
+	null []bool // when nullable and levelOf < 0: true where the value is null
+
+	// A depth level column is null where its side has no such level: instead
+	// of a flag per column it reads levelCounts[levelOf] (levels present on
+	// the side in that row), so a wide row costs one count per side, not a
+	// hundred null flags. levelOf is -1 for every other column.
+	levelOf int
+	level   int
+}
+
+type batch struct {
+	cols        []column
+	rows        int
+	levelCounts [][]int32
+}
+
+func (b *batch) add(name string, kind colKind, nullable bool) int {
+	b.cols = append(b.cols, column{name: name, kind: kind, nullable: nullable, levelOf: -1})
+	return len(b.cols) - 1
+}
+
+// addLevelCount adds a per-row count of levels present on one side and
+// returns its index for addLevel and setLevelCount.
+func (b *batch) addLevelCount() int {
+	b.levelCounts = append(b.levelCounts, nil)
+	return len(b.levelCounts) - 1
+}
+
+// addLevel adds a column for level `level` of the side counted by count.
+func (b *batch) addLevel(name string, kind colKind, count, level int) int {
+	b.cols = append(b.cols, column{name: name, kind: kind, nullable: true, levelOf: count, level: level})
+	return len(b.cols) - 1
+}
+
+func (b *batch) setLevelCount(count int, n int32) { b.levelCounts[count][b.rows] = n }
+
+// grow gives every column room for n rows once: a batch never reallocates.
+func (b *batch) grow(n int) {
+	for i := range b.cols {
+		c := &b.cols[i]
+		switch c.kind {
+		case kInt64, kPrice, kSize:
+			c.i64 = make([]int64, n)
+		case kInt32:
+			c.i32 = make([]int32, n)
+		case kBool:
+			c.b = make([]bool, n)
+		case kString:
+			c.s = make([]string, n)
+		}
+		if c.nullable && c.levelOf < 0 {
+			c.null = make([]bool, n)
+		}
+	}
+	for i := range b.levelCounts {
+		b.levelCounts[i] = make([]int32, n)
+	}
+}
+
+// rowBytes estimates the memory of one row, to size batches.
+func (b *batch) rowBytes() int {
+	n := 0
+	for i := range b.cols {
+		switch b.cols[i].kind {
+		case kInt64, kPrice, kSize:
+			n += 8 + 8 // the value and its float64/decimal form at flush
+		case kInt32:
+			n += 4
+		case kBool:
+			n++
+		case kString:
+			n += 16 + 16 // the string header and its copy at flush
+		}
+		if b.cols[i].nullable && b.cols[i].levelOf < 0 {
+			n++
+		}
+	}
+	return n + 4*len(b.levelCounts)
+}
+
+func (b *batch) reset() {
+	// Strings would keep their backing memory alive; values are overwritten.
+	for i := range b.cols {
+		if b.cols[i].kind == kString {
+			clear(b.cols[i].s[:b.rows])
+		}
+	}
+	b.rows = 0
+}
+
+// Setters write row b.rows of a column; every column gets exactly one value
+// (or null) per row before endRow. Indexing preallocated slices keeps a row
+// to a store per value: a wide depth row is a hundred of them.
+
+func (b *batch) i64(col int, v int64) {
+	c := &b.cols[col]
+	c.i64[b.rows] = v
+	if c.null != nil {
+		c.null[b.rows] = false
+	}
+}
+
+// lvl64 and lvl32 set a level column; its nullness is the side's count.
+func (b *batch) lvl64(col int, v int64) { b.cols[col].i64[b.rows] = v }
+func (b *batch) lvl32(col int, v int32) { b.cols[col].i32[b.rows] = v }
+
+func (b *batch) i64Null(col int) {
+	c := &b.cols[col]
+	c.i64[b.rows] = 0
+	c.null[b.rows] = true
+}
+
+func (b *batch) i32(col int, v int32) {
+	c := &b.cols[col]
+	c.i32[b.rows] = v
+	if c.null != nil {
+		c.null[b.rows] = false
+	}
+}
+
+func (b *batch) i32Null(col int) {
+	c := &b.cols[col]
+	c.i32[b.rows] = 0
+	c.null[b.rows] = true
+}
+
+func (b *batch) bool(col int, v bool) {
+	c := &b.cols[col]
+	c.b[b.rows] = v
+	if c.null != nil {
+		c.null[b.rows] = false
+	}
+}
+
+func (b *batch) str(col int, v string) {
+	c := &b.cols[col]
+	c.s[b.rows] = v
+	if c.null != nil {
+		c.null[b.rows] = false
+	}
+}
+
+func (b *batch) strNull(col int) {
+	c := &b.cols[col]
+	c.s[b.rows] = ""
+	c.null[b.rows] = true
+}
+
+func (b *batch) isNull(col, row int) bool {
+	c := &b.cols[col]
+	if c.levelOf >= 0 {
+		return int32(c.level) >= b.levelCounts[c.levelOf][row]
+	}
+	return c.nullable && c.null[row]
+}

@@ -1,0 +1,116 @@
+package export
+
+import (
+	"bufio"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/tapedeck/tapedeck/book"
+)
+
+type csvHow uint8
+
+const (
+	csvString csvHow = iota // quoted only when it holds a comma, quote or newline
+	csvMicros               // ns → µs (floor); a null takes the alt column
+	csvInt
+	csvPrice // exact decimal text at the price decimals
+	csvSize
+	csvBool
+	csvEmpty // always empty (a Tardis column we cannot fill)
+)
+
+// csvField is one CSV column: its header and how to print batch column col.
+type csvField struct {
+	header string
+	col    int
+	how    csvHow
+	alt    int // csvMicros: the column to use when col is null; -1 for none
+}
+
+type csvWriter struct {
+	w      *bufio.Writer
+	fields []csvField
+	scale  book.Scale
+	line   []byte
+}
+
+func newCSVWriter(w io.Writer, s *Sink) (*csvWriter, error) {
+	c := &csvWriter{w: bufio.NewWriterSize(w, 256<<10), fields: s.impl.csvFields(s.cfg.quality), scale: s.cfg.scale}
+	for i, f := range c.fields {
+		if i > 0 {
+			c.line = append(c.line, ',')
+		}
+		c.line = append(c.line, f.header...)
+	}
+	c.line = append(c.line, '\n')
+	_, err := c.w.Write(c.line)
+	return c, err
+}
+
+func (c *csvWriter) write(b *batch) error {
+	for r := 0; r < b.rows; r++ {
+		line := c.line[:0]
+		for i, f := range c.fields {
+			if i > 0 {
+				line = append(line, ',')
+			}
+			line = c.appendField(line, b, f, r)
+		}
+		line = append(line, '\n')
+		c.line = line
+		if _, err := c.w.Write(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *csvWriter) appendField(dst []byte, b *batch, f csvField, r int) []byte {
+	if f.how == csvEmpty {
+		return dst
+	}
+	col := f.col
+	if b.isNull(col, r) {
+		if f.alt < 0 || b.isNull(f.alt, r) {
+			return dst
+		}
+		col = f.alt
+	}
+	cl := &b.cols[col]
+	switch f.how {
+	case csvString:
+		return appendCSVString(dst, cl.s[r])
+	case csvMicros:
+		return strconv.AppendInt(dst, floorDiv(cl.i64[r], 1000), 10)
+	case csvInt:
+		if cl.kind == kInt32 {
+			return strconv.AppendInt(dst, int64(cl.i32[r]), 10)
+		}
+		return strconv.AppendInt(dst, cl.i64[r], 10)
+	case csvPrice:
+		return book.AppendDecimal(dst, cl.i64[r], c.scale.PriceDecimals)
+	case csvSize:
+		return book.AppendDecimal(dst, cl.i64[r], c.scale.SizeDecimals)
+	case csvBool:
+		return strconv.AppendBool(dst, cl.b[r])
+	}
+	return dst
+}
+
+func appendCSVString(dst []byte, s string) []byte {
+	if !strings.ContainsAny(s, ",\"\r\n") {
+		return append(dst, s...)
+	}
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' {
+			dst = append(dst, '"')
+		}
+		dst = append(dst, s[i])
+	}
+	return append(dst, '"')
+}
+
+func (c *csvWriter) close() error { return c.w.Flush() }

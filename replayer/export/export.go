@@ -1,0 +1,143 @@
+// Package export owns tapedeck's tabular exports: Subscribers that turn a
+// replay's events into Parquet, Arrow IPC or Tardis-layout CSV tables (depth
+// snapshots, book changes, trades, quotes, control events) for notebooks,
+// DuckDB and other backtesters.
+//
+// A Sink depends only on replayer.Event: whatever drives it (the replayer, a
+// test feeding decoded events) sees the same rows. Rows are buffered into
+// column batches of a bounded size and flushed to the writer as each batch
+// fills, so memory does not grow with the input. Output is deterministic: the
+// same events and options give byte-identical files (no wall-clock time is
+// written anywhere).
+package export
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Table names what a Sink writes.
+type Table uint8
+
+// The tables. Every Arrow and Parquet table starts with exchange_ts_ns (the
+// venue's time, null when it gives none) and local_ts_ns (receive time),
+// both int64 ns since the epoch, then venue and instrument; prices and sizes
+// are float64, or decimal128 with WithExact. The CSV layouts are Tardis'.
+const (
+	// TableDepth is wide top-N book snapshots per instrument: on every book
+	// change (WithEveryEvent) or the state at the end of every interval bucket
+	// in which the book changed (WithInterval), like Tardis' book_snapshot_N.
+	// Columns per level i (0 is the best): bid_price_i, bid_size_i,
+	// [bid_count_i,] ask_price_i, ask_size_i, [ask_count_i] (counts for
+	// Hyperliquid, which reports orders per level; null where the side has no
+	// level i), then the flags book_valid, after_gap, crossed (best bid above
+	// best ask in this very state, which Polymarket books are briefly inside a
+	// match), hash_checked and hash_ok (a venue hash was recomputed since the
+	// previous row of the book / every one matched), estimated (Hyperliquid
+	// book merged with bbo since its last full snapshot).
+	TableDepth Table = iota + 1
+	// TableBookChanges is one row per level change (is_snapshot, side "bid" or
+	// "ask", price, size with 0 deleting the level, [count]): the shape of
+	// Tardis' incremental_book_L2. See changesTable for how repeated venue
+	// snapshots are written so that Tardis consumers rebuild the same books.
+	TableBookChanges
+	// TableTrades is one row per trade: side ("buy" or "sell", the taker's),
+	// price, size.
+	TableTrades
+	// TableQuotes is one row per change of a book's best bid or ask (price,
+	// size or presence) or of its validity: bid_price, bid_size, ask_price,
+	// ask_size (null for an empty side), book_valid.
+	TableQuotes
+	// TableEvents is one row per control record of the datasets: connects,
+	// subscriptions, disconnects, reconnects, stalls, gaps, overloads, write
+	// errors, clock syncs, notes, REST responses, clean closes. Columns:
+	// local_ts_ns, venue, dataset (input index), conn, seq, kind, and the
+	// record's details (url, code, reason, error, attempt, instruments as a
+	// comma-separated list, dropped, from_ns, to_ns, offset_ns, text), null
+	// where the record has none.
+	TableEvents
+)
+
+var tableNames = [...]string{TableDepth: "depth", TableBookChanges: "book_changes",
+	TableTrades: "trades", TableQuotes: "quotes", TableEvents: "events"}
+
+// String returns the table's name as the CLI spells it.
+func (t Table) String() string {
+	if int(t) < len(tableNames) && tableNames[t] != "" {
+		return tableNames[t]
+	}
+	return fmt.Sprintf("table(%d)", uint8(t))
+}
+
+// ParseTable is the inverse of Table.String. The error lists the valid names.
+func ParseTable(s string) (Table, error) {
+	for t, n := range tableNames {
+		if n != "" && n == s {
+			return Table(t), nil
+		}
+	}
+	return 0, fmt.Errorf("export: unknown table %q (want %s)", s, strings.Join(tableNames[1:], ", "))
+}
+
+// Format is the file format a Sink writes.
+type Format uint8
+
+// The formats.
+const (
+	// FormatParquet writes one Parquet row group per batch (pqarrow).
+	FormatParquet Format = iota + 1
+	// FormatArrow writes an Arrow IPC file, one record batch per batch.
+	FormatArrow
+	// FormatCSV writes Tardis' CSV layouts (µs timestamps, exact decimal
+	// text): incremental_book_L2 for book_changes, book_snapshot_N for depth,
+	// trades and quotes; events has tapedeck's own columns. Gzip is the
+	// caller's business (wrap the writer), as Tardis ships .csv.gz.
+	FormatCSV
+)
+
+var formatNames = [...]string{FormatParquet: "parquet", FormatArrow: "arrow", FormatCSV: "csv"}
+
+// String returns the format's name as the CLI spells it.
+func (f Format) String() string {
+	if int(f) < len(formatNames) && formatNames[f] != "" {
+		return formatNames[f]
+	}
+	return fmt.Sprintf("format(%d)", uint8(f))
+}
+
+// ParseFormat is the inverse of Format.String.
+func ParseFormat(s string) (Format, error) {
+	for f, n := range formatNames {
+		if n != "" && n == s {
+			return Format(f), nil
+		}
+	}
+	return 0, fmt.Errorf("export: unknown format %q (want parquet, arrow, csv)", s)
+}
+
+// ErrClosed means OnEvent or Close was called on a closed Sink.
+var ErrClosed = errors.New("export: sink closed")
+
+// ErrMixedScale means events of two fixed-point scales reached one Sink; a
+// column has one scale, so export each venue separately.
+var ErrMixedScale = errors.New("export: events of different scales in one table")
+
+// ErrOption means an option or combination of options is invalid.
+var ErrOption = errors.New("export: invalid option")
+
+// WriteError is a failure to write the output; Sink methods return it for
+// every later call, since the file is incomplete.
+type WriteError struct {
+	Table  Table
+	Format Format
+	Err    error
+}
+
+// Error names the table, the format and the failure.
+func (e *WriteError) Error() string {
+	return fmt.Sprintf("export: write %s %s: %v", e.Table, e.Format, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *WriteError) Unwrap() error { return e.Err }

@@ -1,0 +1,235 @@
+package export
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/replayer"
+)
+
+// Sink writes one table in one format. It implements replayer.Subscriber;
+// subscribe it with a Key matching every channel (replayer.Key{}) so that it
+// sees the book, trade and control events it needs and, for sampled depth,
+// the passage of time.
+//
+// A Sink is not safe for concurrent use: the replayer calls OnEvent from one
+// goroutine. It writes to w only from OnEvent and Close, never closes w, and
+// holds at most one batch of rows (WithBatchRows) in memory.
+type Sink struct {
+	cfg    config
+	table  Table
+	format Format
+	w      *stickyWriter
+
+	impl    tableImpl
+	b       batch
+	out     formatWriter
+	started bool
+	rows    uint64
+	err     error // sticky: the first write failure
+	closed  bool
+}
+
+// tableImpl is one table: it declares its columns and turns events into rows.
+type tableImpl interface {
+	// columns adds the table's columns to b once the venue is known.
+	columns(b *batch, venue string, counts bool)
+	// onEvent appends the rows for e, calling s.endRow after each.
+	onEvent(s *Sink, e *replayer.Event) error
+	// finish appends rows still pending at the end (sampled depth buckets).
+	finish(s *Sink) error
+	// csvFields is the CSV layout: Tardis' columns for the Tardis tables.
+	csvFields(quality bool) []csvField
+}
+
+// formatWriter is one file format over a batch.
+type formatWriter interface {
+	write(b *batch) error
+	close() error
+}
+
+// New returns a Sink writing table t in format f to w. Options are checked
+// here (ErrOption); nothing is written until the first row or Close, so that
+// the schema can take the venue and scale from the first event when
+// WithSource is not given.
+func New(w io.Writer, t Table, f Format, opts ...Option) (*Sink, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if t < TableDepth || t > TableEvents {
+		return nil, fmt.Errorf("%w: table %d", ErrOption, t)
+	}
+	if f < FormatParquet || f > FormatCSV {
+		return nil, fmt.Errorf("%w: format %d", ErrOption, f)
+	}
+	if f == FormatArrow && cfg.compression == Snappy {
+		return nil, fmt.Errorf("%w: Arrow IPC has no snappy compression (use zstd or none)", ErrOption)
+	}
+	if cfg.intervalNs != 0 && t != TableDepth {
+		return nil, fmt.Errorf("%w: an interval applies to the depth table only, not %s", ErrOption, t)
+	}
+	s := &Sink{cfg: cfg, table: t, format: f, w: &stickyWriter{w: w}}
+	switch t {
+	case TableDepth:
+		s.impl = newDepthTable(cfg.levels, cfg.intervalNs)
+	case TableBookChanges:
+		s.impl = &changesTable{}
+	case TableTrades:
+		s.impl = &tradesTable{}
+	case TableQuotes:
+		s.impl = newQuotesTable()
+	case TableEvents:
+		s.impl = &eventsTable{}
+	}
+	return s, nil
+}
+
+// OnEvent appends the rows e produces and writes a batch when it fills. It
+// returns ErrMixedScale for an event at another scale than the table's, a
+// *WriteError when the output fails (sticky), and ErrClosed after Close.
+func (s *Sink) OnEvent(e *replayer.Event) error {
+	if s.closed {
+		return ErrClosed
+	}
+	if s.err != nil {
+		return s.err
+	}
+	if !s.started {
+		if !s.cfg.haveScale {
+			s.cfg.venue, s.cfg.scale, s.cfg.haveScale = e.Venue, e.Scale, true
+		}
+		if err := s.start(); err != nil {
+			return err
+		}
+	}
+	if carriesValues(e) && e.Scale != s.cfg.scale {
+		return fmt.Errorf("%w: %s %d/%d after %d/%d", ErrMixedScale, e.Venue,
+			e.Scale.PriceDecimals, e.Scale.SizeDecimals, s.cfg.scale.PriceDecimals, s.cfg.scale.SizeDecimals)
+	}
+	return s.impl.onEvent(s, e)
+}
+
+// carriesValues reports whether e holds fixed-point values (a decoded event
+// or a book); control records without a book carry none.
+func carriesValues(e *replayer.Event) bool { return e.Decoded != nil || e.Book != nil }
+
+// Close appends pending rows, writes the last batch and the file footer, and
+// returns the first error met. It does not close the underlying writer.
+// Close on a Sink that saw no events writes a valid, empty table.
+func (s *Sink) Close() error {
+	if s.closed {
+		return ErrClosed
+	}
+	s.closed = true
+	if s.err != nil {
+		return s.err
+	}
+	if !s.started {
+		if err := s.start(); err != nil {
+			return err
+		}
+	}
+	if err := s.impl.finish(s); err != nil {
+		return err
+	}
+	if s.b.rows > 0 {
+		if err := s.flush(); err != nil {
+			return err
+		}
+	}
+	err := s.out.close()
+	if err == nil {
+		err = s.w.err
+	}
+	if err != nil {
+		s.err = &WriteError{Table: s.table, Format: s.format, Err: err}
+		return s.err
+	}
+	return nil
+}
+
+// stickyWriter keeps the first write error and reports success to the format
+// library: Arrow's Parquet writer panics on some write failures, and a Sink
+// must return an error instead. The Sink checks err after every batch.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return len(p), nil
+	}
+	if _, err := s.w.Write(p); err != nil {
+		s.err = err
+	}
+	return len(p), nil
+}
+
+// Rows returns the number of rows appended so far (written or buffered).
+func (s *Sink) Rows() uint64 { return s.rows }
+
+func (s *Sink) start() error {
+	s.started = true
+	counts := s.cfg.venue == "hyperliquid"
+	s.impl.columns(&s.b, s.cfg.venue, counts)
+	if s.cfg.batchRows == 0 {
+		// Default: about batchBytes of rows, so a wide depth table holds as
+		// little memory as a narrow trades table; within [minBatch, maxBatch].
+		s.cfg.batchRows = min(maxBatch, max(minBatch, batchBytes/s.b.rowBytes()))
+	}
+	s.b.grow(s.cfg.batchRows)
+	var err error
+	switch s.format {
+	case FormatParquet:
+		s.out, err = newParquetWriter(s.w, s)
+	case FormatArrow:
+		s.out, err = newIPCWriter(s.w, s)
+	case FormatCSV:
+		s.out, err = newCSVWriter(s.w, s)
+	}
+	if err == nil {
+		err = s.w.err
+	}
+	if err != nil {
+		s.err = &WriteError{Table: s.table, Format: s.format, Err: err}
+		return s.err
+	}
+	return nil
+}
+
+// Default batch sizing (WithBatchRows overrides it).
+const (
+	batchBytes = 24 << 20
+	minBatch   = 4096
+	maxBatch   = 1 << 16
+)
+
+// endRow completes a row and writes the batch once it is full.
+func (s *Sink) endRow() error {
+	s.b.rows++
+	s.rows++
+	if s.b.rows >= s.cfg.batchRows {
+		return s.flush()
+	}
+	return nil
+}
+
+func (s *Sink) flush() error {
+	err := s.out.write(&s.b)
+	if err == nil {
+		err = s.w.err
+	}
+	if err != nil {
+		s.err = &WriteError{Table: s.table, Format: s.format, Err: err}
+		return s.err
+	}
+	s.b.reset()
+	return nil
+}
+
+func (s *Sink) scale() book.Scale { return s.cfg.scale }

@@ -1,0 +1,479 @@
+package export
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/replayer"
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// tardisHead is the four leading columns of every Tardis CSV layout. Tardis'
+// timestamp is the exchange's, or the local one when the exchange gives none.
+func tardisHead(exch, local, ven, inst int) []csvField {
+	return []csvField{
+		{"exchange", ven, csvString, -1},
+		{"symbol", inst, csvString, -1},
+		{"timestamp", exch, csvMicros, local},
+		{"local_timestamp", local, csvMicros, -1},
+	}
+}
+
+// interned keeps the sink's own copy of the venue and instrument strings, so
+// rows never point into memory the replayer lends for one call.
+type interned map[string]string
+
+func (m interned) get(s string) string {
+	if v, ok := m[s]; ok {
+		return v
+	}
+	v := strings.Clone(s)
+	m[v] = v
+	return v
+}
+
+// changesTable: one row per level change (Tardis incremental_book_L2).
+//
+// Tardis consumers (hftbacktest, NautilusTrader) reset a book when its rows
+// turn from is_snapshot=false to true. A venue snapshot that follows another
+// snapshot with no change in between (Hyperliquid sends nothing else; a
+// Polymarket book after a trade) would not reset it, and levels gone from
+// the venue would linger. So the table keeps, per book, a mirror of what its
+// rows have said so far, and writes a later snapshot as the difference from
+// that mirror (is_snapshot=false: changed levels, and size 0 for levels that
+// went away). A full is_snapshot=true block is written for the first
+// snapshot of a book and for the first one after a loss (disconnect, gap…),
+// unless the rows just before were themselves a snapshot block. Either way a
+// consumer's book equals ours after every snapshot.
+//
+// Hyperliquid bbo merges between snapshots are estimates and are not level
+// changes: they are in the depth table (estimated=true), not here.
+type changesTable struct {
+	counts                       bool
+	cExch, cLocal, cVenue, cInst int
+	cSnap, cSide, cPrice, cSize  int
+	cCount                       int
+	names                        interned
+	insts                        map[instKey]*changesInst
+	old, cur                     []book.Level
+}
+
+type changesInst struct {
+	mirror   *book.Book // the book as the rows so far describe it
+	lastSnap bool       // the last rows written were a snapshot block
+	loss     bool       // a loss since the last rows
+}
+
+func (t *changesTable) columns(b *batch, _ string, counts bool) {
+	t.counts, t.names, t.insts = counts, interned{}, map[instKey]*changesInst{}
+	t.cExch = b.add("exchange_ts_ns", kInt64, true)
+	t.cLocal = b.add("local_ts_ns", kInt64, false)
+	t.cVenue = b.add("venue", kString, false)
+	t.cInst = b.add("instrument", kString, false)
+	t.cSnap = b.add("is_snapshot", kBool, false)
+	t.cSide = b.add("side", kString, false)
+	t.cPrice = b.add("price", kPrice, false)
+	t.cSize = b.add("size", kSize, false)
+	if counts {
+		t.cCount = b.add("count", kInt32, false)
+	}
+}
+
+func (t *changesTable) inst(e *replayer.Event) (*changesInst, bool) {
+	k := instKey{e.Dataset, e.Instrument}
+	if in := t.insts[k]; in != nil {
+		return in, false
+	}
+	k.instrument = t.names.get(k.instrument)
+	in := &changesInst{mirror: book.New(e.Scale)}
+	t.insts[k] = in
+	return in, true
+}
+
+func (t *changesTable) onEvent(s *Sink, e *replayer.Event) error {
+	if e.Instrument == "" {
+		return nil
+	}
+	if e.Kind.IsLoss() {
+		if in := t.insts[instKey{e.Dataset, e.Instrument}]; in != nil {
+			in.loss = true
+		}
+		return nil
+	}
+	d := e.Decoded
+	if d == nil {
+		return nil
+	}
+	switch d.Type {
+	case venue.EventLevel:
+		in, _ := t.inst(e)
+		_ = in.mirror.Set(d.Side, d.Price, d.Size, d.Count) // sizes were validated by the decoder
+		in.lastSnap, in.loss = false, false
+		return t.row(s, e, false, d.Side, book.Level{Price: d.Price, Size: d.Size, Count: d.Count})
+	case venue.EventSnapshot:
+		if e.Book == nil {
+			return nil
+		}
+		in, first := t.inst(e)
+		if first || (in.loss && !in.lastSnap) {
+			in.lastSnap, in.loss = true, false
+			return t.snapshot(s, e, in)
+		}
+		in.loss = false
+		return t.diff(s, e, in)
+	}
+	return nil
+}
+
+// snapshot writes every level of e.Book as an is_snapshot block.
+func (t *changesTable) snapshot(s *Sink, e *replayer.Event, in *changesInst) error {
+	for _, side := range [2]book.Side{book.Bid, book.Ask} {
+		t.cur = e.Book.Top(side, t.cur[:0], -1)
+		for _, lv := range t.cur {
+			if err := t.row(s, e, true, side, lv); err != nil {
+				return err
+			}
+		}
+	}
+	return t.sync(e, in)
+}
+
+// diff writes the changes that turn the mirror into e.Book.
+func (t *changesTable) diff(s *Sink, e *replayer.Event, in *changesInst) error {
+	wrote := false
+	for _, side := range [2]book.Side{book.Bid, book.Ask} {
+		t.old = in.mirror.Top(side, t.old[:0], -1)
+		t.cur = e.Book.Top(side, t.cur[:0], -1)
+		// Both are best first: bids descending, asks ascending.
+		better := func(a, b int64) bool {
+			if side == book.Bid {
+				return a > b
+			}
+			return a < b
+		}
+		i, j := 0, 0
+		for i < len(t.old) || j < len(t.cur) {
+			var lv book.Level
+			switch {
+			case j == len(t.cur) || (i < len(t.old) && better(t.old[i].Price, t.cur[j].Price)):
+				lv = book.Level{Price: t.old[i].Price} // gone: size 0
+				i++
+			case i == len(t.old) || better(t.cur[j].Price, t.old[i].Price):
+				lv = t.cur[j] // new level
+				j++
+			default: // same price
+				lv = t.cur[j]
+				same := t.old[i] == t.cur[j]
+				i++
+				j++
+				if same {
+					continue
+				}
+			}
+			if err := t.row(s, e, false, side, lv); err != nil {
+				return err
+			}
+			wrote = true
+		}
+	}
+	if wrote {
+		in.lastSnap = false
+	}
+	return t.sync(e, in)
+}
+
+// sync makes the mirror equal e.Book.
+func (t *changesTable) sync(e *replayer.Event, in *changesInst) error {
+	bids := e.Book.Top(book.Bid, t.old[:0], -1)
+	asks := e.Book.Top(book.Ask, t.cur[:0], -1)
+	if len(bids) == 0 && len(asks) == 0 {
+		in.mirror.Clear()
+		return nil
+	}
+	if err := in.mirror.Replace(bids, asks); err != nil {
+		return fmt.Errorf("export: book_changes mirror of %s: %w", e.Instrument, err)
+	}
+	return nil
+}
+
+func (t *changesTable) row(s *Sink, e *replayer.Event, snap bool, side book.Side, lv book.Level) error {
+	b := &s.b
+	appendTimes(b, t.cExch, t.cLocal, e)
+	b.str(t.cVenue, t.names.get(e.Venue))
+	b.str(t.cInst, t.names.get(e.Instrument))
+	b.bool(t.cSnap, snap)
+	if side == book.Bid {
+		b.str(t.cSide, "bid")
+	} else {
+		b.str(t.cSide, "ask")
+	}
+	b.i64(t.cPrice, lv.Price)
+	b.i64(t.cSize, lv.Size)
+	if t.counts {
+		b.i32(t.cCount, lv.Count)
+	}
+	return s.endRow()
+}
+
+func (t *changesTable) finish(*Sink) error { return nil }
+
+func (t *changesTable) csvFields(bool) []csvField {
+	return append(tardisHead(t.cExch, t.cLocal, t.cVenue, t.cInst),
+		csvField{"is_snapshot", t.cSnap, csvBool, -1},
+		csvField{"side", t.cSide, csvString, -1},
+		csvField{"price", t.cPrice, csvPrice, -1},
+		csvField{"amount", t.cSize, csvSize, -1})
+}
+
+func appendTimes(b *batch, cExch, cLocal int, e *replayer.Event) {
+	if x := exchangeNs(e); x != 0 {
+		b.i64(cExch, x)
+	} else {
+		b.i64Null(cExch)
+	}
+	b.i64(cLocal, e.RecvNs)
+}
+
+// tradesTable: one row per trade (Tardis trades).
+type tradesTable struct {
+	cExch, cLocal, cVenue, cInst int
+	cSide, cPrice, cSize         int
+	names                        interned
+}
+
+func (t *tradesTable) columns(b *batch, _ string, _ bool) {
+	t.names = interned{}
+	t.cExch = b.add("exchange_ts_ns", kInt64, true)
+	t.cLocal = b.add("local_ts_ns", kInt64, false)
+	t.cVenue = b.add("venue", kString, false)
+	t.cInst = b.add("instrument", kString, false)
+	t.cSide = b.add("side", kString, false)
+	t.cPrice = b.add("price", kPrice, false)
+	t.cSize = b.add("size", kSize, false)
+}
+
+func (t *tradesTable) onEvent(s *Sink, e *replayer.Event) error {
+	d := e.Decoded
+	if d == nil || d.Type != venue.EventTrade {
+		return nil
+	}
+	b := &s.b
+	appendTimes(b, t.cExch, t.cLocal, e)
+	b.str(t.cVenue, t.names.get(e.Venue))
+	b.str(t.cInst, t.names.get(e.Instrument))
+	if d.Side == book.Bid { // the taker's side: a bid taker bought
+		b.str(t.cSide, "buy")
+	} else {
+		b.str(t.cSide, "sell")
+	}
+	b.i64(t.cPrice, d.Price)
+	b.i64(t.cSize, d.Size)
+	return s.endRow()
+}
+
+func (t *tradesTable) finish(*Sink) error { return nil }
+
+func (t *tradesTable) csvFields(bool) []csvField {
+	return append(tardisHead(t.cExch, t.cLocal, t.cVenue, t.cInst),
+		csvField{"id", -1, csvEmpty, -1}, // venue.Event carries no trade id
+		csvField{"side", t.cSide, csvString, -1},
+		csvField{"price", t.cPrice, csvPrice, -1},
+		csvField{"amount", t.cSize, csvSize, -1})
+}
+
+// quotesTable: one row whenever a book's best bid or ask (price, size or
+// presence) or its validity changes (Tardis quotes).
+type quotesTable struct {
+	cExch, cLocal, cVenue, cInst int
+	cBidP, cBidS, cAskP, cAskS   int
+	cValid                       int
+	names                        interned
+	last                         map[instKey]quoteState
+}
+
+type quoteState struct {
+	bid, ask       book.Level
+	hasBid, hasAsk bool
+	valid          bool
+}
+
+func newQuotesTable() *quotesTable { return &quotesTable{last: make(map[instKey]quoteState)} }
+
+func (t *quotesTable) columns(b *batch, _ string, _ bool) {
+	t.names = interned{}
+	t.cExch = b.add("exchange_ts_ns", kInt64, true)
+	t.cLocal = b.add("local_ts_ns", kInt64, false)
+	t.cVenue = b.add("venue", kString, false)
+	t.cInst = b.add("instrument", kString, false)
+	t.cBidP = b.add("bid_price", kPrice, true)
+	t.cBidS = b.add("bid_size", kSize, true)
+	t.cAskP = b.add("ask_price", kPrice, true)
+	t.cAskS = b.add("ask_size", kSize, true)
+	t.cValid = b.add("book_valid", kBool, false)
+}
+
+func (t *quotesTable) onEvent(s *Sink, e *replayer.Event) error {
+	if e.Book == nil || e.Instrument == "" {
+		return nil
+	}
+	var q quoteState
+	q.bid, q.hasBid = e.Book.Best(book.Bid)
+	q.ask, q.hasAsk = e.Book.Best(book.Ask)
+	q.bid.Count, q.ask.Count = 0, 0
+	q.valid = e.Book.Valid()
+	k := instKey{e.Dataset, e.Instrument}
+	if old, ok := t.last[k]; ok && old == q {
+		return nil
+	} else if !ok {
+		k.instrument = t.names.get(k.instrument)
+	}
+	t.last[k] = q
+	b := &s.b
+	appendTimes(b, t.cExch, t.cLocal, e)
+	b.str(t.cVenue, t.names.get(e.Venue))
+	b.str(t.cInst, t.names.get(e.Instrument))
+	if q.hasBid {
+		b.i64(t.cBidP, q.bid.Price)
+		b.i64(t.cBidS, q.bid.Size)
+	} else {
+		b.i64Null(t.cBidP)
+		b.i64Null(t.cBidS)
+	}
+	if q.hasAsk {
+		b.i64(t.cAskP, q.ask.Price)
+		b.i64(t.cAskS, q.ask.Size)
+	} else {
+		b.i64Null(t.cAskP)
+		b.i64Null(t.cAskS)
+	}
+	b.bool(t.cValid, q.valid)
+	return s.endRow()
+}
+
+func (t *quotesTable) finish(*Sink) error { return nil }
+
+func (t *quotesTable) csvFields(quality bool) []csvField {
+	f := append(tardisHead(t.cExch, t.cLocal, t.cVenue, t.cInst),
+		csvField{"ask_amount", t.cAskS, csvSize, -1},
+		csvField{"ask_price", t.cAskP, csvPrice, -1},
+		csvField{"bid_price", t.cBidP, csvPrice, -1},
+		csvField{"bid_amount", t.cBidS, csvSize, -1})
+	if quality {
+		f = append(f, csvField{"book_valid", t.cValid, csvBool, -1})
+	}
+	return f
+}
+
+// eventsTable: one row per control record (its connection-wide delivery).
+type eventsTable struct {
+	cLocal, cVenue, cDataset, cConn, cSeq, cKind       int
+	cURL, cCode, cReason, cErr, cAttempt, cInstruments int
+	cDropped, cFrom, cTo, cOffset, cText               int
+	names                                              interned
+}
+
+func (t *eventsTable) columns(b *batch, _ string, _ bool) {
+	t.names = interned{}
+	t.cLocal = b.add("local_ts_ns", kInt64, false)
+	t.cVenue = b.add("venue", kString, false)
+	t.cDataset = b.add("dataset", kInt32, false)
+	t.cConn = b.add("conn", kInt64, false)
+	t.cSeq = b.add("seq", kInt64, false)
+	t.cKind = b.add("kind", kString, false)
+	t.cURL = b.add("url", kString, true)
+	t.cCode = b.add("code", kInt32, true)
+	t.cReason = b.add("reason", kString, true)
+	t.cErr = b.add("error", kString, true)
+	t.cAttempt = b.add("attempt", kInt32, true)
+	t.cInstruments = b.add("instruments", kString, true)
+	t.cDropped = b.add("dropped", kInt64, true)
+	t.cFrom = b.add("from_ns", kInt64, true)
+	t.cTo = b.add("to_ns", kInt64, true)
+	t.cOffset = b.add("offset_ns", kInt64, true)
+	t.cText = b.add("text", kString, true)
+}
+
+func (t *eventsTable) onEvent(s *Sink, e *replayer.Event) error {
+	// A loss record also arrives once per instrument it invalidates, and a
+	// REST response a decoder took also arrives as its decoded snapshot; the
+	// connection-wide control delivery (Instrument "", no Decoded) is the one
+	// row per record.
+	if e.Kind == datasets.KindFrame || e.Kind == datasets.KindSent || e.Instrument != "" || e.Decoded != nil {
+		return nil
+	}
+	b := &s.b
+	b.i64(t.cLocal, e.RecvNs)
+	b.str(t.cVenue, t.names.get(e.Venue))
+	b.i32(t.cDataset, int32(e.Dataset))
+	b.i64(t.cConn, int64(e.Conn))
+	b.i64(t.cSeq, int64(e.Seq))
+	b.str(t.cKind, t.names.get(e.Kind.String()))
+	var c datasets.Control
+	if e.Control != nil {
+		c = *e.Control
+	}
+	optStr(b, t.cURL, c.URL)
+	optI32(b, t.cCode, c.Code)
+	optStr(b, t.cReason, c.Reason)
+	optStr(b, t.cErr, c.Err)
+	optI32(b, t.cAttempt, c.Attempt)
+	optStr(b, t.cInstruments, strings.Join(c.Instruments, ","))
+	optI64(b, t.cDropped, int64(c.Dropped))
+	optI64(b, t.cFrom, c.FromNs)
+	optI64(b, t.cTo, c.ToNs)
+	optI64(b, t.cOffset, c.OffsetNs)
+	optStr(b, t.cText, c.Text)
+	return s.endRow()
+}
+
+// Control fields are omitted when zero; the table says so with a null.
+func optStr(b *batch, c int, v string) {
+	if v == "" {
+		b.strNull(c)
+	} else {
+		b.str(c, v)
+	}
+}
+
+func optI64(b *batch, c int, v int64) {
+	if v == 0 {
+		b.i64Null(c)
+	} else {
+		b.i64(c, v)
+	}
+}
+
+func optI32(b *batch, c int, v int) {
+	if v == 0 {
+		b.i32Null(c)
+	} else {
+		b.i32(c, int32(v))
+	}
+}
+
+func (t *eventsTable) finish(*Sink) error { return nil }
+
+func (t *eventsTable) csvFields(bool) []csvField {
+	return []csvField{
+		{"local_timestamp", t.cLocal, csvMicros, -1},
+		{"local_ts_ns", t.cLocal, csvInt, -1},
+		{"venue", t.cVenue, csvString, -1},
+		{"dataset", t.cDataset, csvInt, -1},
+		{"conn", t.cConn, csvInt, -1},
+		{"seq", t.cSeq, csvInt, -1},
+		{"kind", t.cKind, csvString, -1},
+		{"url", t.cURL, csvString, -1},
+		{"code", t.cCode, csvInt, -1},
+		{"reason", t.cReason, csvString, -1},
+		{"error", t.cErr, csvString, -1},
+		{"attempt", t.cAttempt, csvInt, -1},
+		{"instruments", t.cInstruments, csvString, -1},
+		{"dropped", t.cDropped, csvInt, -1},
+		{"from_ns", t.cFrom, csvInt, -1},
+		{"to_ns", t.cTo, csvInt, -1},
+		{"offset_ns", t.cOffset, csvInt, -1},
+		{"text", t.cText, csvString, -1},
+	}
+}
