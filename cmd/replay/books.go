@@ -165,7 +165,7 @@ func collectBooks(states []replayer.BookState, only []string, depth int) []bookJ
 			continue
 		}
 		bk := st.Book
-		b := bookJSON{Venue: st.Venue, Instrument: st.Instrument, Valid: bk.Valid(), Crossed: bk.Crossed(),
+		b := bookJSON{Venue: st.Venue, Instrument: st.Instrument, Valid: bk.Valid(), Crossed: st.Quality.Crossed,
 			Hash: hashJSON{Checked: st.Quality.HashChecked, OK: st.Quality.HashOK}}
 		lv = bk.Top(book.Bid, lv[:0], n)
 		b.Bids = levelStrings(lv, st.Scale)

@@ -134,7 +134,9 @@ func (in *depthInst) trackQuality(q *venue.Quality) {
 
 // stateFlags reads the flags that describe the book itself.
 func stateFlags(bk *book.Book, q *venue.Quality) flags {
-	return flags{valid: bk.Valid(), afterGap: q.AfterGap, crossed: bk.Crossed(), estimated: q.Estimated}
+	// crossed is the decoder's verdict after the last completed same-timestamp
+	// batch: a book crossed inside a Polymarket match is not flagged.
+	return flags{valid: bk.Valid(), afterGap: q.AfterGap, crossed: q.Crossed, estimated: q.Estimated}
 }
 
 // takeHash sets the hash flags from the checks since the last row and starts

@@ -162,7 +162,7 @@ func (tr *truth) OnEvent(e *replayer.Event) error {
 	}
 	tr.gens[k] = e.Book.Generation()
 	st := state{recvNs: e.RecvNs, dataset: e.Dataset, instrument: e.Instrument,
-		valid: e.Book.Valid(), crossed: e.Book.Crossed(), estimated: e.Quality.Estimated}
+		valid: e.Book.Valid(), crossed: e.Quality.Crossed, estimated: e.Quality.Estimated}
 	if e.Decoded != nil {
 		st.exchNs = e.Decoded.ExchangeNs
 	}
