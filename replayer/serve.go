@@ -1,0 +1,226 @@
+package replayer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// Server serves recordings as a WebSocket server that speaks the recorded
+// venue's own protocol, so a client written for the live venue (an SDK, a
+// trading bot) can be pointed at a recording unchanged:
+//
+//   - The client connects (any path: /ws, /ws/market, …) and sends its usual
+//     subscribe frames. Each connection replays the recording from its start
+//     on a cursor and clock of its own, so every client sees the whole
+//     recording however late it connects. The replay starts one subscribe
+//     window (WithSubscribeWindow) after the client's first subscribe, so
+//     that the several subscribe frames a client sends on connecting all take
+//     effect from the first recorded frame; a subscription made later takes
+//     effect from the point the replay has reached.
+//   - Recorded frames (datasets.KindFrame) are sent byte-identical, with the
+//     message type they arrived with, and only those the client's
+//     subscriptions select, paced at the server's speed: the first selected
+//     frame goes out at once and each later one at its recorded distance from
+//     it divided by the speed (datasets merge as in Merger). Other record kinds, including
+//     loss records, are not sent: a recorded gap is silence, as it was live
+//     (replay inspect lists the gaps).
+//   - The server answers like the venue: Hyperliquid subscribe/unsubscribe
+//     get a subscriptionResponse echoing the client's subscription, a
+//     duplicate gets the venue's "Already subscribed:" error, {"method":"ping"}
+//     gets {"channel":"pong"}. The recorded acks, pongs and post replies
+//     (answers to the recorder's own requests) are not forwarded. Polymarket
+//     has no acks (its initial book dump is part of the recording); the text
+//     PING gets PONG.
+//   - Hyperliquid frames are selected on (channel, coin) — interval for
+//     candles, dex for allMids — read by hyperliquid.RouteFrame; l2Book
+//     options (nSigFigs, mantissa, fast) are not compared. Polymarket frames
+//     are selected on their asset ids: a frame naming any subscribed asset is
+//     sent whole, even when it also names assets the client did not
+//     subscribe to (an initial dump array, a price_change touching both
+//     tokens of a market); a JSON frame naming no asset goes to every client
+//     with a subscription.
+//   - A client that does not keep up with a paced replay (1x, 10x) — its send
+//     queue (WithSendQueue) is full — is disconnected with close code 1008 and
+//     a reason saying so; no other client notices, as none shares its cursor.
+//     At SpeedMax "as fast as possible" means as fast as the client reads: its
+//     replay waits for queue space instead. A client that stops reading
+//     entirely is cut off after the write timeout (WithWriteTimeout).
+//     Answers (acks, pongs) have a queue of their own and go first.
+//
+// At the end of the recording the connection stays open and keeps answering
+// pings (a live venue does not hang up either), unless WithCloseAtEnd.
+// Every method is safe for concurrent use. The server is meant for loopback
+// use by one researcher: it has no authentication and accepts any origin.
+type Server struct {
+	paths []string
+	venue string
+	opts  serveOptions
+	up    websocket.Upgrader
+
+	mu     sync.Mutex
+	conns  map[*serveConn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+
+	stats struct {
+		accepted, slow, failed, frames, bytes atomic.Uint64
+		active                                atomic.Int64
+	}
+}
+
+// ServeStats counts what a Server has done so far.
+type ServeStats struct {
+	Connections     uint64 // WebSocket connections accepted
+	Active          int64  // connections open now
+	SlowDisconnects uint64 // clients disconnected because their send queue was full
+	ReadErrors      uint64 // replays stopped by a damaged dataset (the client got close code 1011)
+	FramesSent      uint64 // recorded frames written to clients
+	BytesSent       uint64 // bytes of those frames
+}
+
+// NewServer returns a Server for the datasets in paths, which must all be
+// recordings of one venue (Hyperliquid or Polymarket). It reads only the
+// manifests; each connection opens its own readers. Errors: ErrNoDatasets,
+// an option error wrapping ErrOption, a manifest read error, or ErrVenue for
+// an unsupported venue or a mix of venues.
+func NewServer(paths []string, opts ...ServeOption) (*Server, error) {
+	if len(paths) == 0 {
+		return nil, ErrNoDatasets
+	}
+	s := &Server{paths: append([]string(nil), paths...), opts: serveDefaults(), conns: map[*serveConn]struct{}{}}
+	for _, o := range opts {
+		if err := o(&s.opts); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range paths {
+		m, err := datasets.ReadManifest(p)
+		if err != nil {
+			return nil, fmt.Errorf("replayer: serve %s: %w", p, err)
+		}
+		switch {
+		case m.Venue != venue.Hyperliquid && m.Venue != venue.Polymarket:
+			return nil, fmt.Errorf("%w %q: serve %s", ErrVenue, m.Venue, p)
+		case s.venue != "" && m.Venue != s.venue:
+			return nil, fmt.Errorf("%w: serve needs recordings of one venue; %s is %s, %s is %s",
+				ErrVenue, paths[0], s.venue, p, m.Venue)
+		}
+		s.venue = m.Venue
+	}
+	s.up = websocket.Upgrader{
+		ReadBufferSize:  4096,
+		WriteBufferSize: 32 << 10,
+		CheckOrigin:     func(*http.Request) bool { return true },
+	}
+	return s, nil
+}
+
+// Venue returns the venue whose protocol the server speaks.
+func (s *Server) Venue() string { return s.venue }
+
+// Stats returns the counters so far.
+func (s *Server) Stats() ServeStats {
+	return ServeStats{
+		Connections:     s.stats.accepted.Load(),
+		Active:          s.stats.active.Load(),
+		SlowDisconnects: s.stats.slow.Load(),
+		ReadErrors:      s.stats.failed.Load(),
+		FramesSent:      s.stats.frames.Load(),
+		BytesSent:       s.stats.bytes.Load(),
+	}
+}
+
+// ServeHTTP upgrades the request to a WebSocket and serves one client until
+// it disconnects, is disconnected, or the server closes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		http.Error(w, "replay server closed", http.StatusServiceUnavailable)
+		return
+	}
+	ws, err := s.up.Upgrade(w, r, nil) // on failure it has answered the request
+	if err != nil {
+		return
+	}
+	c := newServeConn(s, ws)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		c.kick(websocket.CloseGoingAway, "tapedeck: server shutting down", false)
+	} else {
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+			s.wg.Done()
+		}()
+	}
+	s.stats.accepted.Add(1)
+	s.stats.active.Add(1)
+	defer s.stats.active.Add(-1)
+	c.run()
+}
+
+// Close disconnects every client with close code 1001 and waits for their
+// connections to end; later connections are refused. It does not close
+// listeners: Serve does that when its context ends.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.conns {
+		c.kick(websocket.CloseGoingAway, "tapedeck: server shutting down", false)
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// Serve accepts connections on ln until ctx ends, then closes ln and every
+// client connection (see Close) and returns nil. It returns the listener's
+// error if accepting fails first.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-done:
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(shutCtx) // closes ln; hijacked WebSockets are ours to close
+	s.Close()
+	if err == nil {
+		err = <-done
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("replayer: serve: %w", err)
+}
+
+// ListenAndServe listens on the TCP address addr (use a loopback address such
+// as 127.0.0.1:8765) and calls Serve.
+func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("replayer: serve: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}

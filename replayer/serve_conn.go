@@ -1,0 +1,317 @@
+package replayer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// serveConn is one client of a Server. Three goroutines share it: the
+// reader (ServeHTTP's own, handling client frames), the writer (the only one
+// writing data frames to the socket, draining out) and, once the client has
+// subscribed, the replay (reading the datasets and queueing what matches).
+type serveConn struct {
+	s      *Server
+	ws     *websocket.Conn
+	ctx    context.Context // ends when the client goes away or is kicked
+	cancel context.CancelFunc
+	out    chan outMsg // the send queue of recorded frames
+	ctrl   chan outMsg // answers to the client (acks, pongs), written first
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex // guards proto and started
+	proto   serveProto
+	started bool
+
+	kickOnce  sync.Once
+	kicked    chan struct{} // closed by kick
+	closeCode int           // set by kick before kicked closes
+	closeText string
+	drain     bool // flush the queue before the close frame (normal end)
+}
+
+// outMsg is one queued message; buf comes from bufPool.
+type outMsg struct {
+	typ      int
+	buf      *[]byte
+	recorded bool // a recorded frame (counted in stats), not a reply
+}
+
+// bufPool recycles message copies: the recorded payload is borrowed from the
+// dataset reader and must be copied to outlive the next record.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+func newServeConn(s *Server, ws *websocket.Conn) *serveConn {
+	ctx, cancel := context.WithCancel(context.Background())
+	q := s.opts.queue
+	if s.opts.speed == SpeedMax {
+		// The replay waits for the client here, so a deep queue would only
+		// hold copies: keep the read-ahead short.
+		q = min(q, maxReadAhead)
+	}
+	c := &serveConn{s: s, ws: ws, ctx: ctx, cancel: cancel, out: make(chan outMsg, q),
+		ctrl: make(chan outMsg, ctrlQueue), kicked: make(chan struct{})}
+	if s.venue == venue.Hyperliquid {
+		c.proto = newHLProto()
+	} else {
+		c.proto = newPMProto()
+	}
+	return c
+}
+
+// run serves the connection until it ends and then releases it.
+func (c *serveConn) run() {
+	c.ws.SetReadLimit(1 << 20) // client frames are subscriptions and pings
+	c.wg.Add(1)
+	go c.writeLoop()
+	c.readLoop()
+	c.cancel()
+	c.wg.Wait()
+	c.ws.Close()
+	for _, q := range []chan outMsg{c.ctrl, c.out} {
+		for len(q) > 0 {
+			bufPool.Put((<-q).buf)
+		}
+	}
+}
+
+// readLoop handles client frames until the socket fails or closes.
+func (c *serveConn) readLoop() {
+	for {
+		typ, msg, err := c.ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		c.mu.Lock()
+		subscribed := c.proto.client(typ, msg, c.reply)
+		start := subscribed && !c.started
+		if start {
+			c.started = true
+		}
+		c.mu.Unlock()
+		if start {
+			c.wg.Add(1)
+			go c.replay()
+		}
+	}
+}
+
+// reply queues an answer to a client frame.
+func (c *serveConn) reply(typ int, b []byte) { c.send(typ, b, false) }
+
+// maxReadAhead is the send queue of a SpeedMax replay.
+const maxReadAhead = 256
+
+// closeWait is how long a kicked client has to answer the close frame.
+const closeWait = 2 * time.Second
+
+// ctrlQueue bounds the answers waiting for one client: only a client that
+// sends requests without reading the answers fills it.
+const ctrlQueue = 256
+
+// send queues a copy of b: a recorded frame on out, an answer on ctrl. When
+// a queue is full the client is not keeping up and is kicked, except for
+// recorded frames at SpeedMax, where the client's own pace is the replay's
+// and the replay waits for it (this client's cursor only: no other client
+// shares it). It reports false once the connection is ending.
+func (c *serveConn) send(typ int, b []byte, recorded bool) bool {
+	select {
+	case <-c.kicked:
+		return false
+	default:
+	}
+	bp := bufPool.Get().(*[]byte)
+	*bp = append((*bp)[:0], b...)
+	m := outMsg{typ: typ, buf: bp, recorded: recorded}
+	q := c.ctrl
+	if recorded {
+		q = c.out
+		if c.s.opts.speed == SpeedMax {
+			select {
+			case q <- m:
+				return true
+			case <-c.kicked:
+				bufPool.Put(bp)
+				return false
+			}
+		}
+	}
+	select {
+	case q <- m:
+		return true
+	default:
+		bufPool.Put(bp)
+		c.s.stats.slow.Add(1)
+		c.kick(websocket.ClosePolicyViolation,
+			fmt.Sprintf("tapedeck: client too slow: send queue of %d messages full", cap(q)), false)
+		return false
+	}
+}
+
+// kick ends the connection with a close frame (code, text); drain sends what
+// is queued first. The first kick wins.
+func (c *serveConn) kick(code int, text string, drain bool) {
+	c.kickOnce.Do(func() {
+		if len(text) > 123 { // the close frame's limit
+			text = text[:123]
+		}
+		c.closeCode, c.closeText, c.drain = code, text, drain
+		close(c.kicked)
+		c.cancel()
+	})
+}
+
+// writeLoop writes queued messages until the client goes away or is kicked.
+func (c *serveConn) writeLoop() {
+	defer c.wg.Done()
+	for {
+		// A kick takes priority over queued data.
+		select {
+		case <-c.kicked:
+			c.finish()
+			return
+		default:
+		}
+		// Answers go before recorded frames: an ack precedes the data it
+		// enables, and a pong is not stuck behind a full queue.
+		var m outMsg
+		select {
+		case m = <-c.ctrl:
+		default:
+			select {
+			case m = <-c.ctrl:
+			case m = <-c.out:
+				// Both queues may have filled while this select began, and it
+				// picks at random: answers queued by now still go first.
+				for drained := false; !drained; {
+					select {
+					case a := <-c.ctrl:
+						if err := c.write(a); err != nil {
+							bufPool.Put(m.buf)
+							c.ws.Close()
+							return
+						}
+					default:
+						drained = true
+					}
+				}
+			case <-c.ctx.Done():
+				select {
+				case <-c.kicked:
+					c.finish()
+				default: // the client went away
+				}
+				return
+			}
+		}
+		if err := c.write(m); err != nil {
+			c.ws.Close() // unblocks the reader
+			return
+		}
+	}
+}
+
+func (c *serveConn) write(m outMsg) error {
+	_ = c.ws.SetWriteDeadline(time.Now().Add(c.s.opts.writeTimeout))
+	err := c.ws.WriteMessage(m.typ, *m.buf)
+	if err == nil && m.recorded {
+		c.s.stats.frames.Add(1)
+		c.s.stats.bytes.Add(uint64(len(*m.buf)))
+	}
+	bufPool.Put(m.buf)
+	return err
+}
+
+// finish sends the close frame of a kick and gives the client the write
+// timeout to answer it; the reader then ends the connection.
+func (c *serveConn) finish() {
+	if c.drain {
+		for _, q := range []chan outMsg{c.ctrl, c.out} {
+			for len(q) > 0 {
+				if err := c.write(<-q); err != nil {
+					c.ws.Close()
+					return
+				}
+			}
+		}
+	}
+	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.closeCode, c.closeText),
+		time.Now().Add(c.s.opts.writeTimeout))
+	// A client answers a close at once; one that does not is not waited for.
+	_ = c.ws.SetReadDeadline(time.Now().Add(min(c.s.opts.writeTimeout, closeWait)))
+}
+
+// replay reads the recording from its start and queues the frames the client
+// subscribed to, paced by a clock of its own.
+func (c *serveConn) replay() {
+	defer c.wg.Done()
+	if w := c.s.opts.window; w > 0 {
+		t := time.NewTimer(w)
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+	err := c.replayFrames()
+	if err != nil {
+		if c.ctx.Err() != nil {
+			return // the client went away or was kicked meanwhile
+		}
+		c.s.stats.failed.Add(1)
+		c.kick(websocket.CloseInternalServerErr, "tapedeck: "+err.Error(), true)
+		return
+	}
+	if c.s.opts.closeAtEnd {
+		c.kick(websocket.CloseNormalClosure, "tapedeck: end of recording", true)
+	}
+}
+
+// replayFrames runs the merge; it returns nil at the end of the recording or
+// when the connection ends, and a read error otherwise.
+func (c *serveConn) replayFrames() error {
+	readers := make([]*datasets.Reader, 0, len(c.s.paths))
+	defer func() {
+		for _, r := range readers {
+			r.Close()
+		}
+	}()
+	for _, p := range c.s.paths {
+		r, err := datasets.Open(p)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", p, err)
+		}
+		readers = append(readers, r)
+	}
+	m := NewMerger(readers)
+	clock := NewClockWith(c.s.opts.speed, c.s.opts.sleeper)
+	for m.Next() {
+		_, rec := m.Record()
+		if rec.Kind != datasets.KindFrame {
+			continue
+		}
+		c.mu.Lock()
+		want := c.proto.wants(rec.Payload)
+		c.mu.Unlock()
+		if !want {
+			continue
+		}
+		if err := clock.Wait(c.ctx, rec.WallNs); err != nil {
+			return nil // the connection ended
+		}
+		typ := websocket.TextMessage
+		if rec.Flags&datasets.FlagBinary != 0 {
+			typ = websocket.BinaryMessage
+		}
+		if !c.send(typ, rec.Payload, true) {
+			return nil
+		}
+	}
+	return m.Err()
+}

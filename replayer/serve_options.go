@@ -1,0 +1,108 @@
+package replayer
+
+import (
+	"fmt"
+	"time"
+)
+
+// ServeOption configures a Server. Options validate their arguments;
+// NewServer returns the first error, which wraps ErrOption.
+type ServeOption func(*serveOptions) error
+
+type serveOptions struct {
+	speed        Speed
+	queue        int
+	window       time.Duration
+	writeTimeout time.Duration
+	closeAtEnd   bool
+	sleeper      Sleeper
+}
+
+// Serve defaults.
+const (
+	// DefaultSendQueue is the frames a client may fall behind by before it is
+	// disconnected as slow: about 12 s of a busy Hyperliquid socket (fast
+	// books and bbo, ~670 frames/s) at wire speed, about 13 MB of book frames.
+	DefaultSendQueue = 8192
+	// DefaultSubscribeWindow is how long after a client's first subscribe its
+	// replay starts, to gather the subscribe frames a client sends in a burst.
+	DefaultSubscribeWindow = 250 * time.Millisecond
+	// DefaultWriteTimeout bounds one write to a client that has stopped reading.
+	DefaultWriteTimeout = 10 * time.Second
+)
+
+func serveDefaults() serveOptions {
+	return serveOptions{speed: 1, queue: DefaultSendQueue, window: DefaultSubscribeWindow,
+		writeTimeout: DefaultWriteTimeout}
+}
+
+// WithServeSpeed sets the pacing of every connection's replay (see Speed).
+// Default: 1x, wire speed, as a live venue would send.
+func WithServeSpeed(s Speed) ServeOption {
+	return func(o *serveOptions) error {
+		if s < 0 || s != s {
+			return fmt.Errorf("%w: speed %v", ErrOption, float64(s))
+		}
+		o.speed = s
+		return nil
+	}
+}
+
+// WithSendQueue sets how many messages may wait for one client before it is
+// disconnected as slow (close code 1008). n must be at least 1. Default:
+// DefaultSendQueue. The memory held is at most n frames per client; at
+// SpeedMax, where the replay waits for the client instead, at most 256.
+func WithSendQueue(n int) ServeOption {
+	return func(o *serveOptions) error {
+		if n < 1 {
+			return fmt.Errorf("%w: send queue %d (want ≥ 1)", ErrOption, n)
+		}
+		o.queue = n
+		return nil
+	}
+}
+
+// WithSubscribeWindow sets how long after a client's first subscribe its
+// replay starts (0: at once). Default: DefaultSubscribeWindow.
+func WithSubscribeWindow(d time.Duration) ServeOption {
+	return func(o *serveOptions) error {
+		if d < 0 {
+			return fmt.Errorf("%w: subscribe window %v", ErrOption, d)
+		}
+		o.window = d
+		return nil
+	}
+}
+
+// WithWriteTimeout bounds each write to a client; a client that reads nothing
+// for that long is cut off. d must be positive. Default: DefaultWriteTimeout.
+func WithWriteTimeout(d time.Duration) ServeOption {
+	return func(o *serveOptions) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: write timeout %v", ErrOption, d)
+		}
+		o.writeTimeout = d
+		return nil
+	}
+}
+
+// WithCloseAtEnd makes the server close each connection with code 1000
+// ("end of recording") once its replay has sent the last frame. Default: the
+// connection stays open. (A reconnecting SDK would then start the replay
+// again from the beginning.)
+func WithCloseAtEnd() ServeOption {
+	return func(o *serveOptions) error { o.closeAtEnd = true; return nil }
+}
+
+// WithServeSleeper sets the time source the replays are paced with. Default:
+// the monotonic clock. Every connection's clock uses it, so it must be safe
+// for concurrent use. Tests use it to check schedules without real waiting.
+func WithServeSleeper(s Sleeper) ServeOption {
+	return func(o *serveOptions) error {
+		if s == nil {
+			return fmt.Errorf("%w: nil Sleeper", ErrOption)
+		}
+		o.sleeper = s
+		return nil
+	}
+}
