@@ -146,7 +146,7 @@ func Manifest(venue string, opts Options) (datasets.Manifest, error) {
 		for _, c := range cs {
 			m.Instruments = append(m.Instruments, c.coin)
 			for _, t := range []string{"l2Book", "bbo", "trades", "activeAssetCtx"} {
-				m.Subscriptions = append(m.Subscriptions, t+":"+c.coin)
+				m.Subscriptions = append(m.Subscriptions, t+"@"+c.coin) // the recorder's form, read back by hyperliquid.ParseSubscription
 			}
 		}
 		m.Notes = hlNotes
