@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/internal/cli"
+)
+
+func init() { verbs.Add(func() *cobra.Command { return newLsCmd(nil) }) }
+
+// lsOptions are the parsed flags of `replay ls`.
+type lsOptions struct {
+	Root   string
+	Format string // "json" or "table"
+	Out    io.Writer
+}
+
+func newLsCmd(runF func(*lsOptions) error) *cobra.Command {
+	opts := &lsOptions{}
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "ls ROOT",
+		Aliases: []string{"catalog"},
+		Short:   "List the datasets under a directory",
+		Long: `Find every dataset under ROOT (ROOT itself included) and list it with its
+venue, time coverage, size on disk, compression ratio, record count and loss
+records (disconnects, gaps, …). A dataset that cannot be read is listed with
+its error. A table on a terminal, JSON otherwise (or with --json): an array
+of the objects "replay inspect" prints.`,
+		Example: `  # The shipped samples
+  $ replay ls datasets/samples
+
+  # As JSON
+  $ replay ls --json datasets/samples`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return cli.FlagErrorf("ls: exactly one ROOT is required")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Root, opts.Out = args[0], cmd.OutOrStdout()
+			if asJSON {
+				if opts.Format != "" && opts.Format != "json" {
+					return cli.FlagErrorf("--json and --format %s contradict each other", opts.Format)
+				}
+				opts.Format = "json"
+			}
+			switch opts.Format {
+			case "":
+				opts.Format = "json"
+				if cli.IsTerminal(opts.Out) {
+					opts.Format = "table"
+				}
+			case "json", "table":
+			default:
+				return cli.FlagErrorf("--format %q: want json or table", opts.Format)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runLs(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (same as --format json)")
+	cmd.Flags().StringVar(&opts.Format, "format", "", "json or table (default: table on a terminal, json otherwise)")
+	return cmd
+}
+
+func runLs(opts *lsOptions) error {
+	infos, err := datasets.Catalog(opts.Root)
+	if err != nil {
+		return err
+	}
+	if opts.Format == "json" {
+		if infos == nil {
+			infos = []*datasets.Info{}
+		}
+		enc := json.NewEncoder(opts.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(infos)
+	}
+	w := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "DATASET\tVENUE\tSTART\tDURATION\tSIZE\tRATIO\tRECORDS\tLOSSES\tSTATE")
+	for _, in := range infos {
+		if in.Manifest.Venue == "" && in.Err != "" {
+			fmt.Fprintf(w, "%s\t\t\t\t\t\t\t\terror: %s\n", in.Dir, in.Err)
+			continue
+		}
+		state := "clean"
+		switch {
+		case in.Err != "":
+			state = "damaged: " + in.Err
+		case in.Truncated != nil:
+			state = "torn tail"
+		case !in.Manifest.Clean:
+			state = "open or crashed"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%d\t%s\n", in.Dir, in.Manifest.Venue, fmtNs(in.StartNs),
+			time.Duration(in.EndNs-in.StartNs).Round(time.Millisecond), fmtBytes(in.DiskBytes), in.Ratio, in.Records, len(in.Losses), state)
+	}
+	return w.Flush()
+}

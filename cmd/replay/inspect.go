@@ -1,0 +1,174 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/internal/cli"
+)
+
+func init() { verbs.Add(func() *cobra.Command { return newInspectCmd(nil) }) }
+
+// inspectOptions are the parsed flags of `replay inspect`.
+type inspectOptions struct {
+	Path   string
+	Format string // "json" or "table"
+	Out    io.Writer
+}
+
+func newInspectCmd(runF func(*inspectOptions) error) *cobra.Command {
+	opts := &inspectOptions{}
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "inspect DATASET",
+		Short: "Describe a dataset: coverage, connections, record counts, losses",
+		Long: `Read a dataset and describe it: venue and endpoint, time coverage, size on
+disk and raw frame bytes with the compression ratio, records by kind, each
+connection slot (URL, records, frames, first and last receive time, connects
+and disconnects) and every loss record (disconnect, reconnect, stall, gap,
+overload, write error) with its time range and detail.
+
+A table on a terminal, JSON otherwise (or with --json): the JSON object has
+"dir", "manifest", "segments", "disk_bytes", "raw_bytes",
+"compression_ratio", "records", "records_by_kind", "start_ns", "end_ns",
+"connections", "losses", and "truncated"/"error" when reading stopped early.`,
+		Example: `  # What is in the shipped Polymarket sample
+  $ replay inspect datasets/samples/polymarket
+
+  # As JSON, for a script
+  $ replay inspect --json datasets/samples/hyperliquid`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return cli.FlagErrorf("inspect: exactly one DATASET is required")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Path, opts.Out = args[0], cmd.OutOrStdout()
+			if asJSON {
+				if opts.Format != "" && opts.Format != "json" {
+					return cli.FlagErrorf("--json and --format %s contradict each other", opts.Format)
+				}
+				opts.Format = "json"
+			}
+			switch opts.Format {
+			case "":
+				opts.Format = "json"
+				if cli.IsTerminal(opts.Out) {
+					opts.Format = "table"
+				}
+			case "json", "table":
+			default:
+				return cli.FlagErrorf("--format %q: want json or table", opts.Format)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runInspect(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (same as --format json)")
+	cmd.Flags().StringVar(&opts.Format, "format", "", "json or table (default: table on a terminal, json otherwise)")
+	return cmd
+}
+
+func runInspect(opts *inspectOptions) error {
+	info, err := datasets.Inspect(opts.Path)
+	if err != nil {
+		return err
+	}
+	if opts.Format == "json" {
+		enc := json.NewEncoder(opts.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(info)
+	}
+	return printInfo(opts.Out, info)
+}
+
+func printInfo(out io.Writer, info *datasets.Info) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	m := info.Manifest
+	fmt.Fprintf(w, "dataset\t%s\n", info.Dir)
+	fmt.Fprintf(w, "venue\t%s\n", m.Venue)
+	fmt.Fprintf(w, "endpoint\t%s\n", m.Endpoint)
+	if len(m.Subscriptions) > 0 {
+		fmt.Fprintf(w, "subscriptions\t%d\n", len(m.Subscriptions))
+	}
+	fmt.Fprintf(w, "coverage\t%s – %s (%s)\n", fmtNs(info.StartNs), fmtNs(info.EndNs), time.Duration(info.EndNs-info.StartNs))
+	state := "clean"
+	if !m.Clean {
+		state = "not closed cleanly (crashed or still recording)"
+	}
+	fmt.Fprintf(w, "state\t%s\n", state)
+	if m.TimesAssigned {
+		fmt.Fprintf(w, "times\tassigned at import (%s)\n", m.Source)
+	}
+	fmt.Fprintf(w, "size\t%d segments, %s on disk, %s of frames, ratio %.1f\n", info.Segments, fmtBytes(info.DiskBytes), fmtBytes(int64(info.RawBytes)), info.Ratio)
+	fmt.Fprintf(w, "records\t%d\n", info.Records)
+	kinds := make([]string, 0, len(info.ByKind))
+	for k := range info.ByKind {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		fmt.Fprintf(w, "  %s\t%d\n", k, info.ByKind[k])
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nconnections (%d)\n", len(info.Conns))
+	w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "  CONN\tRECORDS\tFRAMES\tFRAME BYTES\tFIRST\tLAST\tCONNECTS\tDISCONNECTS\tLOSSES\tURL")
+	for _, c := range info.Conns {
+		fmt.Fprintf(w, "  %s\t%d\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", fmtConn(c.Conn), c.Records, c.Frames, fmtBytes(int64(c.FrameBytes)),
+			fmtNs(c.FirstNs), fmtNs(c.LastNs), c.Connects, c.Disconnects, c.Losses, c.URL)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nlosses (%d)\n", len(info.Losses))
+	if len(info.Losses) > 0 {
+		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "  SEQ\tCONN\tKIND\tAT\tFROM\tTO\tDROPPED\tDETAIL")
+		for _, l := range info.Losses {
+			fmt.Fprintf(w, "  %d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", l.Seq, fmtConn(l.Conn), l.Kind, fmtNs(l.WallNs), fmtNs(l.FromNs), fmtNs(l.ToNs), l.Dropped, l.Detail)
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	if info.Truncated != nil {
+		fmt.Fprintf(out, "\n%s (run \"replay repair\")\n", info.Truncated)
+	}
+	if info.Err != "" {
+		fmt.Fprintf(out, "\nreading stopped: %s (run \"replay verify\")\n", info.Err)
+	}
+	return nil
+}
+
+func fmtConn(c uint32) string {
+	if c == datasets.ConnAll {
+		return "all"
+	}
+	return fmt.Sprint(c)
+}
+
+// fmtBytes prints a byte count with a binary unit.
+func fmtBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,11 @@
+// Package datasets owns the on-disk format of tapedeck recordings: a directory
+// holding a manifest and numbered segment files of independently decodable,
+// checksummed zstd blocks of records, plus a sidecar index per segment.
+//
+// It moves opaque payloads: what a frame means belongs to the venue packages.
+// Writer appends records (safe for concurrent use) and seals a block at least
+// every flush interval, so a killed process loses at most one interval.
+// Reader iterates records in sequence order and seeks by wall-clock time using
+// the index. Verify, Repair, Inspect and Catalog check, fix and describe
+// datasets. FORMAT.md in this directory documents every byte.
+package datasets

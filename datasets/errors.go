@@ -1,0 +1,38 @@
+package datasets
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors, wrapped by CorruptionError or by the failed action.
+var (
+	ErrBadMagic      = errors.New("datasets: bad magic number")
+	ErrShortHeader   = errors.New("datasets: short header")
+	ErrBadHeader     = errors.New("datasets: invalid header")
+	ErrChecksum      = errors.New("datasets: checksum mismatch")
+	ErrVersion       = errors.New("datasets: unsupported format version")
+	ErrFraming       = errors.New("datasets: bad record framing")
+	ErrTruncated     = errors.New("datasets: truncated block")
+	ErrExists        = errors.New("datasets: dataset already exists")
+	ErrNotDataset    = errors.New("datasets: not a dataset (no manifest.json)")
+	ErrClosed        = errors.New("datasets: writer closed")
+	ErrPayloadSize   = errors.New("datasets: payload too large")
+	ErrPendingFull   = errors.New("datasets: write backlog full; record not accepted")
+	ErrSeqOrder      = errors.New("datasets: sequence not strictly increasing")
+	ErrTimeBackwards = errors.New("datasets: monotonic receive time went backwards")
+)
+
+// CorruptionError reports damaged data: the file, the byte offset of the
+// structure that failed, and what was wrong (wrapping one of the sentinels).
+type CorruptionError struct {
+	File   string // path of the damaged file
+	Offset int64  // byte offset of the damaged structure in File
+	Err    error
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("datasets: corruption in %s at offset %d: %v", e.File, e.Offset, e.Err)
+}
+
+func (e *CorruptionError) Unwrap() error { return e.Err }

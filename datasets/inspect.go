@@ -1,0 +1,183 @@
+package datasets
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Info describes a dataset: what Inspect and Catalog return.
+type Info struct {
+	Dir      string   `json:"dir"`
+	Manifest Manifest `json:"manifest"`
+	Segments int      `json:"segments"`
+	// DiskBytes is the size of every file in the dataset directory;
+	// RawBytes the payload bytes of its records (the frames as received).
+	DiskBytes int64  `json:"disk_bytes"`
+	RawBytes  uint64 `json:"raw_bytes"`
+	// Ratio is RawBytes / DiskBytes (0 when empty).
+	Ratio   float64           `json:"compression_ratio"`
+	Records uint64            `json:"records"`
+	ByKind  map[string]uint64 `json:"records_by_kind"`
+	// StartNs and EndNs are the wall-clock receive times of the first and
+	// last record read (0 when there are none).
+	StartNs int64      `json:"start_ns"`
+	EndNs   int64      `json:"end_ns"`
+	Conns   []ConnInfo `json:"connections"`
+	// Losses lists every loss record (Kind.IsLoss) in order.
+	Losses []Loss `json:"losses"`
+	// Truncated is the torn tail the reader stopped at, if any.
+	Truncated *Truncation `json:"truncated,omitempty"`
+	// Err is set when the dataset could not be read to the end (damage:
+	// run Verify and Repair); the counts cover what came before.
+	Err string `json:"error,omitempty"`
+}
+
+// ConnInfo summarises one connection slot.
+type ConnInfo struct {
+	Conn        uint32 `json:"conn"`
+	URL         string `json:"url,omitempty"` // from its first connect record
+	Records     uint64 `json:"records"`
+	Frames      uint64 `json:"frames"`
+	FrameBytes  uint64 `json:"frame_bytes"`
+	FirstNs     int64  `json:"first_ns"`
+	LastNs      int64  `json:"last_ns"`
+	Connects    int    `json:"connects"`
+	Disconnects int    `json:"disconnects"`
+	Losses      int    `json:"losses"`
+}
+
+// Loss is one loss record: a disconnect, reconnect, stall, gap, overload or
+// write error.
+type Loss struct {
+	Seq     uint64 `json:"seq"`
+	Conn    uint32 `json:"conn"`
+	Kind    string `json:"kind"`
+	WallNs  int64  `json:"wall_ns"`
+	FromNs  int64  `json:"from_ns,omitempty"`
+	ToNs    int64  `json:"to_ns,omitempty"`
+	Dropped uint64 `json:"dropped,omitempty"`
+	Detail  string `json:"detail,omitempty"` // reason, error or text of the record
+}
+
+// Inspect reads the whole dataset in dir and summarises it. Damage does not
+// make it fail: Info.Err says where reading stopped. The error is for a
+// directory that is not a dataset or cannot be read.
+func Inspect(dir string) (*Info, error) {
+	r, err := Open(dir, WithAllKinds())
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	info := &Info{Dir: dir, Manifest: r.Manifest(), Segments: len(r.segs), ByKind: map[string]uint64{},
+		Conns: []ConnInfo{}, Losses: []Loss{}}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("datasets: inspect: %w", err)
+	}
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			info.DiskBytes += fi.Size()
+		}
+	}
+	conns := map[uint32]*ConnInfo{}
+	for r.Next() {
+		rec := r.Record()
+		info.Records++
+		info.RawBytes += uint64(len(rec.Payload))
+		info.ByKind[rec.Kind.String()]++
+		if info.Records == 1 {
+			info.StartNs = rec.WallNs
+		}
+		info.EndNs = rec.WallNs
+		c := conns[rec.Conn]
+		if c == nil {
+			c = &ConnInfo{Conn: rec.Conn, FirstNs: rec.WallNs}
+			conns[rec.Conn] = c
+		}
+		c.Records++
+		c.LastNs = rec.WallNs
+		switch {
+		case rec.Kind == KindFrame:
+			c.Frames++
+			c.FrameBytes += uint64(len(rec.Payload))
+		case rec.Kind == KindConnect:
+			c.Connects++
+			if c.URL == "" {
+				if ctl, err := DecodeControl(rec.Payload); err == nil {
+					c.URL = ctl.URL
+				}
+			}
+		}
+		if rec.Kind == KindDisconnect {
+			c.Disconnects++
+		}
+		if rec.Kind.IsLoss() {
+			c.Losses++
+			l := Loss{Seq: rec.Seq, Conn: rec.Conn, Kind: rec.Kind.String(), WallNs: rec.WallNs}
+			if ctl, err := DecodeControl(rec.Payload); err == nil {
+				l.FromNs, l.ToNs, l.Dropped = ctl.FromNs, ctl.ToNs, ctl.Dropped
+				l.Detail = firstNonEmpty(ctl.Reason, ctl.Err, ctl.Text)
+			} else {
+				l.Detail = "unreadable control payload"
+			}
+			info.Losses = append(info.Losses, l)
+		}
+	}
+	if err := r.Err(); err != nil {
+		info.Err = err.Error()
+	}
+	info.Truncated = r.Truncated()
+	for _, c := range conns {
+		info.Conns = append(info.Conns, *c)
+	}
+	sort.Slice(info.Conns, func(i, j int) bool { return info.Conns[i].Conn < info.Conns[j].Conn })
+	if info.DiskBytes > 0 {
+		info.Ratio = float64(info.RawBytes) / float64(info.DiskBytes)
+	}
+	return info, nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// Catalog inspects every dataset under root (root itself included), in path
+// order, without descending into a dataset. A dataset that cannot be
+// inspected is listed with only Dir and Err set. The error is for a root that
+// cannot be walked.
+func Catalog(root string) ([]*Info, error) {
+	var out []*Info
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if path == root {
+				return err
+			}
+			out = append(out, &Info{Dir: path, Err: err.Error()})
+			return fs.SkipDir
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if _, err := os.Stat(filepath.Join(path, ManifestName)); err != nil {
+			return nil
+		}
+		info, err := Inspect(path)
+		if err != nil {
+			info = &Info{Dir: path, Err: err.Error()}
+		}
+		out = append(out, info)
+		return fs.SkipDir
+	})
+	if err != nil {
+		return nil, fmt.Errorf("datasets: catalog: %w", err)
+	}
+	return out, nil
+}

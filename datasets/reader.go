@@ -1,0 +1,390 @@
+package datasets
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ReaderOption configures Open.
+type ReaderOption func(*readerOptions)
+
+type readerOptions struct {
+	strict   bool
+	allKinds bool
+}
+
+// WithStrict makes a torn tail an error (*CorruptionError) even when the
+// manifest says the writer did not close cleanly. By default the reader
+// stops there cleanly and reports the skipped bytes through Truncated.
+func WithStrict() ReaderOption { return func(o *readerOptions) { o.strict = true } }
+
+// WithAllKinds makes the reader return records of kinds this build does not
+// know instead of skipping them.
+func WithAllKinds() ReaderOption { return func(o *readerOptions) { o.allKinds = true } }
+
+// Truncation describes a torn tail a reader stopped at.
+type Truncation struct {
+	File   string // segment path
+	Offset int64  // offset of the first byte not read
+	Bytes  int64  // bytes from Offset to the end of File
+	Err    error  // what was wrong there
+}
+
+// MarshalJSON encodes t as {"file","offset","bytes","error"}.
+func (t *Truncation) MarshalJSON() ([]byte, error) {
+	msg := ""
+	if t.Err != nil {
+		msg = t.Err.Error()
+	}
+	return json.Marshal(struct {
+		File   string `json:"file"`
+		Offset int64  `json:"offset"`
+		Bytes  int64  `json:"bytes"`
+		Err    string `json:"error"`
+	}{t.File, t.Offset, t.Bytes, msg})
+}
+
+// knownKinds marks the kinds this build knows; the reader skips the others.
+var knownKinds = func() (k [256]bool) {
+	for kind := range kindNames {
+		k[kind] = true
+	}
+	return k
+}()
+
+func (t *Truncation) String() string {
+	return fmt.Sprintf("torn tail in %s: %d bytes from offset %d skipped (%v)", t.File, t.Bytes, t.Offset, t.Err)
+}
+
+type segmentInfo struct {
+	num     uint32
+	path    string
+	size    int64
+	entries []indexEntry // nil until loaded
+	loaded  bool
+	damage  *CorruptionError // from a header scan, if any
+}
+
+// Reader iterates over the records of a dataset in sequence order. It is not
+// safe for concurrent use. It reads the segments that existed at Open, each
+// as it is when the reader reaches it: a live writer's new segments are not
+// seen. Damage stops it: Err returns a *CorruptionError
+// (sticky), except at the torn tail of an unclean dataset's last segment,
+// where it stops cleanly and Truncated says what was skipped.
+type Reader struct {
+	dir  string
+	man  Manifest
+	o    readerOptions
+	segs []segmentInfo
+	si   int // index into segs of the open segment
+	f    *os.File
+	sr   segmentReader
+	rec  Record
+
+	seekNs  int64 // skip records with WallNs < seekNs in the current block
+	seeking bool
+	changed bool // openSegment found a segment rewritten since it was listed
+	skipped uint64
+	trunc   *Truncation
+	err     error
+	done    bool
+}
+
+// Open opens the dataset in dir for reading. It reads the manifest and lists
+// the segments; blocks are read as Next advances.
+func Open(dir string, opts ...ReaderOption) (*Reader, error) {
+	r := &Reader{dir: dir}
+	for _, opt := range opts {
+		opt(&r.o)
+	}
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	r.man = m
+	if r.segs, err = listSegments(dir); err != nil {
+		return nil, err
+	}
+	r.si = -1
+	return r, nil
+}
+
+func listSegments(dir string) ([]segmentInfo, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("datasets: list segments: %w", err)
+	}
+	var segs []segmentInfo
+	for _, e := range ents {
+		name := e.Name()
+		base, ok := strings.CutSuffix(name, segmentExt)
+		if !ok || len(base) != nameDigits || e.IsDir() {
+			continue
+		}
+		num, err := strconv.ParseUint(base, 10, 32)
+		if err != nil {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil, fmt.Errorf("datasets: list segments: %w", err)
+		}
+		segs = append(segs, segmentInfo{num: uint32(num), path: filepath.Join(dir, name), size: info.Size()})
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].num < segs[j].num })
+	return segs, nil
+}
+
+// Manifest returns the dataset's manifest as read by Open.
+func (r *Reader) Manifest() Manifest { return r.man }
+
+// Next advances to the next record, skipping kinds this build does not know
+// (unless WithAllKinds). It returns false at the end or on error.
+func (r *Reader) Next() bool {
+	for !r.done && r.err == nil {
+		if r.sr.nextRecord(&r.rec) {
+			if r.seeking {
+				if r.rec.WallNs < r.seekNs {
+					continue
+				}
+				r.seeking = false
+			}
+			if !r.o.allKinds && !knownKinds[r.rec.Kind] {
+				r.skipped++
+				continue
+			}
+			return true
+		}
+		r.seeking = r.seeking && r.f != nil && r.sr.n == 0 // only the first block after Seek is filtered
+		if r.f == nil {
+			if !r.openSegment(r.si+1, 0) {
+				return false
+			}
+			continue
+		}
+		err := r.sr.nextBlock()
+		if err == io.EOF {
+			r.closeFile()
+			continue
+		}
+		if err != nil {
+			r.fail(err)
+			return false
+		}
+	}
+	return false
+}
+
+// openSegment opens segs[i] positioned at off (0 = after checking its header).
+func (r *Reader) openSegment(i int, off int64) bool {
+	r.closeFile()
+	if i >= len(r.segs) {
+		r.done = true
+		return false
+	}
+	r.si = i
+	s := &r.segs[i]
+	f, err := os.Open(s.path)
+	if err != nil {
+		r.err = fmt.Errorf("datasets: open segment: %w", err)
+		return false
+	}
+	r.f = f
+	// A segment grows while it is written and shrinks when it is compacted:
+	// read it as it is now. Offsets into a rewritten one are void.
+	if st, err := f.Stat(); err == nil && st.Size() != s.size {
+		s.size = st.Size()
+		if s.loaded {
+			s.entries, s.damage, s.loaded = nil, nil, false
+			if off > 0 {
+				r.changed = true
+				r.closeFile()
+				return false
+			}
+		}
+	}
+	// The header and dictionary are read even when seeking into the middle.
+	r.sr.reset(f, s.path, 0, s.size)
+	if sh, err := r.sr.readSegmentHeader(); err != nil {
+		// The stream cannot step over a first dictionary copy whose header
+		// is damaged; the file can: look for the other copy.
+		dataOff, ok := recoverDict(f, s.size, sh, &r.sr)
+		if !ok {
+			r.fail(err)
+			return false
+		}
+		if off < dataOff {
+			off = dataOff
+		}
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			r.err = fmt.Errorf("datasets: seek %s: %w", s.path, err)
+			return false
+		}
+		r.sr.reset(f, s.path, off, s.size)
+		return true
+	}
+	if off > r.sr.off {
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			r.err = fmt.Errorf("datasets: seek %s: %w", s.path, err)
+			return false
+		}
+		r.sr.reset(f, s.path, off, s.size)
+	}
+	return true
+}
+
+// fail records err, turning damage in the last segment of an unclean dataset
+// into a clean stop with a Truncation.
+func (r *Reader) fail(err error) {
+	var ce *CorruptionError
+	if errors.As(err, &ce) && r.tornTail(r.si) && !r.o.strict {
+		if r.segs[r.si].size == 0 {
+			// A segment the writer has created but not yet written to.
+			r.done = true
+			r.closeFile()
+			return
+		}
+		r.trunc = &Truncation{File: ce.File, Offset: ce.Offset, Bytes: r.segs[r.si].size - ce.Offset, Err: ce.Err}
+		r.done = true
+		r.closeFile()
+		return
+	}
+	r.err = err
+}
+
+func (r *Reader) tornTail(si int) bool { return !r.man.Clean && si == len(r.segs)-1 }
+
+func (r *Reader) closeFile() {
+	if r.f != nil {
+		r.f.Close()
+		r.f = nil
+	}
+	r.sr.n, r.sr.i = 0, 0
+}
+
+// Record returns the current record, borrowed until the next call to Next,
+// SeekTime or Close; its Payload aliases the reader's buffer.
+func (r *Reader) Record() *Record { return &r.rec }
+
+// Err returns the error that stopped the reader; nil at a clean end,
+// including a tolerated torn tail (see Truncated).
+func (r *Reader) Err() error { return r.err }
+
+// Truncated returns the torn tail the reader stopped at, or nil.
+func (r *Reader) Truncated() *Truncation { return r.trunc }
+
+// SkippedUnknown returns how many records of unknown kinds were skipped.
+func (r *Reader) SkippedUnknown() uint64 { return r.skipped }
+
+// SeekTime positions the reader so that Next returns the first record with
+// WallNs >= wallNs. It finds the block through the segment indexes (rebuilt
+// from block headers when missing or stale) and decompresses only that
+// block. (It is not named Seek because io.Seeker's signature owns that name.)
+// Wall time is assumed non-decreasing across blocks; seeking past the
+// end makes Next return false.
+func (r *Reader) SeekTime(wallNs int64) error {
+	if r.err != nil {
+		return r.err
+	}
+	// A segment rewritten since its index was read (compaction) moves its
+	// blocks; openSegment notices and the search runs again.
+	for attempt := 0; ; attempt++ {
+		r.closeFile()
+		r.done, r.trunc, r.seeking, r.changed = false, nil, false, false
+		i, off, found, err := r.locate(wallNs)
+		if err != nil {
+			r.err = err
+			return err
+		}
+		if !found {
+			r.si = len(r.segs)
+			r.done = true
+			return nil
+		}
+		if r.openSegment(i, off) {
+			r.seekNs, r.seeking = wallNs, true
+			return nil
+		}
+		if !r.changed || attempt == 2 {
+			return r.err
+		}
+	}
+}
+
+// locate finds the segment and offset where a seek to wallNs starts
+// reading; found is false past the end.
+func (r *Reader) locate(wallNs int64) (seg int, off int64, found bool, err error) {
+	for i := range r.segs {
+		if err := r.loadIndex(i); err != nil {
+			return 0, 0, false, err
+		}
+		s := &r.segs[i]
+		j := sort.Search(len(s.entries), func(k int) bool { return s.entries[k].LastWall >= wallNs })
+		if j < len(s.entries) {
+			return i, s.entries[j].Offset, true, nil
+		}
+		if s.damage != nil {
+			// Nothing is known past the damage; reading from there reports it.
+			return i, s.damage.Offset, true, nil
+		}
+	}
+	return 0, 0, false, nil
+}
+
+// loadIndex fills segs[i].entries from its index file or, when that is
+// missing or stale, from a scan of its block headers.
+func (r *Reader) loadIndex(i int) error {
+	s := &r.segs[i]
+	if s.loaded {
+		return nil
+	}
+	if e, err := readIndex(r.dir, s.num, s.size); err == nil {
+		s.entries, s.loaded = e, true
+		return nil
+	}
+	res, err := scanSegment(s.path)
+	if err != nil {
+		return err
+	}
+	s.entries, s.damage, s.loaded = res.entries, res.damage, true
+	return nil
+}
+
+// Close releases the reader's file and decoder.
+func (r *Reader) Close() error {
+	r.closeFile()
+	r.done = true
+	r.sr.release()
+	return nil
+}
+
+// recoverDict loads a segment's dictionary from its second copy when the
+// first copy's header is damaged (so a stream cannot step over it), and
+// returns the offset of the first block of records. The copies are
+// identical, so the second starts one copy-length after the header; ok is
+// false when that does not hold or no copy is intact.
+func recoverDict(f *os.File, size int64, sh segmentHeader, sr *segmentReader) (dataOff int64, ok bool) {
+	if sh.Version == 0 || sh.DictCopies < 2 {
+		return 0, false
+	}
+	at := resync(f, segmentHeaderSize+1, size)
+	if at >= size {
+		return 0, false
+	}
+	sr.reset(io.NewSectionReader(f, at, size-at), sr.file, at, size)
+	if sr.readBlockContent() != nil || sr.h.Type != blockTypeDict {
+		return 0, false
+	}
+	copyLen := blockHeaderSize + int64(sr.h.CompLen)
+	if at != segmentHeaderSize+copyLen || sr.decodeContent(false) != nil || sr.setDict(append([]byte(nil), sr.raw...)) != nil {
+		return 0, false
+	}
+	return segmentHeaderSize + int64(sh.DictCopies)*copyLen, true
+}

@@ -1,0 +1,161 @@
+package datasets
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Problem is one thing Verify found wrong, located by file and byte offset
+// (the block's offset for a record-level problem).
+type Problem struct {
+	File   string `json:"file"`
+	Offset int64  `json:"offset"`
+	Seq    uint64 `json:"seq,omitempty"` // the record concerned, 0 if none
+	What   string `json:"problem"`
+}
+
+func (p Problem) String() string {
+	if p.Seq != 0 {
+		return fmt.Sprintf("%s:%d: seq %d: %s", p.File, p.Offset, p.Seq, p.What)
+	}
+	return fmt.Sprintf("%s:%d: %s", p.File, p.Offset, p.What)
+}
+
+// VerifyReport is the outcome of Verify.
+type VerifyReport struct {
+	Dir      string    `json:"dir"`
+	Segments int       `json:"segments"`
+	Blocks   uint64    `json:"blocks"`
+	Records  uint64    `json:"records"`
+	Problems []Problem `json:"problems"` // damage and inconsistencies; empty when OK
+	// Warnings do not make the dataset invalid: a missing or stale index
+	// (rebuilt on read), records of kinds this build does not know.
+	Warnings []Problem `json:"warnings,omitempty"`
+}
+
+// OK reports whether Verify found no problem.
+func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 }
+
+// Verify reads every block of the dataset in dir and checks: segment and
+// block headers, both checksums of every block, record framing, sequence
+// numbers strictly increasing across the dataset, monotonic receive times
+// never going backwards, segment numbering, indexes and the manifest's time
+// range. It reads past damage to report everything. The error is non-nil
+// only when the dataset cannot be examined (no manifest, I/O failure).
+func Verify(dir string) (*VerifyReport, error) {
+	rep := &VerifyReport{Dir: dir, Problems: []Problem{}}
+	mpath := filepath.Join(dir, ManifestName)
+	m, err := ReadManifest(dir)
+	if err != nil {
+		var ce *CorruptionError
+		if !errors.As(err, &ce) && !errors.Is(err, ErrVersion) {
+			return nil, err
+		}
+		rep.Problems = append(rep.Problems, Problem{File: mpath, What: err.Error()})
+	}
+	segs, err := listSegments(dir)
+	if err != nil {
+		return nil, err
+	}
+	rep.Segments = len(segs)
+	var (
+		sr                 segmentReader
+		rec                Record
+		lastSeq            uint64
+		lastMono           int64
+		haveRec            bool
+		firstWall, endWall int64
+	)
+	defer func() {
+		sr.release()
+	}()
+	for i, s := range segs {
+		if want := uint32(i + 1); s.num != want {
+			rep.Problems = append(rep.Problems, Problem{File: s.path, What: fmt.Sprintf("segment number %d, expected %d (a segment is missing)", s.num, want)})
+		}
+		if sh, err := readSegmentHeaderAt(s.path); err == nil && sh.Number != s.num {
+			rep.Problems = append(rep.Problems, Problem{File: s.path, What: fmt.Sprintf("segment header says segment %d", sh.Number)})
+		}
+		var entries []indexEntry
+		damaged := false
+		size, err := walkSegment(s.path, &sr, func(reg *region, sr *segmentReader) error {
+			if !reg.Good {
+				damaged = true
+				what := reg.Err.Err.Error()
+				if reg.HdrOK {
+					what += fmt.Sprintf(" (block of %d records, seq %d..%d, lost)", reg.Hdr.Count, reg.Hdr.FirstSeq, reg.Hdr.LastSeq)
+				}
+				what += fmt.Sprintf("; %d bytes unreadable", reg.End-reg.Off)
+				rep.Problems = append(rep.Problems, Problem{File: s.path, Offset: reg.Off, What: what})
+				return nil
+			}
+			if reg.Dict {
+				return nil
+			}
+			var e indexEntry
+			e.fromHeader(reg.Off, &reg.Hdr)
+			entries = append(entries, e)
+			rep.Blocks++
+			for sr.nextRecord(&rec) {
+				rep.Records++
+				if haveRec && rec.Seq <= lastSeq {
+					rep.Problems = append(rep.Problems, Problem{File: s.path, Offset: reg.Off, Seq: rec.Seq,
+						What: fmt.Sprintf("%v: after seq %d", ErrSeqOrder, lastSeq)})
+				}
+				if haveRec && rec.MonoNs < lastMono {
+					rep.Problems = append(rep.Problems, Problem{File: s.path, Offset: reg.Off, Seq: rec.Seq,
+						What: fmt.Sprintf("%v: mono %d ns after %d ns", ErrTimeBackwards, rec.MonoNs, lastMono)})
+				}
+				if !knownKinds[rec.Kind] {
+					rep.Warnings = append(rep.Warnings, Problem{File: s.path, Offset: reg.Off, Seq: rec.Seq, What: "unknown record kind " + rec.Kind.String()})
+				}
+				if !haveRec {
+					firstWall = rec.WallNs
+				}
+				haveRec, lastSeq, lastMono, endWall = true, rec.Seq, rec.MonoNs, rec.WallNs
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if idx, err := readIndex(dir, s.num, size); err != nil {
+			rep.Warnings = append(rep.Warnings, Problem{File: filepath.Join(dir, indexName(s.num)), What: "index missing or stale (rebuilt on read; repair rewrites it)"})
+		} else if !damaged && !sameEntries(idx, entries) {
+			rep.Problems = append(rep.Problems, Problem{File: filepath.Join(dir, indexName(s.num)), What: "index disagrees with the block headers"})
+		}
+	}
+	if haveRec && m.Clean && len(rep.Problems) == 0 {
+		if m.StartNs != firstWall || m.EndNs != endWall {
+			rep.Problems = append(rep.Problems, Problem{File: mpath, What: fmt.Sprintf("manifest time range %d..%d, records span %d..%d", m.StartNs, m.EndNs, firstWall, endWall)})
+		}
+	}
+	return rep, nil
+}
+
+func sameEntries(a, b []indexEntry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// readSegmentHeaderAt parses the header of the segment file at path.
+func readSegmentHeaderAt(path string) (segmentHeader, error) {
+	var sh segmentHeader
+	f, err := os.Open(path)
+	if err != nil {
+		return sh, err
+	}
+	defer f.Close()
+	var b [segmentHeaderSize]byte
+	n, _ := f.ReadAt(b[:], 0)
+	return sh, sh.unmarshal(b[:n])
+}
