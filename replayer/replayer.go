@@ -430,20 +430,24 @@ func (r *Replayer) process(ds int, rec *datasets.Record, live bool) error {
 			r.emitFrame(cs, ds, datasets.KindFrame, rec.Seq, rec.WallNs, rec.Payload)
 		}
 	case k.IsLoss():
+		if live {
+			st.losses[k]++
+		}
+		if rec.Conn == datasets.ConnAll {
+			// Repair's stand-in for a damaged block: the data of every
+			// connection of the dataset may be missing.
+			for _, cs := range st.conns {
+				if cs.ds == ds {
+					r.loss(cs, ds, rec, live)
+				}
+			}
+			return nil
+		}
 		cs, err := r.conn(ds, rec.Conn)
 		if err != nil {
 			return err
 		}
-		cs.frame.Events = cs.frame.Events[:0] // Flush appends, and may append nothing
-		cs.dec.Flush(&cs.frame)
-		if live {
-			r.emitFrame(cs, ds, datasets.KindFrame, rec.Seq, rec.WallNs, nil)
-		}
-		cs.dec.Invalidate()
-		if live {
-			st.losses[k]++
-			r.emitLoss(cs, ds, rec)
-		}
+		r.loss(cs, ds, rec, live)
 	case k == datasets.KindRESTResponse:
 		// A REST body goes to the connection's decoder too: a Polymarket
 		// /book summary is a snapshot carrying the hash fields (min_order_size,
@@ -554,6 +558,20 @@ func (r *Replayer) emitFrame(cs *connState, ds int, kind datasets.Kind, seq uint
 				r.call(s, e)
 			}
 		}
+	}
+}
+
+// loss completes the connection's pending batch, invalidates its books and,
+// when live, delivers the loss record.
+func (r *Replayer) loss(cs *connState, ds int, rec *datasets.Record, live bool) {
+	cs.frame.Events = cs.frame.Events[:0] // Flush appends, and may append nothing
+	cs.dec.Flush(&cs.frame)
+	if live {
+		r.emitFrame(cs, ds, datasets.KindFrame, rec.Seq, rec.WallNs, nil)
+	}
+	cs.dec.Invalidate()
+	if live {
+		r.emitLoss(cs, ds, rec)
 	}
 }
 

@@ -477,3 +477,38 @@ func TestPauseResume(t *testing.T) {
 		t.Fatalf("delivered %d (%d while paused), frames %d", n, whilePaused, s.Frames)
 	}
 }
+
+// A gap that Repair writes in place of a damaged block carries ConnAll: every
+// connection of that dataset loses its books, and the loss counts once.
+func TestRepairGapInvalidatesEveryConnection(t *testing.T) {
+	gap := datasets.EncodeControl(datasets.Control{Err: "block dropped by repair"})
+	dir := writeDataset(t, "fakevenue", []rec{
+		frame(0, 2, "snap a 10 1 20 1"),
+		frame(1, 3, "snap c 10 1 20 1"),
+		{datasets.KindGap, datasets.ConnAll, 4, string(gap)},
+		frame(1, 5, "lvl c b 11 1"),
+	})
+	r := newFakeReplayer(t, []string{dir})
+	var invalidated []string
+	r.Subscribe(Key{Channel: ChannelControl}, SubscriberFunc(func(e *Event) error {
+		if e.Kind == datasets.KindGap && e.Instrument != "" {
+			invalidated = append(invalidated, e.Instrument)
+		}
+		return nil
+	}))
+	s := run(t, r)
+	if strings.Join(invalidated, ",") != "a,c" {
+		t.Fatalf("gap invalidated %v, want a and c", invalidated)
+	}
+	if s.Losses["gap"] != 1 {
+		t.Fatalf("losses %v, want one gap", s.Losses)
+	}
+	for _, b := range r.Books() {
+		if b.Book.Valid() {
+			t.Errorf("book %s on conn %d still valid after a dataset-wide gap", b.Instrument, b.Conn)
+		}
+		if b.Conn == datasets.ConnAll {
+			t.Errorf("a phantom connection %d was created", b.Conn)
+		}
+	}
+}
