@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test test-deps test-go vet bench bench-baseline bench-gate fmt
+.PHONY: test test-deps test-go vet bench bench-baseline bench-gate bench-results samples fmt
 
 test: test-deps vet test-go
 
@@ -21,3 +21,22 @@ test-go:
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+# Benchmarks (never part of make test): the suite with medians and a JSON report
+# in bench/out/, a baseline recorded on this machine, the paired regression
+# gate against it, and bench/RESULTS.md regenerated.
+bench:
+	$(GO) run ./bench/cmd/benchrun run
+
+bench-baseline:
+	$(GO) run ./bench/cmd/benchrun baseline
+
+bench-gate:
+	$(GO) run ./bench/cmd/benchrun gate
+
+bench-results:
+	$(GO) run ./bench/cmd/benchrun results
+
+# Regenerates the shipped sample datasets (deterministic).
+samples:
+	$(GO) run ./cmd/samplegen --force

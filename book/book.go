@@ -2,13 +2,16 @@
 // per instrument, with fixed-point int64 prices and sizes at a per-book Scale.
 //
 // A Book is owned by one writer goroutine (the decoder applying frames) and is
-// not safe for concurrent use; readers on other goroutines use the published
-// views described in view.go. All operations on a warmed-up book are free of
+// not safe for concurrent use; readers on other goroutines read the immutable
+// Views a Publisher hands out. All operations on a warmed-up book are free of
 // heap allocations: a side grows its storage only when it holds more levels
 // than ever before.
 package book
 
-import "errors"
+import (
+	"errors"
+	"slices"
+)
 
 // Side is the side of a book.
 type Side uint8
@@ -85,17 +88,15 @@ func (b *Book) Clear() {
 // prices and positive sizes. On error the book is unchanged. The slices are
 // copied; the caller keeps ownership.
 func (b *Book) Replace(bids, asks []Level) error {
-	if err := checkSnapshotSide(bids); err != nil {
+	nb, err := fillSide(b.spareBids, bids, true)
+	if err != nil {
+		b.spareBids = nb
 		return err
 	}
-	if err := checkSnapshotSide(asks); err != nil {
-		return err
-	}
-	nb := fillSide(b.spareBids, bids, true)
-	na := fillSide(b.spareAsks, asks, false)
-	if hasAdjacentDup(nb) || hasAdjacentDup(na) {
+	na, err := fillSide(b.spareAsks, asks, false)
+	if err != nil {
 		b.spareBids, b.spareAsks = nb, na
-		return ErrDuplicatePrice
+		return err
 	}
 	b.spareBids, b.bids = b.bids, nb
 	b.spareAsks, b.asks = b.asks, na
@@ -104,75 +105,85 @@ func (b *Book) Replace(bids, asks []Level) error {
 	return nil
 }
 
-func checkSnapshotSide(lv []Level) error {
-	for i := range lv {
-		if lv[i].Size <= 0 || lv[i].Price < 0 {
-			return ErrBadLevel
-		}
-	}
-	return nil
-}
+// Input order of a snapshot side, found in one pass.
+const (
+	orderWorstFirst = iota // strictly worst-to-best: our storage order
+	orderBestFirst         // strictly best-to-worst: copy reversed
+	orderNone              // anything else: copy and sort
+)
 
 // fillSide copies src into dst stored worst-to-best (ascending for bids,
-// descending for asks), sorting when the input is in neither monotone order.
-func fillSide(dst, src []Level, bid bool) []Level {
-	dst = append(dst[:0], src...)
-	if len(dst) < 2 {
-		return dst
+// descending for asks) and returns dst. It validates every level. Venues send
+// sides in a monotone order (Polymarket best-last, Hyperliquid best-first), so
+// one scan classifies the input and the copy needs no sort.
+func fillSide(dst, src []Level, bid bool) ([]Level, error) {
+	dst = dst[:0]
+	n := len(src)
+	// up/down: strictly ascending / descending in price so far.
+	up, down := true, true
+	for i := range src {
+		if src[i].Size <= 0 || src[i].Price < 0 {
+			return dst, ErrBadLevel
+		}
+		if i > 0 {
+			p, q := src[i-1].Price, src[i].Price
+			up = up && q > p
+			down = down && q < p
+		}
 	}
-	better := func(a, c int64) bool { // a is better than c
+	order := orderNone
+	switch {
+	case n < 2:
+		order = orderWorstFirst
+	case up == bid: // bids ascending or asks descending
+		if up || down {
+			order = orderWorstFirst
+		}
+	case down == bid: // bids descending or asks ascending
+		if up || down {
+			order = orderBestFirst
+		}
+	}
+	if cap(dst) < n {
+		// Grow once to the new high-water mark; later snapshots reuse it.
+		dst = make([]Level, n, n+n/4)
+	} else {
+		dst = dst[:n]
+	}
+	switch order {
+	case orderWorstFirst:
+		copy(dst, src)
+	case orderBestFirst:
+		for i, l := range src {
+			dst[n-1-i] = l
+		}
+	default:
+		copy(dst, src)
 		if bid {
-			return a > c
+			slices.SortFunc(dst, cmpAscending)
+		} else {
+			slices.SortFunc(dst, cmpDescending)
 		}
-		return a < c
-	}
-	// Already worst-to-best?
-	ok := true
-	for i := 1; i < len(dst); i++ {
-		if !better(dst[i].Price, dst[i-1].Price) {
-			ok = false
-			break
+		for i := 1; i < n; i++ {
+			if dst[i].Price == dst[i-1].Price {
+				return dst, ErrDuplicatePrice
+			}
 		}
 	}
-	if ok {
-		return dst
-	}
-	// Best-to-worst: reverse.
-	rev := true
-	for i := 1; i < len(dst); i++ {
-		if !better(dst[i-1].Price, dst[i].Price) {
-			rev = false
-			break
-		}
-	}
-	if rev {
-		for i, j := 0, len(dst)-1; i < j; i, j = i+1, j-1 {
-			dst[i], dst[j] = dst[j], dst[i]
-		}
-		return dst
-	}
-	// Unordered: insertion sort (snapshots are short and nearly sorted).
-	for i := 1; i < len(dst); i++ {
-		x := dst[i]
-		j := i - 1
-		for j >= 0 && better(dst[j].Price, x.Price) {
-			dst[j+1] = dst[j]
-			j--
-		}
-		dst[j+1] = x
-	}
-	return dst
+	return dst, nil
 }
 
-// hasAdjacentDup reports a repeated price in a sorted side.
-func hasAdjacentDup(lv []Level) bool {
-	for i := 1; i < len(lv); i++ {
-		if lv[i].Price == lv[i-1].Price {
-			return true
-		}
+func cmpAscending(a, c Level) int {
+	switch {
+	case a.Price < c.Price:
+		return -1
+	case a.Price > c.Price:
+		return 1
 	}
-	return false
+	return 0
 }
+
+func cmpDescending(a, c Level) int { return cmpAscending(c, a) }
 
 // Set sets the absolute size (and order count) at a price on one side; size 0
 // removes the level, and removing an absent level is a no-op. Set never changes
@@ -182,37 +193,55 @@ func (b *Book) Set(side Side, price, size int64, count int32) error {
 		return ErrBadLevel
 	}
 	if side == Bid {
-		b.bids = setLevel(b.bids, price, size, count, true)
+		b.bids = setLevel(b.bids, price, size, count, search(b.bids, price, true))
 	} else {
-		b.asks = setLevel(b.asks, price, size, count, false)
+		b.asks = setLevel(b.asks, price, size, count, search(b.asks, price, false))
 	}
 	b.gen++
 	return nil
 }
 
-// setLevel updates a worst-to-best side. It searches from the best end, where
-// almost every update lands, and falls back to binary search.
-func setLevel(lv []Level, price, size int64, count int32, bid bool) []Level {
-	// Find the first index i such that lv[i] is not worse than price, i.e.
-	// the insertion point in worst-to-best order.
+// nearBest is how many levels from the best end Set and Level scan linearly
+// before switching to binary search: almost every update of a live book lands
+// within a few ticks of the touch, where a short scan beats halving.
+const nearBest = 8
+
+// search returns the index of the first level of a worst-to-best side that is
+// not worse than price: the level at price if present, else its insertion point.
+func search(lv []Level, price int64, bid bool) int {
 	n := len(lv)
-	lo, hi := 0, n
+	// Scan from the best end: stop at the first level that is worse than price.
+	stop := max(n-nearBest, 0)
+	i := n
+	if bid {
+		for i > stop && lv[i-1].Price >= price {
+			i--
+		}
+	} else {
+		for i > stop && lv[i-1].Price <= price {
+			i--
+		}
+	}
+	if i > stop || i == 0 {
+		return i
+	}
+	// lv[stop:] are all not worse; binary search lv[:stop].
+	lo, hi := 0, stop
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		p := lv[m].Price
-		var worse bool
-		if bid {
-			worse = p < price
-		} else {
-			worse = p > price
-		}
-		if worse {
+		if (bid && p < price) || (!bid && p > price) {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	i := lo
+	return lo
+}
+
+// setLevel applies one absolute size at index i found by search.
+func setLevel(lv []Level, price, size int64, count int32, i int) []Level {
+	n := len(lv)
 	if i < n && lv[i].Price == price {
 		if size == 0 {
 			copy(lv[i:], lv[i+1:])
@@ -250,6 +279,7 @@ func (b *Book) Top(side Side, dst []Level, n int) []Level {
 	if n < 0 || n > len(lv) {
 		n = len(lv)
 	}
+	dst = slices.Grow(dst, n)
 	for k := 0; k < n; k++ {
 		dst = append(dst, lv[len(lv)-1-k])
 	}
@@ -259,10 +289,9 @@ func (b *Book) Top(side Side, dst []Level, n int) []Level {
 // Level returns the size and count at a price, or zeros when absent.
 func (b *Book) Level(side Side, price int64) (size int64, count int32) {
 	lv := b.side(side)
-	for i := len(lv) - 1; i >= 0; i-- {
-		if lv[i].Price == price {
-			return lv[i].Size, lv[i].Count
-		}
+	i := search(lv, price, side == Bid)
+	if i < len(lv) && lv[i].Price == price {
+		return lv[i].Size, lv[i].Count
 	}
 	return 0, 0
 }

@@ -39,6 +39,47 @@ func Pow10(n uint8) int64 { return pow10[n] }
 // whitespace; a value that needs more than decimals fractional digits (beyond
 // trailing zeros) is ErrPrecision, never rounded. It does not allocate.
 func ParseDecimal(s []byte, decimals uint8) (int64, error) {
+	// Fast path for what venues send: at most 18 digits (so no overflow
+	// before scaling), an optional point, no more fractional digits than
+	// the scale. Anything else, valid or not, takes the checked path, which
+	// also names the error.
+	if len(s) <= 19 && decimals <= MaxDecimals {
+		var v int64
+		i := 0
+		for ; i < len(s); i++ {
+			c := s[i] - '0'
+			if c > 9 {
+				break
+			}
+			v = v*10 + int64(c)
+		}
+		digits, frac := i, 0
+		if i < len(s) && s[i] == '.' {
+			i++
+			for ; i < len(s); i++ {
+				c := s[i] - '0'
+				if c > 9 {
+					break
+				}
+				v = v*10 + int64(c)
+				frac++
+			}
+			digits += frac
+		}
+		if i == len(s) && digits > 0 && digits <= 18 && frac <= int(decimals) {
+			m := pow10[int(decimals)-frac]
+			if v > (1<<63-1)/m {
+				return 0, ErrRange
+			}
+			return v * m, nil
+		}
+	}
+	return parseDecimalChecked(s, decimals)
+}
+
+// parseDecimalChecked is ParseDecimal digit by digit, with every overflow
+// and precision check: the reference the fast path must agree with.
+func parseDecimalChecked(s []byte, decimals uint8) (int64, error) {
 	if len(s) == 0 || decimals > MaxDecimals {
 		return 0, ErrSyntax
 	}

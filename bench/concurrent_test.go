@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// BenchmarkReaderUnderWriter is a strategy goroutine reading a consistent
+// top 10 of the busiest book while the decoder applies a generated
+// Polymarket session flat out on another goroutine, for book.Publisher
+// (lock-free published views) and for a plain sync.Mutex around the
+// decoder. One op is one read; read-p50/p99/p99.9-ns are the reader's
+// latency percentiles (and maximum: a mutex reader's mean is made of
+// rare multi-millisecond waits) and write-ns/frame the writer's cost per frame
+// (decode + apply + publish, or decode + apply under the lock).
+func BenchmarkReaderUnderWriter(b *testing.B) {
+	const depth = 10
+	s := loadSession(b, venue.Polymarket, streamFrames(b))
+	inst := busiest(b, s)
+	b.Run("design=publisher", func(b *testing.B) {
+		d := newDecoder(venue.Polymarket)
+		warm(b, d, s.frames)
+		bk := d.Book(inst)
+		p := book.NewPublisher(depth, 1)
+		p.Publish(bk, 0)
+		var out venue.Frame
+		runReaderUnderWriter(b, func(i int) {
+			_ = d.Decode(s.frames[i%len(s.frames)], 0, &out)
+			p.Publish(bk, int64(i))
+		}, func(bids, asks []book.Level) ([]book.Level, []book.Level) {
+			for {
+				if v := p.Acquire(); v != nil {
+					bids = append(bids[:0], v.Bids...)
+					asks = append(asks[:0], v.Asks...)
+					v.Release()
+					return bids, asks
+				}
+				runtime.Gosched()
+			}
+		})
+	})
+	b.Run("design=mutex", func(b *testing.B) {
+		d := newDecoder(venue.Polymarket)
+		warm(b, d, s.frames)
+		bk := d.Book(inst)
+		var mu sync.Mutex
+		var out venue.Frame
+		runReaderUnderWriter(b, func(i int) {
+			mu.Lock()
+			_ = d.Decode(s.frames[i%len(s.frames)], 0, &out)
+			mu.Unlock()
+		}, func(bids, asks []book.Level) ([]book.Level, []book.Level) {
+			mu.Lock()
+			bids = bk.Top(book.Bid, bids[:0], depth)
+			asks = bk.Top(book.Ask, asks[:0], depth)
+			mu.Unlock()
+			return bids, asks
+		})
+	})
+}
+
+// busiest returns the instrument with the most events in the session.
+func busiest(b *testing.B, s *session) string {
+	d := newDecoder(s.venue)
+	var out venue.Frame
+	n := map[string]int{}
+	for _, f := range s.frames {
+		if d.Decode(f, 0, &out) == nil {
+			for _, e := range out.Events {
+				n[e.Instrument]++
+			}
+		}
+	}
+	best := ""
+	for k, c := range n {
+		if k != "" && (c > n[best] || (c == n[best] && k < best)) {
+			best = k
+		}
+	}
+	if best == "" {
+		b.Fatal("no instrument in the session")
+	}
+	return best
+}
+
+func warm(b *testing.B, d venue.Decoder, frames [][]byte) {
+	var out venue.Frame
+	for _, f := range frames {
+		_ = d.Decode(f, 0, &out)
+	}
+}
+
+func runReaderUnderWriter(b *testing.B, write func(i int), read func(bids, asks []book.Level) ([]book.Level, []book.Level)) {
+	var stop atomic.Bool
+	var frames, writerNs int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		start := time.Now()
+		i := 0
+		for !stop.Load() {
+			write(i)
+			i++
+		}
+		writerNs = time.Since(start).Nanoseconds()
+		frames = int64(i)
+	}()
+	lat := make([]int64, b.N)
+	bids, asks := make([]book.Level, 0, 16), make([]book.Level, 0, 16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		bids, asks = read(bids, asks)
+		lat[i] = time.Since(t0).Nanoseconds()
+	}
+	b.StopTimer()
+	stop.Store(true)
+	<-done
+	slices.Sort(lat)
+	pct := func(q float64) float64 { return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))]) }
+	b.ReportMetric(pct(0.50), "read-p50-ns")
+	b.ReportMetric(pct(0.99), "read-p99-ns")
+	b.ReportMetric(pct(0.999), "read-p99.9-ns")
+	b.ReportMetric(pct(0.9999), "read-p99.99-ns")
+	b.ReportMetric(float64(lat[len(lat)-1]), "read-max-ns")
+	if frames > 0 {
+		b.ReportMetric(float64(writerNs)/float64(frames), "write-ns/frame")
+	}
+}

@@ -1,0 +1,404 @@
+package book
+
+import (
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestPublisherBasics(t *testing.T) {
+	p := NewPublisher(2, 1)
+	if p.Acquire() != nil {
+		t.Fatal("Acquire before the first Publish returned a view")
+	}
+	b := New(pmScale)
+	_ = b.Replace(lv(1, 1, 2, 2, 3, 3), lv(9, 9, 8, 8, 7, 7))
+	if !p.Publish(b, 42) {
+		t.Fatal("Publish failed with free slots")
+	}
+	v := p.Acquire()
+	if v == nil {
+		t.Fatal("Acquire after Publish returned nil")
+	}
+	if !equalLevels(v.Bids, lv(3, 3, 2, 2)) || !equalLevels(v.Asks, lv(7, 7, 8, 8)) {
+		t.Fatalf("view top = %v %v", v.Bids, v.Asks)
+	}
+	if v.BidLevels != 3 || v.AskLevels != 3 || !v.Valid || v.Crossed || v.Locked ||
+		v.Seq != 1 || v.Stamp != 42 || v.Generation != b.Generation() || v.Scale != pmScale {
+		t.Fatalf("view header = %+v", *v)
+	}
+	if l, ok := v.Best(Ask); !ok || l.Price != 7 {
+		t.Fatalf("Best(Ask) = %v %v", l, ok)
+	}
+	// A held view does not change while the writer goes on.
+	want := slices.Clone(v.Bids)
+	for i := int64(0); i < 10; i++ {
+		_ = b.Set(Bid, 3, 100+i, 0)
+		p.Publish(b, i)
+	}
+	if !equalLevels(v.Bids, want) || v.Seq != 1 {
+		t.Fatalf("held view changed: %v seq %d", v.Bids, v.Seq)
+	}
+	v.Release()
+	v = p.Acquire()
+	if v.Seq != 11 || v.Bids[0].Size != 109 {
+		t.Fatalf("latest view seq %d best %v, want seq 11 size 109", v.Seq, v.Bids[0])
+	}
+	v.Release()
+	if p.Published() != 11 || p.Skipped() != 0 {
+		t.Fatalf("Published %d Skipped %d", p.Published(), p.Skipped())
+	}
+	if p.Depth() != 2 {
+		t.Fatalf("Depth = %d", p.Depth())
+	}
+
+	// Nothing changed, or only below the view's depth: the view stays.
+	gen := b.Generation()
+	for _, change := range []func(){
+		func() {},
+		func() { _ = b.Set(Bid, 1, 77, 0) }, // third bid: below depth 2
+		func() { b.Invalidate(); _ = b.Replace(lv(1, 77, 2, 2, 3, 109), lv(9, 9, 8, 8, 7, 7)) },
+	} {
+		change()
+		if !p.Publish(b, 999) {
+			t.Fatal("Publish failed")
+		}
+		if v := p.Acquire(); v.Seq != 11 || v.Stamp != 9 {
+			t.Fatalf("unchanged top made a new view: seq %d stamp %d", v.Seq, v.Stamp)
+		} else {
+			v.Release()
+		}
+	}
+	if b.Generation() == gen {
+		t.Fatal("the book did not change")
+	}
+	// A change of a level count or a flag below the depth does make one.
+	for i, change := range []func(){
+		func() { _ = b.Set(Bid, 0, 5, 0) }, // a fourth bid
+		func() { b.Invalidate() },          // validity
+		func() { _ = b.Set(Ask, 7, 0, 0) }, // the best ask
+		func() { _ = b.Set(Ask, 3, 1, 0) }, // crossed
+	} {
+		change()
+		p.Publish(b, int64(i))
+		v := p.Acquire()
+		if v.Seq != uint64(12+i) || v.Stamp != int64(i) || v.Generation != b.Generation() {
+			t.Fatalf("change %d: seq %d stamp %d gen %d/%d", i, v.Seq, v.Stamp, v.Generation, b.Generation())
+		}
+		if v.BidLevels != b.Len(Bid) || v.Valid != b.Valid() || v.Crossed != b.Crossed() {
+			t.Fatalf("change %d: view %+v", i, *v)
+		}
+		v.Release()
+	}
+}
+
+func TestPublisherSkipsWhenAllPinned(t *testing.T) {
+	p := NewPublisher(1, 1) // 3 slots
+	b := New(pmScale)
+	_ = b.Replace(lv(1, 1), nil)
+	// Pin more views than the publisher was sized for: the writer must not
+	// wait, and must not touch a pinned slot.
+	var held []*View
+	for i := 0; i < 3; i++ {
+		_ = b.Set(Bid, 1, int64(i+2), 0)
+		if !p.Publish(b, int64(i)) {
+			t.Fatalf("publish %d failed", i)
+		}
+		held = append(held, p.Acquire())
+	}
+	_ = b.Set(Bid, 1, 99, 0)
+	if p.Publish(b, 99) {
+		t.Fatal("Publish succeeded with every slot pinned")
+	}
+	if p.Skipped() != 1 {
+		t.Fatalf("Skipped = %d, want 1", p.Skipped())
+	}
+	for i, v := range held {
+		if v.Stamp != int64(i) {
+			t.Fatalf("pinned view %d has stamp %d", i, v.Stamp)
+		}
+	}
+	held[0].Release()
+	_ = b.Set(Bid, 1, 100, 0)
+	if !p.Publish(b, 100) {
+		t.Fatal("Publish failed after a release")
+	}
+	v := p.Acquire()
+	if v.Stamp != 100 {
+		t.Fatalf("current stamp %d, want 100", v.Stamp)
+	}
+	v.Release()
+	for _, v := range held[1:] {
+		v.Release()
+	}
+}
+
+func TestPublisherAllocs(t *testing.T) {
+	p := NewPublisher(20, 2)
+	b := New(pmScale)
+	bids := make([]Level, 50)
+	for i := range bids {
+		bids[i] = Level{Price: int64(i + 1), Size: 1}
+	}
+	_ = b.Replace(bids, nil)
+	n := testing.AllocsPerRun(200, func() {
+		_ = b.Set(Bid, 50, 2, 0)
+		p.Publish(b, 0)
+		v := p.Acquire()
+		v.Release()
+	})
+	if n != 0 {
+		t.Fatalf("Set+Publish+Acquire+Release: %v allocs per run, want 0", n)
+	}
+}
+
+// TestPublisherConsistency runs a writer flat out against readers and checks
+// that every view is internally consistent: the writer keeps an invariant
+// (every level's size equals the update number, which is also the stamp) that
+// a torn view would break. Run it under -race.
+func TestPublisherConsistency(t *testing.T) {
+	const depth, readers = 8, 3
+	p := NewPublisher(depth, readers)
+	b := New(pmScale)
+	levels := make([]Level, 2*depth)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // writer
+		defer wg.Done()
+		for k := int64(1); ; k++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for i := range levels {
+				levels[i] = Level{Price: k + int64(i), Size: k}
+			}
+			if err := b.Replace(levels[:depth], levels[depth:]); err != nil {
+				t.Error(err)
+				return
+			}
+			p.Publish(b, k)
+		}
+	}()
+	iters := 20000
+	if testing.Short() {
+		iters = 2000
+	}
+	var views atomic.Int64
+	var rw sync.WaitGroup
+	for r := 0; r < readers; r++ {
+		rw.Add(1)
+		go func() {
+			defer rw.Done()
+			var lastSeq uint64
+			for i := 0; i < iters; i++ {
+				v := p.Acquire()
+				if v == nil {
+					runtime.Gosched()
+					continue
+				}
+				views.Add(1)
+				k := v.Stamp
+				if v.Seq < lastSeq {
+					t.Errorf("view seq went back: %d after %d", v.Seq, lastSeq)
+				}
+				lastSeq = v.Seq
+				if len(v.Bids) != depth || len(v.Asks) != depth {
+					t.Errorf("view has %d/%d levels", len(v.Bids), len(v.Asks))
+				}
+				for j, l := range v.Bids {
+					if l.Size != k || l.Price != k+int64(depth-1-j) {
+						t.Errorf("torn view: stamp %d bid %d = %+v", k, j, l)
+					}
+				}
+				for j, l := range v.Asks {
+					if l.Size != k || l.Price != k+int64(depth+j) {
+						t.Errorf("torn view: stamp %d ask %d = %+v", k, j, l)
+					}
+				}
+				v.Release()
+			}
+		}()
+	}
+	rw.Wait()
+	close(stop)
+	wg.Wait()
+	if views.Load() == 0 {
+		t.Fatal("readers saw no views")
+	}
+	if p.Skipped() != 0 {
+		t.Fatalf("writer skipped %d publishes with readers ≤ sizing", p.Skipped())
+	}
+}
+
+// BenchmarkReaderUnderWriter compares a strategy goroutine reading the top of
+// a book while a writer goroutine applies frames flat out, for the Publisher
+// and for a plain sync.Mutex around the Book. A frame is what a decoder applies
+// atomically: usually a few level changes, every 50th a 100+100-level
+// snapshot. Each reader op takes a consistent top-10 of both sides; the
+// metrics are the reader's latency percentiles and the writer's cost per frame.
+func BenchmarkReaderUnderWriter(b *testing.B) {
+	const depth = 10
+	b.Run("design=publisher", func(b *testing.B) {
+		p := NewPublisher(depth, 1)
+		f := newBenchFrames(100)
+		runReaderUnderWriter(b, func(i int) {
+			f.apply(i)
+			p.Publish(f.book, int64(i))
+		}, func(bids, asks []Level) ([]Level, []Level) {
+			for {
+				v := p.Acquire()
+				if v != nil {
+					bids = append(bids[:0], v.Bids...)
+					asks = append(asks[:0], v.Asks...)
+					v.Release()
+					return bids, asks
+				}
+				runtime.Gosched()
+			}
+		})
+	})
+	b.Run("design=mutex", func(b *testing.B) {
+		var mu sync.Mutex
+		f := newBenchFrames(100)
+		runReaderUnderWriter(b, func(i int) {
+			mu.Lock()
+			f.apply(i)
+			mu.Unlock()
+		}, func(bids, asks []Level) ([]Level, []Level) {
+			mu.Lock()
+			bids = f.book.Top(Bid, bids[:0], depth)
+			asks = f.book.Top(Ask, asks[:0], depth)
+			mu.Unlock()
+			return bids, asks
+		})
+	})
+}
+
+func runReaderUnderWriter(b *testing.B, write func(i int), read func(bids, asks []Level) ([]Level, []Level)) {
+	var stop atomic.Bool
+	var frames int64
+	var writerNs int64
+	done := make(chan struct{})
+	write(0) // first publish before the reader starts
+	go func() {
+		defer close(done)
+		start := time.Now()
+		i := 1
+		for !stop.Load() {
+			write(i)
+			i++
+		}
+		writerNs = time.Since(start).Nanoseconds()
+		frames = int64(i - 1)
+	}()
+	lat := make([]int64, b.N)
+	bids, asks := make([]Level, 0, 16), make([]Level, 0, 16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		bids, asks = read(bids, asks)
+		lat[i] = time.Since(t0).Nanoseconds()
+	}
+	b.StopTimer()
+	stop.Store(true)
+	<-done
+	slices.Sort(lat)
+	pct := func(q float64) float64 { return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))]) }
+	b.ReportMetric(pct(0.50), "read-p50-ns")
+	b.ReportMetric(pct(0.99), "read-p99-ns")
+	b.ReportMetric(pct(0.999), "read-p99.9-ns")
+	b.ReportMetric(pct(0.9999), "read-p99.99-ns")
+	b.ReportMetric(float64(lat[len(lat)-1]), "read-max-ns")
+	if frames > 0 {
+		b.ReportMetric(float64(writerNs)/float64(frames), "write-ns/frame")
+	}
+}
+
+type benchOp struct {
+	side        Side
+	price, size int64
+}
+
+// benchFrames is a writer's workload: a book of n levels per side around 0.50
+// on a 1e-4 grid and a cycle of updates shaped like a live Polymarket book
+// (most within a few ticks of the touch, some deletes and re-inserts, a few
+// deep), grouped into frames of 4 changes with a full snapshot every 50th.
+type benchFrames struct {
+	book       *Book
+	ops        []benchOp
+	bids, asks []Level
+}
+
+func newBenchFrames(n int) *benchFrames {
+	f := &benchFrames{book: New(pmScale), bids: make([]Level, n), asks: make([]Level, n)}
+	step := int64(benchTick(n))
+	for i := range f.bids {
+		f.bids[i] = Level{Price: 4900 - step*int64(i), Size: 1e6}
+		f.asks[i] = Level{Price: 5000 + step*int64(i), Size: 1e6}
+	}
+	_ = f.book.Replace(f.bids, f.asks)
+	f.ops = benchOps(n, 1024)
+	return f
+}
+
+func (f *benchFrames) apply(i int) {
+	if i%50 == 0 {
+		_ = f.book.Replace(f.bids, f.asks)
+		return
+	}
+	for k := 0; k < 4; k++ {
+		o := f.ops[(4*i+k)%len(f.ops)]
+		_ = f.book.Set(o.side, o.price, o.size, 0)
+	}
+}
+
+// benchTick is the grid of a bench book of n levels per side: 0.001 like most
+// Polymarket books, 0.0001 for the deepest so that prices stay in (0, 1).
+func benchTick(n int) int {
+	if n > 400 {
+		return 1
+	}
+	return 10
+}
+
+// benchOps returns count level changes for a book of n levels per side built
+// as in newBenchFrames: each change is followed by one restoring the level, so
+// the book keeps its shape over the cycle.
+func benchOps(n, count int) []benchOp {
+	ops := make([]benchOp, 0, count)
+	x := uint32(1)
+	for len(ops) < count {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		side := Side(x & 1)
+		var dist int64
+		switch r := (x >> 1) % 100; {
+		case r < 85:
+			dist = int64((x >> 8) % 4) // at or next to the touch
+		case r < 97:
+			dist = int64((x>>8)%16) + 4
+		default:
+			dist = int64((x >> 8) % uint32(n))
+		}
+		dist = min(dist, int64(n-1))
+		step := int64(benchTick(n))
+		price := 4900 - step*dist
+		if side == Ask {
+			price = 5000 + step*dist
+		}
+		ops = append(ops, benchOp{side, price, int64(x>>4) % 5e6}, benchOp{side, price, 1e6})
+	}
+	return ops
+}
