@@ -65,15 +65,9 @@ terminal, a table when it is.`,
 			opts.Paths = args
 			opts.Out, opts.ErrOut = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			opts.Progress = cli.IsTerminal(opts.ErrOut)
-			switch opts.Format {
-			case "":
-				opts.Format = "json"
-				if cli.IsTerminal(opts.Out) {
-					opts.Format = "table"
-				}
-			case "json", "table":
-			default:
-				return cli.FlagErrorf("--format %q: want json or table", opts.Format)
+			var err error
+			if opts.Format, err = cli.OutputFormat(opts.Format, false, opts.Out); err != nil {
+				return err
 			}
 			if opts.Depth < 0 {
 				return cli.FlagErrorf("--depth %d: want 0 (all levels) or more", opts.Depth)

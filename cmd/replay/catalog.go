@@ -46,21 +46,9 @@ of the objects "replay inspect" prints.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Root, opts.Out = args[0], cmd.OutOrStdout()
-			if asJSON {
-				if opts.Format != "" && opts.Format != "json" {
-					return cli.FlagErrorf("--json and --format %s contradict each other", opts.Format)
-				}
-				opts.Format = "json"
-			}
-			switch opts.Format {
-			case "":
-				opts.Format = "json"
-				if cli.IsTerminal(opts.Out) {
-					opts.Format = "table"
-				}
-			case "json", "table":
-			default:
-				return cli.FlagErrorf("--format %q: want json or table", opts.Format)
+			var err error
+			if opts.Format, err = cli.OutputFormat(opts.Format, asJSON, opts.Out); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(opts)

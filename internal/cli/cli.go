@@ -88,3 +88,25 @@ func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
+
+// OutputFormat resolves a verb's --format (and optional --json shorthand) to
+// "json" or "table": a table on a terminal and JSON when piped unless the
+// user chose. Contradicting or unknown choices are usage errors.
+func OutputFormat(format string, asJSON bool, out io.Writer) (string, error) {
+	if asJSON {
+		if format != "" && format != "json" {
+			return "", FlagErrorf("--json and --format %s contradict each other", format)
+		}
+		return "json", nil
+	}
+	switch format {
+	case "":
+		if IsTerminal(out) {
+			return "table", nil
+		}
+		return "json", nil
+	case "json", "table":
+		return format, nil
+	}
+	return "", FlagErrorf("--format %q: want json or table", format)
+}
