@@ -301,3 +301,42 @@ func appendFloatish(dst []byte, v int64, decimals uint8) []byte {
 	}
 	return append(dst, '.', '0')
 }
+
+// outage describes a session's disconnects: the first drop, the delay before
+// the reconnect attempt and before the socket is up again (minimum plus a
+// random span, ns), and the endpoint recorded on connect.
+type outage struct {
+	first                int64
+	retry, retrySpan     int64
+	connect, connectSpan int64
+	url                  string
+}
+
+// disconnects returns the two processes of a session's outages: a drop at
+// o.first and every 600 s after, and the reconnect that follows it, after
+// which resubscribe(t) sends the subscriptions again.
+func (e *engine) disconnects(o outage, resubscribe func(t int64)) []*proc {
+	attempt := 0
+	reconnect := &proc{next: 1 << 62}
+	drop := &proc{next: o.first}
+	drop.run = func() {
+		e.dropInFlight()
+		e.sockUp = false
+		e.control(datasets.KindDisconnect, e.now, datasets.Control{Code: 1006,
+			Err: "websocket: close 1006 (abnormal closure): unexpected EOF"})
+		attempt = 0
+		reconnect.next = e.now + o.retry + e.r.int64n(o.retrySpan)
+		drop.next = e.now + 600e9
+	}
+	reconnect.run = func() {
+		attempt++
+		e.control(datasets.KindReconnect, e.now, datasets.Control{Attempt: attempt})
+		t := e.now + o.connect + e.r.int64n(o.connectSpan)
+		e.control(datasets.KindConnect, t, datasets.Control{URL: o.url})
+		e.sockUp = true
+		e.lastRecv = t
+		resubscribe(t + 1e6)
+		reconnect.next = 1 << 62
+	}
+	return []*proc{drop, reconnect}
+}

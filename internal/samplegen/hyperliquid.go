@@ -173,31 +173,11 @@ func runHL(e *engine, specs []hlCoinSpec) error {
 	})
 }
 
+// disconnects drops the socket 420 s in and every 600 s after, and
+// reconnects 0.5–2 s later, resubscribing.
 func (g *hlGen) disconnects(start int64) []*proc {
-	e := g.e
-	attempt := 0
-	reconnect := &proc{next: 1 << 62}
-	drop := &proc{next: start + 420e9}
-	drop.run = func() {
-		e.dropInFlight()
-		e.sockUp = false
-		e.control(datasets.KindDisconnect, e.now, datasets.Control{Code: 1006,
-			Err: "websocket: close 1006 (abnormal closure): unexpected EOF"})
-		attempt = 0
-		reconnect.next = e.now + 500e6 + e.r.int64n(1500e6)
-		drop.next = e.now + 600e9
-	}
-	reconnect.run = func() {
-		attempt++
-		e.control(datasets.KindReconnect, e.now, datasets.Control{Attempt: attempt})
-		t := e.now + 80e6 + e.r.int64n(100e6)
-		e.control(datasets.KindConnect, t, datasets.Control{URL: HyperliquidEndpoint})
-		e.sockUp = true
-		e.lastRecv = t
-		g.subscribeAll(t + 1e6)
-		reconnect.next = 1 << 62
-	}
-	return []*proc{drop, reconnect}
+	return g.e.disconnects(outage{first: start + 420e9, retry: 500e6, retrySpan: 1500e6,
+		connect: 80e6, connectSpan: 100e6, url: HyperliquidEndpoint}, g.subscribeAll)
 }
 
 // subscribeAll sends one subscription per frame, paced a few ms apart, and

@@ -252,30 +252,8 @@ func runPM(e *engine, specs []pmMarketSpec, opts Options) error {
 // disconnects drops the socket 330 s in and every 600 s after, and
 // reconnects 1–3 s later with fresh snapshots.
 func (g *pmGen) disconnects(start int64) []*proc {
-	e := g.e
-	attempt := 0
-	reconnect := &proc{next: 1 << 62}
-	drop := &proc{next: start + 330e9}
-	drop.run = func() {
-		e.dropInFlight()
-		e.sockUp = false
-		e.control(datasets.KindDisconnect, e.now, datasets.Control{Code: 1006,
-			Err: "websocket: close 1006 (abnormal closure): unexpected EOF"})
-		attempt = 0
-		reconnect.next = e.now + 1e9 + e.r.int64n(2e9)
-		drop.next = e.now + 600e9
-	}
-	reconnect.run = func() {
-		attempt++
-		e.control(datasets.KindReconnect, e.now, datasets.Control{Attempt: attempt})
-		t := e.now + 90e6 + e.r.int64n(120e6)
-		e.control(datasets.KindConnect, t, datasets.Control{URL: PolymarketEndpoint})
-		e.sockUp = true
-		e.lastRecv = t
-		g.subscribe(t + 1e6)
-		reconnect.next = 1 << 62
-	}
-	return []*proc{drop, reconnect}
+	return g.e.disconnects(outage{first: start + 330e9, retry: 1e9, retrySpan: 2e9,
+		connect: 90e6, connectSpan: 120e6, url: PolymarketEndpoint}, g.subscribe)
 }
 
 // restBooks records, before connecting, the REST GET /book summary of every
