@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -62,25 +61,11 @@ func runBaseline(opts *baselineOptions) error {
 	if err != nil {
 		return err
 	}
-	out := e.abs(opts.OutDir)
-	bin := filepath.Join(out, "baseline.test")
-	if err := e.build(bin, opts.Tags); err != nil {
-		return err
-	}
-	raw, err := os.Create(filepath.Join(out, "baseline-raw.txt"))
+	r, bin, err := e.measure(&opts.suiteFlags, opts.Count, "baseline", "baseline-raw.txt")
 	if err != nil {
 		return err
 	}
-	defer raw.Close()
-	samples, err := e.run(bin, &opts.suiteFlags, opts.Count, raw)
-	if err != nil {
-		return err
-	}
-	r, err := e.newReport(samples, &opts.suiteFlags, opts.Count)
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(out, "baseline.json")
+	path := filepath.Join(e.abs(opts.OutDir), "baseline.json")
 	if err := r.WriteFile(path); err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -59,27 +58,13 @@ func runRun(opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	out := e.abs(opts.OutDir)
-	bin := filepath.Join(out, "current.test")
-	if err := e.build(bin, opts.Tags); err != nil {
-		return err
-	}
-	raw, err := os.Create(filepath.Join(out, "raw.txt"))
-	if err != nil {
-		return err
-	}
-	defer raw.Close()
-	samples, err := e.run(bin, &opts.suiteFlags, opts.Count, raw)
-	if err != nil {
-		return err
-	}
-	r, err := e.newReport(samples, &opts.suiteFlags, opts.Count)
+	r, _, err := e.measure(&opts.suiteFlags, opts.Count, "current", "raw.txt")
 	if err != nil {
 		return err
 	}
 	path := opts.Report
 	if path == "" {
-		path = filepath.Join(out, "report.json")
+		path = filepath.Join(e.abs(opts.OutDir), "report.json")
 	}
 	if err := r.WriteFile(path); err != nil {
 		return err

@@ -169,3 +169,24 @@ func (e *env) newReport(samples map[string]map[string][]float64, f *suiteFlags, 
 	r.Suite = suite
 	return r, nil
 }
+
+// measure builds the suite into OUT/name.test, runs it count times with its
+// raw go test output in OUT/rawName, and returns the report and the binary.
+func (e *env) measure(f *suiteFlags, count int, name, rawName string) (*bench.Report, string, error) {
+	out := e.abs(f.OutDir)
+	bin := filepath.Join(out, name+".test")
+	if err := e.build(bin, f.Tags); err != nil {
+		return nil, "", err
+	}
+	raw, err := os.Create(filepath.Join(out, rawName))
+	if err != nil {
+		return nil, "", err
+	}
+	defer raw.Close()
+	samples, err := e.run(bin, f, count, raw)
+	if err != nil {
+		return nil, "", err
+	}
+	r, err := e.newReport(samples, f, count)
+	return r, bin, err
+}
