@@ -1,0 +1,258 @@
+package polymarket
+
+import (
+	"crypto/sha1"
+	"errors"
+
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// Decode parses one frame and applies it (venue.Decoder). A frame is a JSON
+// object, a JSON array of objects, or a text frame such as PONG (counted in
+// Stats.NonJSON, one EventControl). Events per message:
+//   - book (or an object without event_type carrying bids, asks and
+//     asset_id, such as a REST /book summary): EventSnapshot;
+//   - price_change: one EventLevel per price_changes entry, applied in array
+//     order (entries may touch two assets of one market); an asset without a
+//     snapshot yet gets a new, invalid book that the changes are applied to;
+//   - last_trade_price: EventTrade (Side is the taker's side);
+//   - tick_size_change: EventTickSize (Price = new tick);
+//   - best_bid_ask: EventQuote (prices only; "0" is an empty side);
+//   - new_market, market_resolved: EventMarket;
+//   - any other event_type: EventUnknown, counted in Stats.UnknownTypes.
+//
+// Raw is the message object (the entry object for EventLevel); Text is the
+// event_type (the whole text for EventControl); both borrow frame. recvNs is
+// not used: the venue's timestamp (ms, as a string or a bare number) becomes
+// ExchangeNs. Key order and white space do not matter; ids are compared as
+// raw bytes (escapes are not decoded). Prices and sizes are decimal strings
+// (bare JSON numbers are read as text, exactly) that must fit Scale exactly.
+//
+// After applying a snapshot or price change whose hash field holds 40 hex
+// digits, Decode recomputes the book hash if the asset's market,
+// min_order_size, tick_size and neg_risk are known (see InstrumentInfo; a
+// REST-summary-shaped book teaches them) and counts the result in Quality and
+// Stats. A price_change batch of one asset (its frames sharing a timestamp)
+// closes when a message for the asset carries another timestamp, at its next
+// snapshot, or on Flush/Invalidate; then the book's best bid/ask are compared
+// with the batch's last best_bid/best_ask (both "0" = unknown) and
+// Quality.Crossed is re-evaluated (as it is after each snapshot); a crossed
+// book inside a batch is normal during a match. No check ever rejects data.
+//
+// On error nothing is applied, out.Events is empty and the error is a
+// *DecodeError with the offset and field. Pre-2025-09-15 price_change schemas
+// are ErrLegacyChanges or ErrLegacyFlat.
+func (d *Decoder) Decode(frame []byte, recvNs int64, out *venue.Frame) error {
+	if out == nil {
+		out = &d.discard
+	}
+	out.Events = out.Events[:0]
+	d.stats.Frames++
+	if err := d.parse(frame); err != nil {
+		d.stats.Errors++
+		return err
+	}
+	if err := d.apply(out); err != nil {
+		d.stats.Errors++
+		return err
+	}
+	return nil
+}
+
+// errInternal reports a snapshot the validation pass accepted but the book
+// rejected: a bug in this package, never bad input.
+var errInternal = errors.New("polymarket: internal error: book rejected a validated snapshot")
+
+// apply is the second pass: it cannot fail on anything parse accepted.
+func (d *Decoder) apply(out *venue.Frame) error {
+	for i := range d.msgs {
+		m := &d.msgs[i]
+		switch m.kind {
+		case kText:
+			d.stats.NonJSON++
+			ev := d.newEvent(out, venue.EventControl, m)
+			ev.Text = ev.Raw
+		case kUnknown:
+			d.stats.UnknownTypes++
+			ev := d.newEvent(out, venue.EventUnknown, m)
+			ev.Market = d.internMarket(m.market)
+		case kMarket:
+			ev := d.newEvent(out, venue.EventMarket, m)
+			ev.Market = d.internMarket(m.market)
+		case kBook:
+			in := d.instrumentOf(m.inst, m.asset.b, m.market)
+			d.closeBatch(in)
+			if err := in.book.Replace(d.levels[m.bidLo:m.bidHi], d.levels[m.askLo:m.askHi]); err != nil {
+				out.Events = out.Events[:0]
+				return &DecodeError{Offset: m.start, Event: "book", Err: errors.Join(errInternal, err)}
+			}
+			if m.pTick > 0 {
+				in.tick = m.pTick
+			}
+			if m.pMinOrder > 0 {
+				in.minOrder = m.pMinOrder
+			}
+			if m.negRisk >= 0 {
+				in.negRisk, in.negKnown = m.negRisk == 1, true
+			}
+			if m.pLtp > 0 {
+				in.ltp = m.pLtp
+			}
+			in.q.AfterGap, in.gap = in.gap, false
+			in.q.Crossed = in.book.Crossed()
+			d.checkHash(in, m.ts.b, m.hash)
+			ev := d.newEvent(out, venue.EventSnapshot, m)
+			ev.Instrument, ev.Market, ev.Book = in.id, in.market, in.book
+		case kPriceChange:
+			for j := m.chLo; j < m.chHi; j++ {
+				c := &d.changes[j]
+				in := d.instrumentOf(c.inst, c.asset, m.market)
+				if in.batchOpen && in.batchTs != m.tsMs {
+					d.closeBatch(in)
+				}
+				in.batchOpen, in.batchTs = true, m.tsMs
+				in.topKnown, in.bestBid, in.bestAsk = c.hasTop, c.bestBid, c.bestAsk
+				if !in.inPending {
+					in.inPending = true
+					d.pending = append(d.pending, in)
+				}
+				// Set fails only on negative values, which parse rejects.
+				_ = in.book.Set(c.side, c.price, c.size, 0)
+				if in.book.Valid() {
+					d.checkHash(in, m.ts.b, c.hash)
+				}
+				ev := d.newEvent(out, venue.EventLevel, m)
+				ev.Instrument, ev.Market, ev.Book = in.id, in.market, in.book
+				ev.Side, ev.Price, ev.Size = c.side, c.price, c.size
+				ev.Raw = d.frame[c.start:c.end]
+			}
+		case kTrade:
+			in := d.instrumentOf(m.inst, m.asset.b, m.market)
+			d.closeIfNewTs(in, m)
+			in.ltp = m.pPrice
+			ev := d.newEvent(out, venue.EventTrade, m)
+			ev.Instrument, ev.Market = in.id, in.market
+			ev.Side, ev.Price, ev.Size = m.pSide, m.pPrice, m.pSize
+		case kTick:
+			in := d.instrumentOf(m.inst, m.asset.b, m.market)
+			d.closeIfNewTs(in, m)
+			in.tick = m.pTick
+			ev := d.newEvent(out, venue.EventTickSize, m)
+			ev.Instrument, ev.Market, ev.Price = in.id, in.market, m.pTick
+		case kQuote:
+			in := d.instrumentOf(m.inst, m.asset.b, m.market)
+			d.closeIfNewTs(in, m)
+			ev := d.newEvent(out, venue.EventQuote, m)
+			ev.Instrument, ev.Market = in.id, in.market
+			ev.BidPrice, ev.AskPrice, ev.HasBid, ev.HasAsk = m.pBid, m.pAsk, m.hasBid, m.hasAsk
+		}
+	}
+	return nil
+}
+
+// instrumentOf returns the instrument parse found, or interns the asset: it
+// is new, or was created by an earlier message of this frame.
+func (d *Decoder) instrumentOf(in *instrument, id, market []byte) *instrument {
+	if in == nil {
+		return d.intern(id, market)
+	}
+	if in.market == "" && len(market) > 0 {
+		in.market = d.internMarket(market)
+	}
+	return in
+}
+
+// newEvent appends an event of type t for message m to out and returns it
+// to be filled in place: an Event is large, and building one on the stack
+// and copying it cost more than the rest of a small frame's second pass.
+func (d *Decoder) newEvent(out *venue.Frame, t venue.EventType, m *msg) *venue.Event {
+	d.stats.Events[t]++
+	n := len(out.Events)
+	if n < cap(out.Events) {
+		out.Events = out.Events[:n+1]
+	} else {
+		out.Events = append(out.Events, venue.Event{})
+	}
+	ev := &out.Events[n]
+	*ev = venue.Event{Type: t, ExchangeNs: m.tsNs, Raw: d.frame[m.start:m.end], Text: m.typ}
+	return ev
+}
+
+// closeIfNewTs closes in's batch when a message for it carries another
+// timestamp: a trade or quote of the same millisecond belongs to the match.
+func (d *Decoder) closeIfNewTs(in *instrument, m *msg) {
+	if in.batchOpen && in.batchTs != m.tsMs {
+		d.closeBatch(in)
+	}
+}
+
+// closeBatch ends in's timestamp batch of price changes: only now may the
+// book be judged, because inside a match it can be transiently crossed.
+func (d *Decoder) closeBatch(in *instrument) {
+	if !in.batchOpen {
+		return
+	}
+	in.batchOpen = false
+	b := in.book
+	if !b.Valid() {
+		return
+	}
+	in.q.Crossed = b.Crossed()
+	if in.q.Crossed {
+		in.q.CrossedBatch++
+		d.stats.CrossedBatches++
+	}
+	if !in.topKnown {
+		return
+	}
+	var bid, ask int64
+	if l, ok := b.Best(book.Bid); ok {
+		bid = l.Price
+	}
+	if l, ok := b.Best(book.Ask); ok {
+		ask = l.Price
+	}
+	in.q.TopChecked++
+	d.stats.TopChecked++
+	if bid != in.bestBid || ask != in.bestAsk {
+		in.q.TopMismatch++
+		d.stats.TopMismatch++
+	}
+}
+
+// checkHash compares in's book with the venue's hash want when every hashed
+// field is known. It tries the form that matched last first, then the other
+// one if a last trade price is known; a mismatch is only counted.
+func (d *Decoder) checkHash(in *instrument, ts, want []byte) {
+	if !d.opts.hashCheck || !in.hashable() || !isHash40(want) {
+		return
+	}
+	ok := d.hashForm(in, ts, want, in.ltpFirst && in.ltp > 0)
+	if !ok && in.ltp > 0 {
+		if ok = d.hashForm(in, ts, want, !in.ltpFirst); ok {
+			in.ltpFirst = !in.ltpFirst
+		}
+	}
+	in.q.HashChecked++
+	d.stats.HashChecked++
+	if ok {
+		in.q.HashOK++
+		d.stats.HashOK++
+	}
+}
+
+func (d *Decoder) hashForm(in *instrument, ts, want []byte, withLtp bool) bool {
+	buf := appendHashHead(d.hashBuf[:0], in.market, in.id, ts, in.book, &d.topBuf)
+	buf = appendDecimal(buf, in.minOrder, sizeDecimals)
+	buf = append(buf, `","tick_size":"`...)
+	buf = appendDecimal(buf, in.tick, priceDecimals)
+	buf = appendHashTail(buf, in.negRisk, withLtp)
+	if withLtp {
+		buf = appendDecimal(buf, in.ltp, priceDecimals)
+		buf = append(buf, `"}`...)
+	}
+	d.hashBuf = buf
+	sum := sha1.Sum(buf)
+	return hashMatches(&sum, want)
+}

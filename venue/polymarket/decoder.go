@@ -1,0 +1,285 @@
+// Package polymarket decodes the Polymarket CLOB market channel
+// (wss://ws-subscriptions-clob.polymarket.com/ws/market) into L2 books and
+// typed events, and holds what a capture session needs to talk to it.
+//
+// The Decoder reads raw frames in place (no JSON DOM, no encoding/json) and
+// applies each frame atomically: it parses and validates the whole frame
+// first and touches the books only when all of it is good. In steady state it
+// allocates nothing per frame. It verifies the venue's book hashes where every
+// hashed field is known and checks the local top of book against the
+// best_bid/best_ask of each timestamp batch of price changes, counting the
+// results in Quality and Stats; a mismatch never rejects data.
+package polymarket
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/internal/jscan"
+)
+
+// Scale is the fixed-point scale of every Polymarket price and size: prices in
+// units of 1e-4, the finest tick, so a tick_size_change never re-buckets a
+// book; sizes in units of 1e-6, the most decimals a size carries. It is
+// read-only: the decoder's fast paths are built for these two values.
+var Scale = book.Scale{PriceDecimals: priceDecimals, SizeDecimals: sizeDecimals}
+
+const (
+	priceDecimals = 4
+	sizeDecimals  = 6
+)
+
+// scale is Scale for the decoder's own use, immune to writes to Scale.
+func scale() book.Scale { return book.Scale{PriceDecimals: priceDecimals, SizeDecimals: sizeDecimals} }
+
+var _ venue.Decoder = (*Decoder)(nil)
+
+// InstrumentInfo supplies the per-asset fields of the book hash that WebSocket
+// frames do not carry (they come from the REST /book summary or the market
+// listing). The strings are decimals as the REST summary writes them.
+type InstrumentInfo struct {
+	AssetID      string // token id; required
+	Market       string // condition id; optional, otherwise learned from frames
+	MinOrderSize string // e.g. "5"; required
+	TickSize     string // e.g. "0.01"; optional, otherwise learned from frames
+	NegRisk      bool
+}
+
+// Option configures a Decoder.
+type Option func(*options)
+
+type options struct {
+	hashCheck bool
+	infos     []InstrumentInfo
+}
+
+func defaultOptions() options { return options{hashCheck: true} }
+
+// WithHashCheck turns book-hash verification on or off (default on). Hashes
+// are computed only for books whose hashed fields are all known, so turning
+// it off matters only when InstrumentInfo is supplied or learned.
+func WithHashCheck(on bool) Option { return func(o *options) { o.hashCheck = on } }
+
+// WithInstrumentInfo supplies hash fields for some assets, as SetInstrumentInfo
+// does. NewDecoder panics if one is invalid: validate data from the network
+// with SetInstrumentInfo instead.
+func WithInstrumentInfo(infos ...InstrumentInfo) Option {
+	return func(o *options) { o.infos = append(o.infos, infos...) }
+}
+
+// Decoder decodes the frames of one Polymarket market-channel connection and
+// owns one book per asset id seen. It implements venue.Decoder and is not safe
+// for concurrent use.
+type Decoder struct {
+	opts    options
+	byID    map[string]*instrument
+	list    []*instrument // every instrument, in order of first sight
+	markets map[string]string
+	pending []*instrument // instruments that may have an open batch
+	last    *instrument   // the instrument lookup found last
+	stats   venue.Stats
+	discard venue.Frame // out for a nil *Frame
+
+	// Scratch reused by every frame; it grows to the largest frame seen.
+	s       jscan.Scanner
+	frame   []byte
+	msgs    []msg
+	levels  []book.Level
+	changes []change
+	sortBuf []book.Level
+	hashBuf []byte
+	topBuf  []book.Level
+}
+
+// NewDecoder returns a Decoder with no books.
+func NewDecoder(opts ...Option) *Decoder {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	d := &Decoder{
+		opts:    o,
+		byID:    make(map[string]*instrument),
+		markets: make(map[string]string),
+	}
+	for _, info := range o.infos {
+		if err := d.SetInstrumentInfo(info); err != nil {
+			panic("polymarket: WithInstrumentInfo: " + err.Error())
+		}
+	}
+	return d
+}
+
+// instrument is the decoder's state for one asset id.
+type instrument struct {
+	id     string
+	market string
+	book   *book.Book
+	q      venue.Quality
+	gap    bool // invalidated since the last snapshot
+
+	// Hashed fields not in the levels, fixed-point; 0 means unknown.
+	minOrder  int64 // size scale
+	tick      int64 // price scale
+	ltp       int64 // last trade price, price scale
+	negRisk   bool
+	negKnown  bool
+	ltpFirst  bool // the last matching hash had last_trade_price appended
+	inPending bool
+
+	// The open timestamp batch of price changes.
+	batchOpen bool
+	batchTs   int64 // ms
+	topKnown  bool  // the batch's last entry gave a usable best_bid/best_ask
+	bestBid   int64 // 0 = side empty
+	bestAsk   int64
+}
+
+func (in *instrument) hashable() bool {
+	return in.market != "" && in.minOrder > 0 && in.tick > 0 && in.negKnown
+}
+
+// SetInstrumentInfo records the hash fields of one asset, creating its
+// (invalid, empty) book if it was not seen yet. It returns an error naming the
+// field if a decimal does not parse at Scale or the asset id is empty.
+func (d *Decoder) SetInstrumentInfo(info InstrumentInfo) error {
+	if info.AssetID == "" {
+		return fmt.Errorf("polymarket: instrument info: asset_id: %w", ErrMissingField)
+	}
+	mo, err := book.ParseDecimal([]byte(info.MinOrderSize), sizeDecimals)
+	if err != nil {
+		return fmt.Errorf("polymarket: instrument info %s: %w", info.AssetID, book.NewDecimalError("min_order_size", []byte(info.MinOrderSize), err))
+	}
+	var tick int64
+	if info.TickSize != "" {
+		tick, err = book.ParseDecimal([]byte(info.TickSize), priceDecimals)
+		if err != nil {
+			return fmt.Errorf("polymarket: instrument info %s: %w", info.AssetID, book.NewDecimalError("tick_size", []byte(info.TickSize), err))
+		}
+	}
+	if _, ok := d.byID[info.AssetID]; !ok && len(d.list) >= MaxInstruments {
+		return fmt.Errorf("polymarket: instrument info %s: %w", info.AssetID, ErrTooManyInstruments)
+	}
+	in := d.intern([]byte(info.AssetID), []byte(info.Market))
+	if info.Market != "" {
+		in.market = d.internMarket([]byte(info.Market))
+	}
+	in.minOrder = mo
+	if tick > 0 {
+		in.tick = tick
+	}
+	in.negRisk, in.negKnown = info.NegRisk, true
+	return nil
+}
+
+// Venue returns venue.Polymarket.
+func (d *Decoder) Venue() string { return venue.Polymarket }
+
+// Scale returns Scale.
+func (d *Decoder) Scale() book.Scale { return scale() }
+
+// Book returns the asset's book, or nil if the asset was never seen. The book
+// is owned by the decoder and changes with every Decode.
+func (d *Decoder) Book(instrument string) *book.Book {
+	if in := d.byID[instrument]; in != nil {
+		return in.book
+	}
+	return nil
+}
+
+// Instruments appends the asset ids seen so far, sorted, to dst.
+func (d *Decoder) Instruments(dst []string) []string {
+	n := len(dst)
+	for _, in := range d.list {
+		dst = append(dst, in.id)
+	}
+	slices.Sort(dst[n:])
+	return dst
+}
+
+// Quality returns the counters and flags of one asset's book; the zero
+// Quality for an asset never seen.
+func (d *Decoder) Quality(instrument string) venue.Quality {
+	if in := d.byID[instrument]; in != nil {
+		return in.q
+	}
+	return venue.Quality{}
+}
+
+// Stats returns the counters so far.
+func (d *Decoder) Stats() venue.Stats { return d.stats }
+
+// Flush closes every open timestamp batch, running its top-of-book and
+// crossed-book checks. It appends no events; out may be nil.
+func (d *Decoder) Flush(out *venue.Frame) {
+	for _, in := range d.pending {
+		d.closeBatch(in)
+		in.inPending = false
+	}
+	clear(d.pending)
+	d.pending = d.pending[:0]
+}
+
+// Invalidate closes open batches, then marks every book invalid (levels kept
+// for inspection) until its next snapshot. Quality.AfterGap is set from now
+// until the second snapshot after the gap, so the state built on the first
+// one stays labelled.
+func (d *Decoder) Invalidate() {
+	d.Flush(nil)
+	for _, in := range d.list {
+		in.book.Invalidate()
+		in.gap = true
+		in.q.AfterGap = true
+	}
+}
+
+// lookup returns the instrument of asset id, or nil. Consecutive messages
+// are mostly for one asset, so the last one found is tried before the map
+// (comparing ids of 77 bytes costs less than hashing them).
+func (d *Decoder) lookup(id []byte) *instrument {
+	if in := d.last; in != nil && in.id == string(id) {
+		return in
+	}
+	in := d.byID[string(id)]
+	if in != nil {
+		d.last = in
+	}
+	return in
+}
+
+// intern returns the instrument for asset id, creating it with an empty,
+// invalid book on first sight. The map lookup with string(id) does not
+// allocate; only a new instrument does.
+func (d *Decoder) intern(id, market []byte) *instrument {
+	if in := d.byID[string(id)]; in != nil {
+		if in.market == "" && len(market) > 0 {
+			in.market = d.internMarket(market)
+		}
+		return in
+	}
+	in := &instrument{id: string(id), book: book.New(scale())}
+	if len(market) > 0 {
+		in.market = d.internMarket(market)
+	}
+	d.byID[in.id] = in
+	d.list = append(d.list, in)
+	return in
+}
+
+func (d *Decoder) internMarket(m []byte) string {
+	if len(m) == 0 {
+		return ""
+	}
+	if s, ok := d.markets[string(m)]; ok {
+		return s
+	}
+	s := string(m)
+	// Past the bound a hostile stream of new_market ids costs an allocation
+	// per event instead of unbounded memory.
+	if len(d.markets) < 2*MaxInstruments {
+		d.markets[s] = s
+	}
+	return s
+}

@@ -1,0 +1,832 @@
+package polymarket
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/venue/internal/jscan"
+)
+
+// This file is the first of Decode's two passes: it walks the whole frame,
+// validates every message and parses levels into scratch, touching no book.
+// Semantic problems inside a message are held back until its event_type is
+// known (key order is free, and event_type may come last), so a message of a
+// type we skip never fails over a field we would not have used.
+
+// kind is what a message is, from its event_type.
+type kind uint8
+
+const (
+	kUnknown kind = iota
+	kText
+	kBook
+	kPriceChange
+	kTrade
+	kTick
+	kQuote
+	kMarket
+)
+
+// val is a raw scalar of a message: its text (nil when absent) and offset.
+type val struct {
+	b   []byte
+	off int
+}
+
+// msg is one parsed message of a frame. Byte slices point into the frame.
+type msg struct {
+	kind       kind
+	start, end int
+	typ        []byte
+	asset      val
+	market     []byte
+	ts         val   // raw timestamp text
+	tsMs       int64 // as sent (normally ms); batches compare it
+	tsNs       int64
+	hash       []byte
+
+	// Raw scalars, parsed once the kind is known.
+	price, size, side, bestBid, bestAsk, newTick, tickSize, minOrder, ltp val
+	negRisk                                                               int8 // -1 absent, 0 false, 1 true
+
+	hasBids, hasAsks, hasChanges, legacyChanges bool
+	bidLo, bidHi, askLo, askHi                  int // ranges of Decoder.levels
+	bidOff, askOff                              int // offsets of the arrays
+	bidOrder, askOrder                          order
+	chLo, chHi                                  int // range of Decoder.changes
+
+	deferred error       // first semantic problem, reported only for kinds we decode
+	inst     *instrument // the asset's instrument if it existed at parse time
+
+	// Parsed scalars.
+	pPrice, pSize, pBid, pAsk, pTick, pMinOrder, pLtp int64
+	pSide                                             book.Side
+	hasBid, hasAsk                                    bool
+}
+
+// change is one entry of a price_change message.
+type change struct {
+	start, end       int
+	asset            []byte
+	price, size      int64
+	side             book.Side
+	hash             []byte
+	bestBid, bestAsk int64       // 0 = side empty
+	hasTop           bool        // both best_bid and best_ask given and not both "0"
+	inst             *instrument // the asset's instrument if it existed at parse time
+}
+
+// order is the price order of a snapshot side as parsed.
+type order uint8
+
+const (
+	orderUp   order = 1 << iota // strictly ascending so far
+	orderDown                   // strictly descending so far
+)
+
+// parse runs the validation pass over frame into d.msgs.
+func (d *Decoder) parse(frame []byte) error {
+	d.frame = frame
+	d.msgs = d.msgs[:0]
+	d.levels = d.levels[:0]
+	d.changes = d.changes[:0]
+	s := &d.s
+	s.Reset(frame)
+	newIDs := 0
+	switch c := s.Peek(); {
+	case c == '{':
+		if err := d.parseMsg(&newIDs); err != nil {
+			return err
+		}
+	case c == '[':
+		s.BeginArray()
+		for first := true; ; first = false {
+			ok, err := s.NextElem(first)
+			if err != nil {
+				return d.syntax(err, "")
+			}
+			if !ok {
+				break
+			}
+			if s.Peek() != '{' {
+				return &DecodeError{Offset: s.Offset(), Err: ErrType}
+			}
+			if err := d.parseMsg(&newIDs); err != nil {
+				return err
+			}
+		}
+	case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z':
+		// PONG, PING and other server text such as "INVALID OPERATION".
+		d.msgs = append(d.msgs, msg{kind: kText, start: s.Offset(), end: len(trimRight(frame))})
+		return nil
+	default: // empty, a JSON scalar, or garbage
+		return &DecodeError{Offset: s.Offset(), Err: ErrFrame}
+	}
+	if !s.AtEnd() {
+		return &DecodeError{Offset: s.Offset(), Err: fmt.Errorf("%w: data after the top-level value", ErrSyntax)}
+	}
+	return nil
+}
+
+func trimRight(b []byte) []byte {
+	for len(b) > 0 {
+		switch b[len(b)-1] {
+		case ' ', '\t', '\r', '\n':
+			b = b[:len(b)-1]
+			continue
+		}
+		break
+	}
+	return b
+}
+
+// syntax wraps a scanner error as a DecodeError at the scanner's offset.
+func (d *Decoder) syntax(err error, event string) error {
+	if se, ok := err.(*jscan.SyntaxError); ok {
+		return &DecodeError{Offset: se.Offset, Event: event, Err: fmt.Errorf("%w: %s", ErrSyntax, se.Msg)}
+	}
+	return &DecodeError{Offset: d.s.Offset(), Event: event, Err: err}
+}
+
+// hold records the first semantic problem of m.
+func (m *msg) hold(off int, field string, err error) {
+	if m.deferred == nil {
+		m.deferred = &DecodeError{Offset: off, Field: field, Err: err}
+	}
+}
+
+// parseMsg parses one message object at the scanner and appends it to d.msgs.
+func (d *Decoder) parseMsg(newIDs *int) error {
+	s := &d.s
+	// Fill the message in place: it is large, and copying it costs more
+	// than the rest of a small frame.
+	d.msgs = slices.Grow(d.msgs, 1)
+	d.msgs = d.msgs[:len(d.msgs)+1]
+	m := &d.msgs[len(d.msgs)-1]
+	*m = msg{start: s.Offset(), negRisk: -1}
+	s.BeginObject()
+	for first := true; ; first = false {
+		kc, ok, err := d.nextKeyCode(first)
+		if err != nil {
+			return d.syntax(err, "")
+		}
+		if !ok {
+			break
+		}
+		switch kc {
+		case kcEventType:
+			m.typ, err = d.rawString(m, "event_type")
+		case kcAssetID:
+			m.asset.off = s.Offset()
+			m.asset.b, err = d.rawString(m, "asset_id")
+		case kcMarket:
+			m.market, err = d.rawString(m, "market")
+		case kcHash:
+			m.hash, err = d.rawString(m, "hash")
+		case kcTimestamp:
+			err = d.rawScalar(m, &m.ts, "timestamp")
+		case kcPrice:
+			err = d.rawScalar(m, &m.price, "price")
+		case kcSize:
+			err = d.rawScalar(m, &m.size, "size")
+		case kcSide:
+			err = d.rawScalar(m, &m.side, "side")
+		case kcBestBid:
+			err = d.rawScalar(m, &m.bestBid, "best_bid")
+		case kcBestAsk:
+			err = d.rawScalar(m, &m.bestAsk, "best_ask")
+		case kcNewTick:
+			err = d.rawScalar(m, &m.newTick, "new_tick_size")
+		case kcTickSize:
+			err = d.rawScalar(m, &m.tickSize, "tick_size")
+		case kcMinOrder:
+			err = d.rawScalar(m, &m.minOrder, "min_order_size")
+		case kcLastTrade:
+			err = d.rawScalar(m, &m.ltp, "last_trade_price")
+		case kcNegRisk:
+			off := s.Offset()
+			switch s.Peek() {
+			case 't', 'f':
+				var lit []byte
+				lit, err = s.Literal()
+				if err == nil {
+					if lit[0] == 't' {
+						m.negRisk = 1
+					} else {
+						m.negRisk = 0
+					}
+				}
+			default:
+				m.hold(off, "neg_risk", ErrType)
+				_, err = s.Skip()
+			}
+		case kcBids:
+			m.hasBids = true
+			m.bidOff = s.Offset()
+			m.bidLo, m.bidHi, m.bidOrder, err = d.parseSide(m, "bids")
+		case kcAsks:
+			m.hasAsks = true
+			m.askOff = s.Offset()
+			m.askLo, m.askHi, m.askOrder, err = d.parseSide(m, "asks")
+		case kcPriceChanges:
+			m.hasChanges = true
+			m.chLo, m.chHi, err = d.parseChanges(m)
+		case kcChanges:
+			m.legacyChanges = true
+			_, err = s.Skip()
+		default:
+			_, err = s.Skip()
+		}
+		if err != nil {
+			return d.syntax(err, string(m.typ))
+		}
+	}
+	m.end = s.Offset()
+	return d.classify(m, newIDs)
+}
+
+// rawString reads a string value (or null, as absent). Another type is held
+// as a semantic problem and skipped.
+func (d *Decoder) rawString(m *msg, field string) ([]byte, error) {
+	s := &d.s
+	switch s.Peek() {
+	case '"':
+		return d.str()
+	case 'n':
+		if s.IsNull() {
+			return nil, nil
+		}
+	}
+	m.hold(s.Offset(), field, ErrType)
+	_, err := s.Skip()
+	return nil, err
+}
+
+// rawScalar reads a string or number value into v (null = absent).
+func (d *Decoder) rawScalar(m *msg, v *val, field string) error {
+	s := &d.s
+	v.off = s.Offset()
+	switch c := s.Peek(); {
+	case c == '"':
+		b, err := d.str()
+		v.b = b
+		return err
+	case c == '-' || c >= '0' && c <= '9':
+		b, err := s.Number()
+		v.b = b
+		return err
+	case c == 'n':
+		if s.IsNull() {
+			v.b = nil
+			return nil
+		}
+	}
+	v.off = s.Offset()
+	m.hold(v.off, field, ErrType)
+	_, err := s.Skip()
+	return err
+}
+
+// parseSide parses a snapshot side into d.levels, returning its range and
+// price order. A semantic problem is held in m and the array skipped.
+func (d *Decoder) parseSide(m *msg, name string) (lo, hi int, ord order, err error) {
+	s := &d.s
+	lo = len(d.levels)
+	arr := s.Offset()
+	if s.Peek() != '[' {
+		m.hold(s.Offset(), name, ErrType)
+		_, err = s.Skip()
+		return lo, lo, 0, err
+	}
+	s.BeginArray()
+	b := d.frame
+	ord = orderUp | orderDown
+	var prev int64
+	for first, idx := true, 0; ; first, idx = false, idx+1 {
+		// Fast path: "," (after the first) then the wire's level shape.
+		off := s.Offset()
+		if !first && off < len(b) && b[off] == ',' {
+			off++
+			for off < len(b) && b[off] == ' ' {
+				off++
+			}
+		}
+		price, size, end, fast := int64(0), int64(0), 0, false
+		if first || off > s.Offset() {
+			price, size, end, fast = scanLevel(b, off)
+		}
+		if fast {
+			s.SetOffset(end)
+		} else {
+			ok, err := s.NextElem(first)
+			if err != nil {
+				return lo, lo, 0, err
+			}
+			if !ok {
+				break
+			}
+			off = s.Offset()
+			var herr error
+			var field string
+			price, size, field, herr, err = d.slowLevel()
+			if err != nil {
+				return lo, lo, 0, err
+			}
+			if herr != nil {
+				m.hold(off, fmt.Sprintf("%s[%d]%s", name, idx, field), herr)
+				return d.abandonArray(arr, lo)
+			}
+		}
+		if size == 0 {
+			m.hold(off, fmt.Sprintf("%s[%d].size", name, idx), book.ErrBadLevel)
+			return d.abandonArray(arr, lo)
+		}
+		if idx > 0 {
+			if price <= prev {
+				ord &^= orderUp
+			}
+			if price >= prev {
+				ord &^= orderDown
+			}
+		}
+		prev = price
+		d.levels = append(d.levels, book.Level{Price: price, Size: size})
+	}
+	return lo, len(d.levels), ord, nil
+}
+
+// abandonArray drops the levels parsed so far and skips the whole array from
+// its start, so its syntax is still checked.
+func (d *Decoder) abandonArray(arr, lo int) (int, int, order, error) {
+	d.levels = d.levels[:lo]
+	d.s.SetOffset(arr)
+	_, err := d.s.Skip()
+	return lo, lo, 0, err
+}
+
+// slowLevel parses a level object at the scanner with the generic scanner:
+// any key order, white space and extra keys. herr is a semantic problem
+// (field names the sub-field), err a syntax error.
+func (d *Decoder) slowLevel() (price, size int64, field string, herr, err error) {
+	s := &d.s
+	if s.Peek() != '{' {
+		return 0, 0, "", ErrType, nil
+	}
+	s.BeginObject()
+	var hasP, hasS bool
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return 0, 0, "", nil, err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "price", "size":
+			at := s.Offset()
+			t, isStr, err := d.scalarText()
+			if err != nil {
+				return 0, 0, "", nil, err
+			}
+			f := "." + string(key)
+			if !isStr {
+				return 0, 0, f, decimalErr(f[1:], s.Bytes()[at:s.Offset()], ErrType), nil
+			}
+			dec := uint8(priceDecimals)
+			if key[0] == 's' {
+				dec = sizeDecimals
+			}
+			v, perr := book.ParseDecimal(t, dec)
+			if perr != nil {
+				return 0, 0, f, decimalErr(f[1:], t, perr), nil
+			}
+			if key[0] == 's' {
+				size, hasS = v, true
+			} else {
+				price, hasP = v, true
+			}
+		default:
+			if _, err := s.Skip(); err != nil {
+				return 0, 0, "", nil, err
+			}
+		}
+	}
+	switch {
+	case !hasP:
+		return 0, 0, ".price", ErrMissingField, nil
+	case !hasS:
+		return 0, 0, ".size", ErrMissingField, nil
+	}
+	return price, size, "", nil, nil
+}
+
+// scalarText reads a string or number and returns its text; isStr is false
+// (with the value skipped) for any other type.
+func (d *Decoder) scalarText() (t []byte, isStr bool, err error) {
+	s := &d.s
+	switch c := s.Peek(); {
+	case c == '"':
+		t, err = d.str()
+		return t, true, err
+	case c == '-' || c >= '0' && c <= '9':
+		t, err = s.Number()
+		return t, true, err
+	}
+	_, err = s.Skip()
+	return nil, false, err
+}
+
+func decimalErr(field string, text []byte, err error) error {
+	if err == ErrType {
+		return ErrType
+	}
+	return book.NewDecimalError(field, text, err)
+}
+
+// parseChanges parses a price_changes array into d.changes.
+func (d *Decoder) parseChanges(m *msg) (lo, hi int, err error) {
+	s := &d.s
+	lo = len(d.changes)
+	arr := s.Offset()
+	if s.Peek() != '[' {
+		m.hold(s.Offset(), "price_changes", ErrType)
+		_, err = s.Skip()
+		return lo, lo, err
+	}
+	s.BeginArray()
+	for first, idx := true, 0; ; first, idx = false, idx+1 {
+		ok, err := s.NextElem(first)
+		if err != nil {
+			return lo, lo, err
+		}
+		if !ok {
+			break
+		}
+		off := s.Offset()
+		c, field, herr, err := d.parseChange()
+		if err != nil {
+			return lo, lo, err
+		}
+		if herr != nil {
+			if f, ok := herr.(*DecodeError); ok {
+				f.Field = fmt.Sprintf("price_changes[%d].%s", idx, f.Field)
+				m.hold(f.Offset, f.Field, f.Err)
+			} else {
+				m.hold(off, fmt.Sprintf("price_changes[%d]%s", idx, field), herr)
+			}
+			d.changes = d.changes[:lo]
+			s.SetOffset(arr)
+			_, err = s.Skip()
+			return lo, lo, err
+		}
+		c.start, c.end = off, s.Offset()
+		d.changes = append(d.changes, c)
+	}
+	return lo, len(d.changes), nil
+}
+
+// parseChange parses one price_changes entry. A semantic problem comes back
+// as herr: a *DecodeError whose Field is relative to the entry, or a bare
+// error for the entry as a whole.
+func (d *Decoder) parseChange() (c change, field string, herr, err error) {
+	s := &d.s
+	if s.Peek() != '{' {
+		return c, "", ErrType, nil
+	}
+	s.BeginObject()
+	var hasP, hasS, hasSide, hasBB, hasBA bool
+	for first := true; ; first = false {
+		kc, ok, err := d.nextKeyCode(first)
+		if err != nil {
+			return c, "", nil, err
+		}
+		if !ok {
+			break
+		}
+		at := s.Offset()
+		k := keyNames[kc]
+		switch kc {
+		case kcAssetID, kcHash, kcSide:
+			if s.Peek() != '"' {
+				if _, err := s.Skip(); err != nil {
+					return c, "", nil, err
+				}
+				if kc == kcHash {
+					continue // null or odd hash: unchecked, not fatal
+				}
+				return c, "", &DecodeError{Offset: at, Field: k, Err: ErrType}, nil
+			}
+			t, err := d.str()
+			if err != nil {
+				return c, "", nil, err
+			}
+			switch kc {
+			case kcAssetID:
+				c.asset = t
+			case kcHash:
+				c.hash = t
+			default:
+				side, ok := sideOf(t)
+				if !ok {
+					return c, "", &DecodeError{Offset: at, Field: k, Err: fmt.Errorf("%w: %q", ErrSide, t)}, nil
+				}
+				c.side, hasSide = side, true
+			}
+		case kcPrice, kcSize, kcBestBid, kcBestAsk:
+			t, isStr, err := d.scalarText()
+			if err != nil {
+				return c, "", nil, err
+			}
+			if !isStr {
+				return c, "", &DecodeError{Offset: at, Field: k, Err: ErrType}, nil
+			}
+			dec := uint8(priceDecimals)
+			if kc == kcSize {
+				dec = sizeDecimals
+			}
+			v, perr := parseDec(t, dec)
+			if perr != nil {
+				return c, "", &DecodeError{Offset: at, Field: k, Err: book.NewDecimalError(k, t, perr)}, nil
+			}
+			switch kc {
+			case kcPrice:
+				c.price, hasP = v, true
+			case kcSize:
+				c.size, hasS = v, true
+			case kcBestBid:
+				c.bestBid, hasBB = v, true
+			default:
+				c.bestAsk, hasBA = v, true
+			}
+		default:
+			if _, err := s.Skip(); err != nil {
+				return c, "", nil, err
+			}
+		}
+	}
+	switch {
+	case c.asset == nil:
+		return c, ".asset_id", ErrMissingField, nil
+	case len(c.asset) == 0:
+		return c, ".asset_id", ErrTokenID, nil
+	case !hasP:
+		return c, ".price", ErrMissingField, nil
+	case !hasS:
+		return c, ".size", ErrMissingField, nil
+	case !hasSide:
+		return c, ".side", ErrMissingField, nil
+	}
+	c.hasTop = hasBB && hasBA && (c.bestBid != 0 || c.bestAsk != 0)
+	return c, "", nil, nil
+}
+
+func sideOf(t []byte) (book.Side, bool) {
+	switch string(t) {
+	case "BUY", "buy", "Buy":
+		return book.Bid, true
+	case "SELL", "sell", "Sell":
+		return book.Ask, true
+	}
+	return 0, false
+}
+
+// parseDec is book.ParseDecimal with a fast path for the short plain
+// decimals of real frames.
+func parseDec(t []byte, dec uint8) (int64, error) {
+	if v, n, ok := scanDec(t, 0, int(dec)); ok && n == len(t) {
+		return v, nil
+	}
+	return book.ParseDecimal(t, dec)
+}
+
+// parseTs parses a timestamp's text: a non-negative integer of at most 19 digits.
+func parseTs(t []byte) (ms int64, ok bool) {
+	if len(t) == 0 || len(t) > 19 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range t {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	if v > 1<<63-1 {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+// tsNs converts a venue timestamp to ns. Polymarket sends epoch ms; some
+// third-party recorders and the polyfill-rs benchmark write 16-digit µs or
+// 19-digit ns, told apart by magnitude (1e14 ms is the year 5138). ok is false
+// when the result would not fit an int64 (past the year 2262).
+func tsNs(v int64) (ns int64, ok bool) {
+	const maxInt = 1<<63 - 1
+	switch {
+	case v >= 1e17:
+		return v, true
+	case v >= 1e14:
+		return v * 1e3, v <= maxInt/1000
+	}
+	return v * 1e6, v <= maxInt/1000000
+}
+
+// classify sets m's kind from its event_type and validates the fields that
+// kind uses.
+func (d *Decoder) classify(m *msg, newIDs *int) error {
+	switch string(m.typ) {
+	case "book":
+		m.kind = kBook
+	case "price_change":
+		m.kind = kPriceChange
+	case "last_trade_price":
+		m.kind = kTrade
+	case "tick_size_change":
+		m.kind = kTick
+	case "best_bid_ask":
+		m.kind = kQuote
+	case "new_market", "market_resolved":
+		m.kind = kMarket
+		return nil
+	default:
+		// A REST /book summary or a recorder's stored book has no
+		// event_type; bids, asks and asset_id make it a snapshot.
+		if m.typ == nil && m.hasBids && m.hasAsks && m.asset.b != nil {
+			m.kind = kBook
+			break
+		}
+		m.kind = kUnknown
+		return nil
+	}
+	event := kindNames[m.kind]
+	fail := func(err error) error { return failAs(err, event, m.start) }
+	if m.deferred != nil {
+		return fail(m.deferred)
+	}
+	if m.ts.b != nil {
+		v, ok := parseTs(m.ts.b)
+		if ok {
+			m.tsNs, ok = tsNs(v)
+		}
+		if !ok {
+			return fail(&DecodeError{Offset: m.ts.off, Field: "timestamp", Err: fmt.Errorf("%w: %q", ErrTimestamp, clip(m.ts.b))})
+		}
+		m.tsMs = v
+	}
+	if m.kind == kPriceChange {
+		switch {
+		case m.hasChanges:
+		case m.legacyChanges:
+			return &DecodeError{Offset: m.start, Err: ErrLegacyChanges}
+		case m.price.b != nil || m.side.b != nil || m.size.b != nil:
+			return &DecodeError{Offset: m.start, Err: ErrLegacyFlat}
+		default:
+			return fail(&DecodeError{Offset: m.start, Field: "price_changes", Err: ErrMissingField})
+		}
+		for i := m.chLo; i < m.chHi; i++ {
+			c := &d.changes[i]
+			if c.inst = d.lookup(c.asset); c.inst == nil {
+				*newIDs++
+			}
+		}
+		return d.checkRoom(*newIDs, m.start, event)
+	}
+	if m.asset.b == nil {
+		return fail(&DecodeError{Offset: m.start, Field: "asset_id", Err: ErrMissingField})
+	}
+	if len(m.asset.b) == 0 {
+		return fail(&DecodeError{Offset: m.asset.off, Field: "asset_id", Err: ErrTokenID})
+	}
+	var err error
+	switch m.kind {
+	case kBook:
+		switch {
+		case !m.hasBids:
+			return fail(&DecodeError{Offset: m.start, Field: "bids", Err: ErrMissingField})
+		case !m.hasAsks:
+			return fail(&DecodeError{Offset: m.start, Field: "asks", Err: ErrMissingField})
+		}
+		if err := d.checkDistinct(m.bidLo, m.bidHi, m.bidOrder, m.bidOff, "bids"); err != nil {
+			return fail(err)
+		}
+		if err := d.checkDistinct(m.askLo, m.askHi, m.askOrder, m.askOff, "asks"); err != nil {
+			return fail(err)
+		}
+		if m.pTick, err = optDec(m.tickSize, "tick_size", priceDecimals); err != nil {
+			return fail(err)
+		}
+		if m.pMinOrder, err = optDec(m.minOrder, "min_order_size", sizeDecimals); err != nil {
+			return fail(err)
+		}
+		if m.pLtp, err = optDec(m.ltp, "last_trade_price", priceDecimals); err != nil {
+			return fail(err)
+		}
+	case kTrade:
+		if m.pPrice, err = reqDec(m.price, m.start, "price", priceDecimals); err != nil {
+			return fail(err)
+		}
+		if m.pSize, err = reqDec(m.size, m.start, "size", sizeDecimals); err != nil {
+			return fail(err)
+		}
+		if m.side.b == nil {
+			return fail(&DecodeError{Offset: m.start, Field: "side", Err: ErrMissingField})
+		}
+		side, ok := sideOf(m.side.b)
+		if !ok {
+			return fail(&DecodeError{Offset: m.side.off, Field: "side", Err: fmt.Errorf("%w: %q", ErrSide, clip(m.side.b))})
+		}
+		m.pSide = side
+	case kTick:
+		if m.pTick, err = reqDec(m.newTick, m.start, "new_tick_size", priceDecimals); err != nil {
+			return fail(err)
+		}
+	case kQuote:
+		if m.pBid, err = optDec(m.bestBid, "best_bid", priceDecimals); err != nil {
+			return fail(err)
+		}
+		if m.pAsk, err = optDec(m.bestAsk, "best_ask", priceDecimals); err != nil {
+			return fail(err)
+		}
+		m.hasBid, m.hasAsk = m.pBid > 0, m.pAsk > 0
+	}
+	if m.inst = d.lookup(m.asset.b); m.inst == nil {
+		*newIDs++
+	}
+	return d.checkRoom(*newIDs, m.start, event)
+}
+
+// kindNames are the event_type of each decoded kind, as constants so naming
+// the event of an error costs nothing on the good path.
+var kindNames = [...]string{kBook: "book", kPriceChange: "price_change", kTrade: "last_trade_price",
+	kTick: "tick_size_change", kQuote: "best_bid_ask", kMarket: "market", kUnknown: "", kText: ""}
+
+// failAs names the event of a message's error.
+func failAs(err error, event string, off int) error {
+	if de, ok := err.(*DecodeError); ok {
+		de.Event = event
+		return de
+	}
+	return &DecodeError{Offset: off, Event: event, Err: err}
+}
+
+func (d *Decoder) checkRoom(newIDs, off int, event string) error {
+	if newIDs > 0 && len(d.list)+newIDs > MaxInstruments {
+		return &DecodeError{Offset: off, Event: event, Err: ErrTooManyInstruments}
+	}
+	return nil
+}
+
+// checkDistinct rejects a side with two levels at one price. A strictly
+// monotone side (every real one) cannot have any; others are sorted in scratch.
+func (d *Decoder) checkDistinct(lo, hi int, ord order, off int, name string) error {
+	if ord != 0 || hi-lo < 2 {
+		return nil
+	}
+	d.sortBuf = append(d.sortBuf[:0], d.levels[lo:hi]...)
+	slices.SortFunc(d.sortBuf, func(a, b book.Level) int {
+		switch {
+		case a.Price < b.Price:
+			return -1
+		case a.Price > b.Price:
+			return 1
+		}
+		return 0
+	})
+	for i := 1; i < len(d.sortBuf); i++ {
+		if d.sortBuf[i].Price == d.sortBuf[i-1].Price {
+			return &DecodeError{Offset: off, Field: name, Err: fmt.Errorf("%w: price %s",
+				book.ErrDuplicatePrice, book.FormatDecimal(d.sortBuf[i].Price, priceDecimals))}
+		}
+	}
+	return nil
+}
+
+// optDec parses an optional decimal field; absent is 0.
+func optDec(v val, field string, dec uint8) (int64, error) {
+	if v.b == nil {
+		return 0, nil
+	}
+	x, err := parseDec(v.b, dec)
+	if err != nil {
+		return 0, &DecodeError{Offset: v.off, Field: field, Err: book.NewDecimalError(field, v.b, err)}
+	}
+	return x, nil
+}
+
+// reqDec parses a required decimal field.
+func reqDec(v val, msgOff int, field string, dec uint8) (int64, error) {
+	if v.b == nil {
+		return 0, &DecodeError{Offset: msgOff, Field: field, Err: ErrMissingField}
+	}
+	return optDec(v, field, dec)
+}
+
+func clip(b []byte) []byte {
+	if len(b) > 64 {
+		return b[:64]
+	}
+	return b
+}
