@@ -14,8 +14,8 @@ import (
 )
 
 // replayOnce replays dir with sub subscribed to every event.
-func replayOnce(b testing.TB, dir string, sub replayer.Subscriber) *replayer.Summary {
-	r, err := replayer.New([]string{dir})
+func replayOnce(b testing.TB, dir string, sub replayer.Subscriber, opts ...replayer.Option) *replayer.Summary {
+	r, err := replayer.New([]string{dir}, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,6 +43,13 @@ func BenchmarkReplay(b *testing.B) {
 			benchReplay(b, dir, func() (replayer.Subscriber, func() uint64) { return noop, nil })
 		})
 	}
+	// Polymarket books carry SHA-1 hashes that the replayer verifies by
+	// default wherever a REST summary supplied the missing fields; this is the
+	// same replay without that verification, the work Tardis-style replays do.
+	b.Run("venue=polymarket/hash=off", func(b *testing.B) {
+		dir := datasetDir(b, "polymarket", sessionFrames(b))
+		benchReplay(b, dir, func() (replayer.Subscriber, func() uint64) { return noop, nil }, replayer.WithHashCheck(false))
+	})
 	// The shipped samples as they are on disk, when this tree has them.
 	for _, v := range venues {
 		dir := filepath.Join("..", "datasets", "samples", v)
@@ -88,14 +95,14 @@ func BenchmarkExport(b *testing.B) {
 // benchReplay runs one replay per op with a fresh subscriber from mk; done,
 // when not nil, finishes the subscriber (inside the timing) and returns the
 // rows it wrote.
-func benchReplay(b *testing.B, dir string, mk func() (replayer.Subscriber, func() uint64)) {
+func benchReplay(b *testing.B, dir string, mk func() (replayer.Subscriber, func() uint64), opts ...replayer.Option) {
 	var frames, bytes, rows uint64
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		sub, done := mk()
-		sum := replayOnce(b, dir, sub)
+		sum := replayOnce(b, dir, sub, opts...)
 		if done != nil {
 			rows += done()
 		}
