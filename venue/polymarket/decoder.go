@@ -79,6 +79,7 @@ type Decoder struct {
 	markets map[string]string
 	pending []*instrument // instruments that may have an open batch
 	last    *instrument   // the instrument lookup found last
+	prev    *instrument   // the one it found before last
 	stats   venue.Stats
 	discard venue.Frame // out for a nil *Frame
 
@@ -202,6 +203,13 @@ func (d *Decoder) Instruments(dst []string) []string {
 // Quality returns the counters and flags of one asset's book; the zero
 // Quality for an asset never seen.
 func (d *Decoder) Quality(instrument string) venue.Quality {
+	// A replayer asks after every event, for the asset just decoded.
+	if in := d.last; in != nil && in.id == instrument {
+		return in.q
+	}
+	if in := d.prev; in != nil && in.id == instrument {
+		return in.q
+	}
 	if in := d.byID[instrument]; in != nil {
 		return in.q
 	}
@@ -236,15 +244,21 @@ func (d *Decoder) Invalidate() {
 }
 
 // lookup returns the instrument of asset id, or nil. Consecutive messages
-// are mostly for one asset, so the last one found is tried before the map
-// (comparing ids of 77 bytes costs less than hashing them).
+// are mostly for one asset, or for the two assets (Yes and No) of one market
+// that a price_change entry pair touches, so the last two found are tried
+// before the map: comparing ids of 77 bytes costs less than hashing them, and
+// ids of two assets differ early or in length.
 func (d *Decoder) lookup(id []byte) *instrument {
 	if in := d.last; in != nil && in.id == string(id) {
 		return in
 	}
+	if in := d.prev; in != nil && in.id == string(id) {
+		d.prev, d.last = d.last, in
+		return in
+	}
 	in := d.byID[string(id)]
 	if in != nil {
-		d.last = in
+		d.prev, d.last = d.last, in
 	}
 	return in
 }

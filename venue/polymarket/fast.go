@@ -3,6 +3,8 @@ package polymarket
 import (
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/tapedeck/tapedeck/book"
 )
 
 // Hand-written fast paths for the shapes that dominate real traffic. Each
@@ -197,4 +199,70 @@ func (d *Decoder) str() ([]byte, error) {
 		}
 	}
 	return d.s.String()
+}
+
+// The wire's price_changes entry, as every server path writes it:
+//
+//	{"asset_id":"A","price":"P","size":"S","side":"BUY","hash":"H","best_bid":"B","best_ask":"A"}
+const (
+	chAsset   = `{"asset_id":"`
+	chPrice   = `","price":"`
+	chSize    = `","size":"`
+	chSide    = `","side":"`
+	chHash    = `,"hash":"`
+	chBestBid = `","best_bid":"`
+	chBestAsk = `","best_ask":"`
+)
+
+// hasAt reports whether b[i:] starts with lit; inlined with a constant lit it
+// compiles to a few wide loads instead of a call comparing key by key.
+func hasAt(b []byte, i int, lit string) bool {
+	return i >= 0 && len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
+}
+
+// scanChange parses the wire's price_changes entry at b[i:] and returns the
+// index after its closing brace. Any other shape (key order, white space, an
+// escape, a missing or null field, a side other than BUY/SELL, an empty
+// asset id) is ok=false, and parseChange then judges the entry and names any
+// problem: for the entries it accepts, both give the same change.
+func scanChange(b []byte, i int) (c change, end int, ok bool) {
+	if !hasAt(b, i, chAsset) {
+		return c, 0, false
+	}
+	lo, hi, ok := fastString(b, i+len(chAsset)-1)
+	if !ok || hi == lo || !hasAt(b, hi, chPrice) {
+		return c, 0, false
+	}
+	c.asset = b[lo:hi]
+	j := hi + len(chPrice)
+	if c.price, j, ok = scanDec(b, j, priceDecimals); !ok || !hasAt(b, j, chSize) {
+		return c, 0, false
+	}
+	if c.size, j, ok = scanDec(b, j+len(chSize), sizeDecimals); !ok || !hasAt(b, j, chSide) {
+		return c, 0, false
+	}
+	j += len(chSide)
+	switch {
+	case hasAt(b, j, `BUY"`):
+		c.side, j = book.Bid, j+4
+	case hasAt(b, j, `SELL"`):
+		c.side, j = book.Ask, j+5
+	default:
+		return c, 0, false
+	}
+	if !hasAt(b, j, chHash) {
+		return c, 0, false
+	}
+	if lo, hi, ok = fastString(b, j+len(chHash)-1); !ok || !hasAt(b, hi, chBestBid) {
+		return c, 0, false
+	}
+	c.hash = b[lo:hi]
+	if c.bestBid, j, ok = scanDec(b, hi+len(chBestBid), priceDecimals); !ok || !hasAt(b, j, chBestAsk) {
+		return c, 0, false
+	}
+	if c.bestAsk, j, ok = scanDec(b, j+len(chBestAsk), priceDecimals); !ok || !hasAt(b, j, `"}`) {
+		return c, 0, false
+	}
+	c.hasTop = c.bestBid != 0 || c.bestAsk != 0
+	return c, j + 2, true
 }

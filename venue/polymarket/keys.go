@@ -79,25 +79,100 @@ func (d *Decoder) nextKeyCode(first bool) (keyCode, bool, error) {
 			i++
 		}
 	}
-	if i+1 >= len(b) || b[i] != '"' {
+	kc, n := quotedKeyAt(b, i)
+	if kc == kcOther {
 		return d.slowKeyCode(first)
 	}
-	for _, kc := range keysByFirst[b[i+1]] {
-		k := keyNames[kc]
-		e := i + 1 + len(k)
-		if e < len(b) && b[e] == '"' && string(b[i+1:e]) == k {
-			j := e + 1
-			for j < len(b) && isSpace(b[j]) {
-				j++
-			}
-			if j >= len(b) || b[j] != ':' {
-				break
-			}
-			d.s.SetOffset(j + 1)
-			return kc, true, nil
+	j := i + n
+	for j < len(b) && isSpace(b[j]) {
+		j++
+	}
+	if j >= len(b) || b[j] != ':' {
+		return d.slowKeyCode(first)
+	}
+	d.s.SetOffset(j + 1)
+	return kc, true, nil
+}
+
+// quotedKeyAt matches the known key, quotes included, at b[i:] and returns
+// its code and length (kcOther, 0 for none). The dispatch on the first letter
+// then comparisons with constants compile to a jump and a few wide loads per
+// key, where a loop over keyNames called the runtime for each candidate.
+// TestQuotedKeyAt keeps it in step with keyNames.
+func quotedKeyAt(b []byte, i int) (keyCode, int) {
+	if i+1 >= len(b) || b[i] != '"' {
+		return kcOther, 0
+	}
+	switch b[i+1] {
+	case 'a':
+		switch {
+		case hasAt(b, i, `"asset_id"`):
+			return kcAssetID, len(`"asset_id"`)
+		case hasAt(b, i, `"asks"`):
+			return kcAsks, len(`"asks"`)
+		}
+	case 'b':
+		switch {
+		case hasAt(b, i, `"best_bid"`):
+			return kcBestBid, len(`"best_bid"`)
+		case hasAt(b, i, `"best_ask"`):
+			return kcBestAsk, len(`"best_ask"`)
+		case hasAt(b, i, `"bids"`):
+			return kcBids, len(`"bids"`)
+		}
+	case 'c':
+		if hasAt(b, i, `"changes"`) {
+			return kcChanges, len(`"changes"`)
+		}
+	case 'e':
+		if hasAt(b, i, `"event_type"`) {
+			return kcEventType, len(`"event_type"`)
+		}
+	case 'h':
+		if hasAt(b, i, `"hash"`) {
+			return kcHash, len(`"hash"`)
+		}
+	case 'l':
+		if hasAt(b, i, `"last_trade_price"`) {
+			return kcLastTrade, len(`"last_trade_price"`)
+		}
+	case 'm':
+		switch {
+		case hasAt(b, i, `"market"`):
+			return kcMarket, len(`"market"`)
+		case hasAt(b, i, `"min_order_size"`):
+			return kcMinOrder, len(`"min_order_size"`)
+		}
+	case 'n':
+		switch {
+		case hasAt(b, i, `"neg_risk"`):
+			return kcNegRisk, len(`"neg_risk"`)
+		case hasAt(b, i, `"new_tick_size"`):
+			return kcNewTick, len(`"new_tick_size"`)
+		}
+	case 'p':
+		switch {
+		case hasAt(b, i, `"price"`):
+			return kcPrice, len(`"price"`)
+		case hasAt(b, i, `"price_changes"`):
+			return kcPriceChanges, len(`"price_changes"`)
+		}
+	case 's':
+		switch {
+		case hasAt(b, i, `"size"`):
+			return kcSize, len(`"size"`)
+		case hasAt(b, i, `"side"`):
+			return kcSide, len(`"side"`)
+		}
+	case 't':
+		switch {
+		case hasAt(b, i, `"timestamp"`):
+			return kcTimestamp, len(`"timestamp"`)
+		case hasAt(b, i, `"tick_size"`):
+			return kcTickSize, len(`"tick_size"`)
 		}
 	}
-	return d.slowKeyCode(first)
+	return kcOther, 0
 }
 
 // slowKeyCode reads any other key (or the closing brace) with nextKey.

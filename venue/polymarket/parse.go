@@ -465,6 +465,12 @@ func (d *Decoder) parseChanges(m *msg) (lo, hi int, err error) {
 			break
 		}
 		off := s.Offset()
+		if c, end, ok := scanChange(d.frame, off); ok {
+			s.SetOffset(end)
+			c.start, c.end = off, end
+			d.changes = append(d.changes, c)
+			continue
+		}
 		c, field, herr, err := d.parseChange()
 		if err != nil {
 			return lo, lo, err

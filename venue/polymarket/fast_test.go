@@ -1,0 +1,151 @@
+package polymarket
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// realEntries returns every price_changes entry of the real frames, as the
+// wire wrote it.
+func realEntries(t testing.TB) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, name := range []string{"real/polypy_hash_vector_ws_2025-10.ndjson", "real/polypy_semisynthetic_stream_single_asset.ndjson"} {
+		for _, line := range readLines(t, name) {
+			type msg struct {
+				Changes []json.RawMessage `json:"price_changes"`
+			}
+			var msgs []msg
+			if line[0] != '[' {
+				line = append(append([]byte("["), line...), ']')
+			}
+			if err := json.Unmarshal(line, &msgs); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range msgs {
+				for _, c := range m.Changes {
+					out = append(out, bytes.Clone(c))
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no price_changes entries in the real frames")
+	}
+	return out
+}
+
+// slowChange parses entry with the generic path, as parseChanges does when
+// scanChange declines, and returns the change and the offset after it.
+func slowChange(entry []byte) (c change, end int, ok bool) {
+	d := NewDecoder()
+	d.frame = entry
+	d.s.Reset(entry)
+	c, _, herr, err := d.parseChange()
+	return c, d.s.Offset(), herr == nil && err == nil
+}
+
+// checkScanChange fails t if scanChange accepts entry (set in a larger
+// buffer at an offset, as in a frame) but the generic path does not give
+// the same change.
+func checkScanChange(t *testing.T, entry []byte) (fast bool) {
+	t.Helper()
+	buf := append(append([]byte(`{"price_changes":[`), entry...), `]}`...)
+	at := len(`{"price_changes":[`)
+	c, end, ok := scanChange(buf, at)
+	if !ok {
+		return false
+	}
+	want, wantEnd, wantOK := slowChange(entry)
+	switch {
+	case !wantOK:
+		t.Fatalf("scanChange accepted %s, the generic path rejects it", entry)
+	case end-at != wantEnd:
+		t.Fatalf("scanChange(%s) ends at %d, the generic path at %d", entry, end-at, wantEnd)
+	case string(c.asset) != string(want.asset) || string(c.hash) != string(want.hash) ||
+		c.price != want.price || c.size != want.size || c.side != want.side ||
+		c.bestBid != want.bestBid || c.bestAsk != want.bestAsk || c.hasTop != want.hasTop:
+		t.Fatalf("scanChange(%s) = %+v, the generic path %+v", entry, c, want)
+	}
+	return true
+}
+
+// The fast entry path agrees with the generic one on every entry it
+// accepts, takes every real entry, and declines the shapes it is not built
+// for (which the generic path then judges and names).
+func TestScanChangeAgrees(t *testing.T) {
+	for _, e := range realEntries(t) {
+		if !checkScanChange(t, e) {
+			t.Errorf("fast path declined the real entry %s", e)
+		}
+		for n := range len(e) {
+			if checkScanChange(t, e[:n]) {
+				t.Fatalf("fast path accepted the truncated entry %s", e[:n])
+			}
+		}
+	}
+	e := realEntries(t)[0]
+	declined := map[string][]byte{
+		"lower-case side": bytes.Replace(e, []byte(`"side":"BUY"`), []byte(`"side":"buy"`), 1),
+		"spaces":          bytes.ReplaceAll(e, []byte(`,"`), []byte(`, "`)),
+		"key order":       bytes.Replace(e, []byte(`{"asset_id"`), []byte(`{"x":1,"asset_id"`), 1),
+		"null hash":       bytes.Replace(e, []byte(`"hash":"eb10ffd5c6ab383af860ca60a1ceb6e59b7a53ef"`), []byte(`"hash":null`), 1),
+		"no best_ask":     bytes.Replace(e, []byte(`,"best_ask":"0.67"`), nil, 1),
+		"too precise":     bytes.Replace(e, []byte(`"price":"0.08"`), []byte(`"price":"0.08001"`), 1),
+		"number price":    bytes.Replace(e, []byte(`"price":"0.08"`), []byte(`"price":0.08`), 1),
+		"negative size":   bytes.Replace(e, []byte(`"size":"0"`), []byte(`"size":"-1"`), 1),
+		"empty asset":     append([]byte(`{"asset_id":""`), e[bytes.Index(e, []byte(`,"price"`)):]...),
+		"escaped asset":   bytes.Replace(e, []byte(`{"asset_id":"3`), []byte(`{"asset_id":"\u0033`), 1),
+		"trailing key":    bytes.Replace(e, []byte(`"}`), []byte(`","x":1}`), 1),
+	}
+	for name, in := range declined {
+		if bytes.Equal(in, e) {
+			t.Fatalf("%s: mutation did not apply to %s", name, e)
+		}
+		if checkScanChange(t, in) {
+			t.Errorf("%s: fast path accepted %s", name, in)
+		}
+	}
+	// A best_bid/best_ask pair of "0" means unknown, on both paths.
+	zero := bytes.Replace(bytes.Replace(e, []byte(`"best_bid":"0.66"`), []byte(`"best_bid":"0"`), 1),
+		[]byte(`"best_ask":"0.67"`), []byte(`"best_ask":"0"`), 1)
+	if !checkScanChange(t, zero) {
+		t.Errorf("fast path declined %s", zero)
+	}
+}
+
+// FuzzScanChange: the fast entry path never panics or reads out of bounds,
+// and whatever it accepts the generic path accepts with the same change.
+func FuzzScanChange(f *testing.F) {
+	for _, e := range realEntries(f) {
+		f.Add(e)
+	}
+	f.Fuzz(func(t *testing.T, entry []byte) {
+		if len(entry) > 1<<16 {
+			return
+		}
+		checkScanChange(t, entry)
+	})
+}
+
+// quotedKeyAt knows every key of keyNames, and only those, wherever the key
+// sits in the buffer.
+func TestQuotedKeyAt(t *testing.T) {
+	for kc := kcOther + 1; kc < numKeyCodes; kc++ {
+		name := keyNames[kc]
+		for _, pad := range []string{"", "{", `{"x":1,`} {
+			q := `"` + name + `"`
+			buf := []byte(pad + q + `:1`)
+			if got, n := quotedKeyAt(buf, len(pad)); got != kc || n != len(q) {
+				t.Errorf("quotedKeyAt(%s) = %v,%d, want %v,%d", buf, got, n, kc, len(q))
+			}
+			for _, other := range []string{`"` + name + `_x"`, `"` + name[:len(name)-1] + `"`, `"x` + name + `"`, `"` + name} {
+				buf := []byte(pad + other)
+				if got, _ := quotedKeyAt(buf, len(pad)); got != kcOther && keyNames[got] != other[1:len(other)-1] {
+					t.Errorf("quotedKeyAt(%s) = %v (%q)", buf, got, keyNames[got])
+				}
+			}
+		}
+	}
+}
