@@ -64,14 +64,34 @@ func (b *batch) addLevel(name string, kind colKind, count, level int) int {
 func (b *batch) setLevelCount(count int, n int32) { b.levelCounts[count][b.rows] = n }
 
 // grow gives every column room for n rows once: a batch never reallocates.
+// The 64-bit columns share one allocation (the 32-bit ones another), each
+// column starting one cache line after the end of the one before: a depth
+// row stores into a hundred columns at the same row index, and columns that
+// each began on a page boundary (as separate large allocations do) put all
+// those stores in one L1 cache set, evicting each other on every row. This
+// alone made the depth export a third faster.
 func (b *batch) grow(n int) {
+	wide, narrow := 0, 0
+	for i := range b.cols {
+		switch b.cols[i].kind {
+		case kInt64, kPrice, kSize:
+			wide++
+		case kInt32:
+			narrow++
+		}
+	}
+	const pad = 64 // bytes: one cache line
+	arena := make([]int64, wide*(n+pad/8))
+	arena32 := make([]int32, narrow*(n+pad/4))
 	for i := range b.cols {
 		c := &b.cols[i]
 		switch c.kind {
 		case kInt64, kPrice, kSize:
-			c.i64 = make([]int64, n)
+			c.i64 = arena[:n:n]
+			arena = arena[n+pad/8:]
 		case kInt32:
-			c.i32 = make([]int32, n)
+			c.i32 = arena32[:n:n]
+			arena32 = arena32[n+pad/4:]
 		case kBool:
 			c.b = make([]bool, n)
 		case kString:

@@ -52,6 +52,7 @@ type depthTable struct {
 	nBids, nAsks                 int // level counts of the two sides
 
 	insts  map[instKey]*depthInst
+	last   *depthInst   // the book of the previous event
 	order  []*depthInst // sorted by (dataset, instrument): deterministic bucket flushes
 	bucket int64
 	inBkt  bool
@@ -95,8 +96,14 @@ func (t *depthTable) columns(b *batch, _ string, counts bool) {
 }
 
 func (t *depthTable) inst(e *replayer.Event) *depthInst {
+	// Events come in runs of one book: comparing the key beats hashing an
+	// instrument id of up to 78 digits on every event.
+	if in := t.last; in != nil && in.key.dataset == e.Dataset && in.key.instrument == e.Instrument {
+		return in
+	}
 	k := instKey{e.Dataset, e.Instrument}
 	if in := t.insts[k]; in != nil {
+		t.last = in
 		return in
 	}
 	k.instrument = strings.Clone(k.instrument)
@@ -106,6 +113,7 @@ func (t *depthTable) inst(e *replayer.Event) *depthInst {
 		in.asks = make([]book.Level, 0, t.levels)
 	}
 	t.insts[k] = in
+	t.last = in
 	i := sort.Search(len(t.order), func(i int) bool { return !keyLess(t.order[i].key, k) })
 	t.order = append(t.order, nil)
 	copy(t.order[i+1:], t.order[i:])

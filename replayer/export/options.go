@@ -19,7 +19,7 @@ type Compression uint8
 // not all carry a Zstd codec (Apache Arrow JS has none built in) and which is
 // meant to be memory-mapped. Zstd gives Parquet files about a third smaller
 // but, with Arrow v15's writer, which builds a new zstd encoder for every
-// page, exports at about half the speed.
+// page, exports at about a third of the speed.
 const (
 	Zstd Compression = iota + 1
 	Snappy
