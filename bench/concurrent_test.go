@@ -1,12 +1,10 @@
 package bench
 
 import (
+	"github.com/tapedeck/tapedeck/internal/latency"
 	"runtime"
-	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/venue"
@@ -31,16 +29,17 @@ func BenchmarkReaderUnderWriter(b *testing.B) {
 		p := book.NewPublisher(depth, 1)
 		p.Publish(bk, 0)
 		var out venue.Frame
-		runReaderUnderWriter(b, func(i int) {
+		bids, asks := make([]book.Level, 0, 16), make([]book.Level, 0, 16)
+		latency.ReaderUnderWriter(b, func(i int) {
 			_ = d.Decode(s.frames[i%len(s.frames)], 0, &out)
 			p.Publish(bk, int64(i))
-		}, func(bids, asks []book.Level) ([]book.Level, []book.Level) {
+		}, func() {
 			for {
 				if v := p.Acquire(); v != nil {
 					bids = append(bids[:0], v.Bids...)
 					asks = append(asks[:0], v.Asks...)
 					v.Release()
-					return bids, asks
+					return
 				}
 				runtime.Gosched()
 			}
@@ -52,16 +51,16 @@ func BenchmarkReaderUnderWriter(b *testing.B) {
 		bk := d.Book(inst)
 		var mu sync.Mutex
 		var out venue.Frame
-		runReaderUnderWriter(b, func(i int) {
+		bids, asks := make([]book.Level, 0, 16), make([]book.Level, 0, 16)
+		latency.ReaderUnderWriter(b, func(i int) {
 			mu.Lock()
 			_ = d.Decode(s.frames[i%len(s.frames)], 0, &out)
 			mu.Unlock()
-		}, func(bids, asks []book.Level) ([]book.Level, []book.Level) {
+		}, func() {
 			mu.Lock()
 			bids = bk.Top(book.Bid, bids[:0], depth)
 			asks = bk.Top(book.Ask, asks[:0], depth)
 			mu.Unlock()
-			return bids, asks
 		})
 	})
 }
@@ -94,44 +93,5 @@ func warm(b *testing.B, d venue.Decoder, frames [][]byte) {
 	var out venue.Frame
 	for _, f := range frames {
 		_ = d.Decode(f, 0, &out)
-	}
-}
-
-func runReaderUnderWriter(b *testing.B, write func(i int), read func(bids, asks []book.Level) ([]book.Level, []book.Level)) {
-	var stop atomic.Bool
-	var frames, writerNs int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		start := time.Now()
-		i := 0
-		for !stop.Load() {
-			write(i)
-			i++
-		}
-		writerNs = time.Since(start).Nanoseconds()
-		frames = int64(i)
-	}()
-	lat := make([]int64, b.N)
-	bids, asks := make([]book.Level, 0, 16), make([]book.Level, 0, 16)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		bids, asks = read(bids, asks)
-		lat[i] = time.Since(t0).Nanoseconds()
-	}
-	b.StopTimer()
-	stop.Store(true)
-	<-done
-	slices.Sort(lat)
-	pct := func(q float64) float64 { return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))]) }
-	b.ReportMetric(pct(0.50), "read-p50-ns")
-	b.ReportMetric(pct(0.99), "read-p99-ns")
-	b.ReportMetric(pct(0.999), "read-p99.9-ns")
-	b.ReportMetric(pct(0.9999), "read-p99.99-ns")
-	b.ReportMetric(float64(lat[len(lat)-1]), "read-max-ns")
-	if frames > 0 {
-		b.ReportMetric(float64(writerNs)/float64(frames), "write-ns/frame")
 	}
 }

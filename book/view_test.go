@@ -1,12 +1,12 @@
 package book
 
 import (
+	"github.com/tapedeck/tapedeck/internal/latency"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 )
@@ -251,17 +251,18 @@ func BenchmarkReaderUnderWriter(b *testing.B) {
 	b.Run("design=publisher", func(b *testing.B) {
 		p := NewPublisher(depth, 1)
 		f := newBenchFrames(100)
-		runReaderUnderWriter(b, func(i int) {
+		bids, asks := make([]Level, 0, 16), make([]Level, 0, 16)
+		latency.ReaderUnderWriter(b, func(i int) {
 			f.apply(i)
 			p.Publish(f.book, int64(i))
-		}, func(bids, asks []Level) ([]Level, []Level) {
+		}, func() {
 			for {
 				v := p.Acquire()
 				if v != nil {
 					bids = append(bids[:0], v.Bids...)
 					asks = append(asks[:0], v.Asks...)
 					v.Release()
-					return bids, asks
+					return
 				}
 				runtime.Gosched()
 			}
@@ -270,59 +271,18 @@ func BenchmarkReaderUnderWriter(b *testing.B) {
 	b.Run("design=mutex", func(b *testing.B) {
 		var mu sync.Mutex
 		f := newBenchFrames(100)
-		runReaderUnderWriter(b, func(i int) {
+		bids, asks := make([]Level, 0, 16), make([]Level, 0, 16)
+		latency.ReaderUnderWriter(b, func(i int) {
 			mu.Lock()
 			f.apply(i)
 			mu.Unlock()
-		}, func(bids, asks []Level) ([]Level, []Level) {
+		}, func() {
 			mu.Lock()
 			bids = f.book.Top(Bid, bids[:0], depth)
 			asks = f.book.Top(Ask, asks[:0], depth)
 			mu.Unlock()
-			return bids, asks
 		})
 	})
-}
-
-func runReaderUnderWriter(b *testing.B, write func(i int), read func(bids, asks []Level) ([]Level, []Level)) {
-	var stop atomic.Bool
-	var frames int64
-	var writerNs int64
-	done := make(chan struct{})
-	write(0) // first publish before the reader starts
-	go func() {
-		defer close(done)
-		start := time.Now()
-		i := 1
-		for !stop.Load() {
-			write(i)
-			i++
-		}
-		writerNs = time.Since(start).Nanoseconds()
-		frames = int64(i - 1)
-	}()
-	lat := make([]int64, b.N)
-	bids, asks := make([]Level, 0, 16), make([]Level, 0, 16)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		bids, asks = read(bids, asks)
-		lat[i] = time.Since(t0).Nanoseconds()
-	}
-	b.StopTimer()
-	stop.Store(true)
-	<-done
-	slices.Sort(lat)
-	pct := func(q float64) float64 { return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))]) }
-	b.ReportMetric(pct(0.50), "read-p50-ns")
-	b.ReportMetric(pct(0.99), "read-p99-ns")
-	b.ReportMetric(pct(0.999), "read-p99.9-ns")
-	b.ReportMetric(pct(0.9999), "read-p99.99-ns")
-	b.ReportMetric(float64(lat[len(lat)-1]), "read-max-ns")
-	if frames > 0 {
-		b.ReportMetric(float64(writerNs)/float64(frames), "write-ns/frame")
-	}
 }
 
 type benchOp struct {
