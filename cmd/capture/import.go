@@ -78,12 +78,7 @@ an error.`,
 
   # Bare frames, one per line, 1 ms apart from a given start
   $ capture import --venue polymarket --format ndjson --start 2025-10-23T00:38:00Z datasets/interchange/testdata/polymarket_frames.ndjson --out pm-lines`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return cli.FlagErrorf("import: at least one FILE is required")
-			}
-			return nil
-		},
+		Args: cli.AtLeastOne("FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Files = args
 			opts.Out, opts.ErrOut = cmd.OutOrStdout(), cmd.ErrOrStderr()

@@ -33,12 +33,7 @@ sealed block. The summary is JSON with --json, or when standard output is not
 a terminal.`,
 		Example: `  $ capture status datasets/samples/polymarket
   $ capture status datasets/samples/hyperliquid --json`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return cli.FlagErrorf("status: exactly one DATASET is required")
-			}
-			return nil
-		},
+		Args: cli.ExactlyOne("DATASET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir, o.Stdout = args[0], cmd.OutOrStdout()
 			if !cmd.Flags().Changed("json") && !cli.IsTerminal(o.Stdout) {

@@ -44,12 +44,7 @@ The replay digest is printed too: every run must produce the same one.`,
 
   # Two venues merged, five runs, as JSON
   $ replay bench --runs 5 --json datasets/samples/polymarket datasets/samples/hyperliquid`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return cli.FlagErrorf("bench: at least one DATASET is required")
-			}
-			return nil
-		},
+		Args: cli.AtLeastOne("DATASET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Runs < 1 {
 				return cli.FlagErrorf("--runs %d: want at least 1", opts.Runs)

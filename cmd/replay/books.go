@@ -55,12 +55,7 @@ terminal, a table when it is.`,
 
   # The top five levels of one instrument ten seconds in, as a table
   $ replay books --at +10s --depth 5 --format table datasets/samples/hyperliquid --instrument BTC`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return cli.FlagErrorf("books: at least one DATASET is required")
-			}
-			return nil
-		},
+		Args: cli.AtLeastOne("DATASET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Paths = args
 			opts.Out, opts.ErrOut = cmd.OutOrStdout(), cmd.ErrOrStderr()

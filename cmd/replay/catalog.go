@@ -38,12 +38,7 @@ of the objects "replay inspect" prints.`,
 
   # As JSON
   $ replay ls --json datasets/samples`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return cli.FlagErrorf("ls: exactly one ROOT is required")
-			}
-			return nil
-		},
+		Args: cli.ExactlyOne("ROOT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Root, opts.Out = args[0], cmd.OutOrStdout()
 			var err error

@@ -93,12 +93,7 @@ flags always give byte-identical files.`,
 
   # where the data is not to be trusted
   replay export datasets/samples/polymarket --table events --format csv --out events.csv`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return cli.FlagErrorf("export: at least one DATASET is required")
-			}
-			return nil
-		},
+		Args: cli.AtLeastOne("DATASET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Datasets = args
 			opts.Stderr = cmd.ErrOrStderr()

@@ -43,12 +43,7 @@ A table on a terminal, JSON otherwise (or with --json): the JSON object has
 
   # As JSON, for a script
   $ replay inspect --json datasets/samples/hyperliquid`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return cli.FlagErrorf("inspect: exactly one DATASET is required")
-			}
-			return nil
-		},
+		Args: cli.ExactlyOne("DATASET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Path, opts.Out = args[0], cmd.OutOrStdout()
 			var err error

@@ -43,12 +43,7 @@ time range around them. --json prints the report as JSON.`,
 
   # The report as JSON
   $ replay repair --json recordings/polymarket-2025-10-23`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return cli.FlagErrorf("repair: exactly one DATASET is required")
-			}
-			return nil
-		},
+		Args: cli.ExactlyOne("DATASET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Path, opts.Out = args[0], cmd.OutOrStdout()
 			if runF != nil {

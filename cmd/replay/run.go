@@ -63,12 +63,7 @@ exact from the first reported event on.`,
 
   # Two venues merged in time order
   $ replay run datasets/samples/polymarket datasets/samples/hyperliquid`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return cli.FlagErrorf("run: at least one DATASET is required")
-			}
-			return nil
-		},
+		Args: cli.AtLeastOne("DATASET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Paths = args
 			opts.Out, opts.ErrOut = cmd.OutOrStdout(), cmd.ErrOrStderr()

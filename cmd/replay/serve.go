@@ -68,12 +68,7 @@ server and prints what it served.`,
 
   # The Polymarket sample as fast as the client reads (ws://127.0.0.1:8766/ws/market)
   $ replay serve datasets/samples/polymarket --listen 127.0.0.1:8766 --speed max`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return cli.FlagErrorf("serve: at least one DATASET is required")
-			}
-			return nil
-		},
+		Args: cli.AtLeastOne("DATASET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Paths = args
 			opts.ErrOut = cmd.ErrOrStderr()

@@ -41,12 +41,7 @@ The exit status is 0 when every dataset is sound, 3 when a problem was found
 
   # The same as JSON, for a script
   $ replay verify --json datasets/samples/polymarket`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return cli.FlagErrorf("verify: at least one DATASET is required")
-			}
-			return nil
-		},
+		Args: cli.AtLeastOne("DATASET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Paths, opts.Out = args, cmd.OutOrStdout()
 			if runF != nil {

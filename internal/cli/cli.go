@@ -110,3 +110,25 @@ func OutputFormat(format string, asJSON bool, out io.Writer) (string, error) {
 	}
 	return "", FlagErrorf("--format %q: want json or table", format)
 }
+
+// AtLeastOne is a cobra Args check: the verb needs one or more positional
+// arguments, named by what ("DATASET", "FILE"); none is a usage error.
+func AtLeastOne(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return FlagErrorf("%s: at least one %s is required", cmd.Name(), what)
+		}
+		return nil
+	}
+}
+
+// ExactlyOne is a cobra Args check: the verb needs exactly one positional
+// argument, named by what.
+func ExactlyOne(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return FlagErrorf("%s: exactly one %s is required", cmd.Name(), what)
+		}
+		return nil
+	}
+}
