@@ -9,6 +9,7 @@ package hyperliquid
 import (
 	"errors"
 	"fmt"
+	"github.com/tapedeck/tapedeck/venue/internal/jscan"
 	"slices"
 	"strconv"
 	"strings"
@@ -242,9 +243,9 @@ func (s Subscription) appendMethod(dst []byte, method string) []byte {
 	dst = append(dst, `{"method":"`...)
 	dst = append(dst, method...)
 	dst = append(dst, `","subscription":{"type":`...)
-	dst = sessionAppendJSONString(dst, s.Type)
+	dst = jscan.AppendString(dst, s.Type)
 	if s.Coin != "" {
-		dst = sessionAppendJSONString(append(dst, `,"coin":`...), s.Coin)
+		dst = jscan.AppendString(append(dst, `,"coin":`...), s.Coin)
 	}
 	if s.NSigFigs != 0 {
 		dst = strconv.AppendInt(append(dst, `,"nSigFigs":`...), int64(s.NSigFigs), 10)
@@ -256,29 +257,12 @@ func (s Subscription) appendMethod(dst []byte, method string) []byte {
 		dst = append(dst, `,"fast":true`...)
 	}
 	if s.Interval != "" {
-		dst = sessionAppendJSONString(append(dst, `,"interval":`...), s.Interval)
+		dst = jscan.AppendString(append(dst, `,"interval":`...), s.Interval)
 	}
 	if s.Dex != "" {
-		dst = sessionAppendJSONString(append(dst, `,"dex":`...), s.Dex)
+		dst = jscan.AppendString(append(dst, `,"dex":`...), s.Dex)
 	}
 	return append(dst, "}}"...)
-}
-
-func sessionAppendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"')
 }
 
 // SocketKey returns what a data frame of s is told apart by on one socket:

@@ -8,6 +8,7 @@ package polymarket
 import (
 	"errors"
 	"fmt"
+	"github.com/tapedeck/tapedeck/venue/internal/jscan"
 	"time"
 )
 
@@ -107,28 +108,9 @@ func appendIDs(dst []byte, ids []string) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = sessionAppendJSONString(dst, id)
+		dst = jscan.AppendString(dst, id)
 	}
 	return append(dst, ']')
-}
-
-// sessionAppendJSONString quotes s for JSON. Token ids are digits; the escaping is
-// for whatever else a caller passes, so a frame is never malformed.
-func sessionAppendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"')
 }
 
 // ConnPlan is what one market-channel connection carries: its assets and the

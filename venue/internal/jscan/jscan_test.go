@@ -140,3 +140,13 @@ func FuzzSkip(f *testing.F) {
 		}
 	})
 }
+
+func TestAppendStringRoundTrips(t *testing.T) {
+	for _, s := range []string{"", "BTC", "xyz:SP500", `a"b\c`, "tab\there", "\x00\x1f", "PURR/USDC", "é"} {
+		got := AppendString(nil, s)
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil || back != s {
+			t.Errorf("AppendString(%q) = %s, decodes to %q, %v", s, got, back, err)
+		}
+	}
+}
