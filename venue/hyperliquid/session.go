@@ -9,11 +9,12 @@ package hyperliquid
 import (
 	"errors"
 	"fmt"
-	"github.com/tapedeck/tapedeck/venue/internal/jscan"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tapedeck/tapedeck/venue/internal/jscan"
 )
 
 // Public endpoints. Tests and mirrors override them.

@@ -8,8 +8,9 @@ package polymarket
 import (
 	"errors"
 	"fmt"
-	"github.com/tapedeck/tapedeck/venue/internal/jscan"
 	"time"
+
+	"github.com/tapedeck/tapedeck/venue/internal/jscan"
 )
 
 // Public endpoints. Tests and mirrors override them (capture --endpoint,
