@@ -1,12 +1,12 @@
 package bench
 
 import (
-	"github.com/tapedeck/tapedeck/internal/latency"
 	"runtime"
 	"sync"
 	"testing"
 
 	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/internal/latency"
 	"github.com/tapedeck/tapedeck/venue"
 )
 

@@ -1,13 +1,13 @@
 package book
 
 import (
-	"github.com/tapedeck/tapedeck/internal/latency"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/tapedeck/tapedeck/internal/latency"
 	"go.uber.org/goleak"
 )
 
