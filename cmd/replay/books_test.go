@@ -146,11 +146,7 @@ func TestBooksFlags(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got *booksOptions
 			cmd := newBooksCmd(func(_ context.Context, o *booksOptions) error { got = o; return nil })
-			cmd.SetArgs(tc.args)
-			cmd.SetOut(&bytes.Buffer{})
-			cmd.SetErr(&bytes.Buffer{})
-			cmd.SilenceUsage, cmd.SilenceErrors = true, true
-			err := cmd.Execute()
+			err := executeQuiet(cmd, tc.args)
 			if tc.wantErr != "" {
 				var fe *cli.FlagError
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.As(err, &fe) {

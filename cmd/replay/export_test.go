@@ -51,20 +51,9 @@ func expSample(t *testing.T, venueName string) string {
 	return dir
 }
 
-// expRun runs `replay ARGS` in process and returns the exit code, stdout and stderr.
-func expRun(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	root := newRootCmd()
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	code := cli.Main(root, args, &errb)
-	return code, out.String(), errb.String()
-}
-
 func expMust(t *testing.T, args ...string) string {
 	t.Helper()
-	code, out, errs := expRun(t, args...)
+	code, out, errs := execReplay(t, args...)
 	if code != cli.ExitOK {
 		t.Fatalf("replay %s: exit %d: %s", strings.Join(args, " "), code, errs)
 	}
@@ -153,7 +142,7 @@ func TestExportFlags(t *testing.T) {
 				t.Fatalf("err %v, want one naming %q", err, tt.wantErr)
 			}
 			// Every rejection is a usage error (exit 2), found before any work.
-			code, _, _ := expRun(t, append([]string{"export"}, tt.args...)...)
+			code, _, _ := execReplay(t, append([]string{"export"}, tt.args...)...)
 			if code != cli.ExitUsage {
 				t.Fatalf("exit %d, want %d", code, cli.ExitUsage)
 			}
@@ -212,7 +201,7 @@ func TestExportOverwrite(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "t.csv")
 	expMust(t, "export", ds, "--table", "trades", "--out", out)
 	first, _ := os.ReadFile(out)
-	if code, _, _ := expRun(t, "export", ds, "--table", "trades", "--out", out); code != cli.ExitUsage {
+	if code, _, _ := execReplay(t, "export", ds, "--table", "trades", "--out", out); code != cli.ExitUsage {
 		t.Fatalf("overwrite without --force: exit %d", code)
 	}
 	expMust(t, "export", ds, "--table", "trades", "--out", out, "--force")
@@ -222,7 +211,7 @@ func TestExportOverwrite(t *testing.T) {
 	}
 	// A dataset that does not exist fails before anything is left in place.
 	bad := filepath.Join(t.TempDir(), "none.parquet")
-	if code, _, _ := expRun(t, "export", filepath.Join(t.TempDir(), "missing"), "--table", "depth", "--out", bad); code != cli.ExitError {
+	if code, _, _ := execReplay(t, "export", filepath.Join(t.TempDir(), "missing"), "--table", "depth", "--out", bad); code != cli.ExitError {
 		t.Fatalf("missing dataset: exit %d", code)
 	}
 	if ents, _ := os.ReadDir(filepath.Dir(bad)); len(ents) != 0 {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/replayer"
@@ -53,6 +54,16 @@ func fixtureDataset(t *testing.T, venueName string, files ...string) string {
 	return dir
 }
 
+// executeQuiet runs a verb command on args with its output discarded and
+// cobra's own printing off, returning what Execute returns.
+func executeQuiet(cmd *cobra.Command, args []string) error {
+	cmd.SetArgs(args)
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	return cmd.Execute()
+}
+
 // execReplay runs the replay command with args and returns the exit code,
 // stdout and stderr.
 func execReplay(t *testing.T, args ...string) (int, string, string) {
@@ -92,11 +103,7 @@ func TestRunFlags(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got *runOptions
 			cmd := newRunCmd(func(_ context.Context, o *runOptions) error { got = o; return nil })
-			cmd.SetArgs(tc.args)
-			cmd.SetOut(&bytes.Buffer{})
-			cmd.SetErr(&bytes.Buffer{})
-			cmd.SilenceUsage, cmd.SilenceErrors = true, true
-			err := cmd.Execute()
+			err := executeQuiet(cmd, tc.args)
 			if tc.wantErr != "" {
 				var fe *cli.FlagError
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || errors.As(err, &fe) != tc.usage {

@@ -47,11 +47,7 @@ func TestServeFlags(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got *serveCmdOptions
 			cmd := newServeCmd(func(_ context.Context, o *serveCmdOptions) error { got = o; return nil })
-			cmd.SetArgs(tc.args)
-			cmd.SetOut(&bytes.Buffer{})
-			cmd.SetErr(&bytes.Buffer{})
-			cmd.SilenceUsage, cmd.SilenceErrors = true, true
-			err := cmd.Execute()
+			err := executeQuiet(cmd, tc.args)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)

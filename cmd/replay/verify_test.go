@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,17 +12,6 @@ import (
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/cli"
 )
-
-// runVerb runs `replay ARGS` in process: exit code, stdout, stderr.
-func runVerb(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	root := newRootCmd()
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	code := cli.Main(root, args, &errb)
-	return code, out.String(), errb.String()
-}
 
 // sampleCopy copies a shipped sample into a temp dir, so a test may damage it.
 func sampleCopy(t *testing.T, venueName string) string {
@@ -82,17 +70,17 @@ func TestVerifyVerb(t *testing.T) {
 	bad := sampleCopy(t, "polymarket")
 	seg := damage(t, bad)
 
-	code, out, errs := runVerb(t, "verify", good)
+	code, out, errs := execReplay(t, "verify", good)
 	if code != cli.ExitOK || !strings.HasPrefix(out, "ok ") {
 		t.Fatalf("sound dataset: exit %d\n%s%s", code, out, errs)
 	}
 
-	code, out, errs = runVerb(t, "verify", good, bad)
+	code, out, errs = execReplay(t, "verify", good, bad)
 	if code != cli.ExitProblem || !strings.Contains(out, "FAIL "+bad) || !strings.Contains(out, seg+":") || !strings.Contains(errs, "1 of 2 datasets") {
 		t.Fatalf("damaged dataset: exit %d\n%s%s", code, out, errs)
 	}
 
-	code, out, _ = runVerb(t, "verify", "--json", good, bad)
+	code, out, _ = execReplay(t, "verify", "--json", good, bad)
 	var got verifyJSON
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -102,10 +90,10 @@ func TestVerifyVerb(t *testing.T) {
 		t.Fatalf("json: exit %d %+v", code, got)
 	}
 
-	if code, _, errs := runVerb(t, "verify", filepath.Join(t.TempDir(), "nothing")); code != cli.ExitError || !strings.Contains(errs, "not a dataset") {
+	if code, _, errs := execReplay(t, "verify", filepath.Join(t.TempDir(), "nothing")); code != cli.ExitError || !strings.Contains(errs, "not a dataset") {
 		t.Fatalf("missing dataset: exit %d %s", code, errs)
 	}
-	if code, _, _ := runVerb(t, "verify"); code != cli.ExitUsage {
+	if code, _, _ := execReplay(t, "verify"); code != cli.ExitUsage {
 		t.Fatalf("no args: exit %d", code)
 	}
 }
@@ -113,30 +101,30 @@ func TestVerifyVerb(t *testing.T) {
 func TestRepairVerb(t *testing.T) {
 	dir := sampleCopy(t, "polymarket")
 	seg := damage(t, dir)
-	code, out, errs := runVerb(t, "repair", dir)
+	code, out, errs := execReplay(t, "repair", dir)
 	if code != cli.ExitOK || !strings.Contains(out, "repaired "+dir) || !strings.Contains(out, "dropped 1 damaged run") ||
 		!strings.Contains(out, filepath.Base(seg)+"@") || !strings.Contains(out, "gap record seq") {
 		t.Fatalf("repair: exit %d\n%s%s", code, out, errs)
 	}
-	if code, out, _ := runVerb(t, "verify", dir); code != cli.ExitOK {
+	if code, out, _ := execReplay(t, "verify", dir); code != cli.ExitOK {
 		t.Fatalf("verify after repair: exit %d\n%s", code, out)
 	}
-	code, out, _ = runVerb(t, "repair", "--json", dir)
+	code, out, _ = execReplay(t, "repair", "--json", dir)
 	var rep datasets.RepairReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != cli.ExitOK || rep.Changed() {
 		t.Fatalf("second repair: exit %d %v\n%s", code, err, out)
 	}
-	if code, out, _ := runVerb(t, "repair", dir); !strings.HasPrefix(out, "nothing to repair") || code != cli.ExitOK {
+	if code, out, _ := execReplay(t, "repair", dir); !strings.HasPrefix(out, "nothing to repair") || code != cli.ExitOK {
 		t.Fatalf("sound dataset: exit %d %s", code, out)
 	}
-	if code, _, _ := runVerb(t, "repair", dir, dir); code != cli.ExitUsage {
+	if code, _, _ := execReplay(t, "repair", dir, dir); code != cli.ExitUsage {
 		t.Fatalf("two args: exit %d", code)
 	}
 }
 
 func TestInspectVerb(t *testing.T) {
 	dir := filepath.Join("..", "..", "datasets", "samples", "polymarket")
-	code, out, errs := runVerb(t, "inspect", "--json", dir)
+	code, out, errs := execReplay(t, "inspect", "--json", dir)
 	var info datasets.Info
 	if err := json.Unmarshal([]byte(out), &info); err != nil || code != cli.ExitOK {
 		t.Fatalf("exit %d %v\n%s%s", code, err, out, errs)
@@ -146,26 +134,26 @@ func TestInspectVerb(t *testing.T) {
 		t.Fatalf("%+v", info)
 	}
 	// Piped without flags: JSON, the same as --json.
-	if _, piped, _ := runVerb(t, "inspect", dir); piped != out {
+	if _, piped, _ := execReplay(t, "inspect", dir); piped != out {
 		t.Fatal("piped output is not the JSON form")
 	}
-	code, out, _ = runVerb(t, "inspect", "--format", "table", dir)
+	code, out, _ = execReplay(t, "inspect", "--format", "table", dir)
 	for _, want := range []string{"venue            polymarket", "connections (", "losses (", "disconnect"} {
 		if code != cli.ExitOK || !strings.Contains(out, want) {
 			t.Fatalf("table lacks %q:\n%s", want, out)
 		}
 	}
-	if code, _, _ := runVerb(t, "inspect", "--json", "--format", "table", dir); code != cli.ExitUsage {
+	if code, _, _ := execReplay(t, "inspect", "--json", "--format", "table", dir); code != cli.ExitUsage {
 		t.Fatalf("contradicting flags: exit %d", code)
 	}
-	if code, _, _ := runVerb(t, "inspect", "--format", "xml", dir); code != cli.ExitUsage {
+	if code, _, _ := execReplay(t, "inspect", "--format", "xml", dir); code != cli.ExitUsage {
 		t.Fatalf("bad format: exit %d", code)
 	}
 }
 
 func TestLsVerb(t *testing.T) {
 	root := filepath.Join("..", "..", "datasets", "samples")
-	code, out, errs := runVerb(t, "ls", "--json", root)
+	code, out, errs := execReplay(t, "ls", "--json", root)
 	var infos []datasets.Info
 	if err := json.Unmarshal([]byte(out), &infos); err != nil || code != cli.ExitOK {
 		t.Fatalf("exit %d %v\n%s%s", code, err, out, errs)
@@ -173,7 +161,7 @@ func TestLsVerb(t *testing.T) {
 	if len(infos) != 2 || infos[0].Manifest.Venue != "hyperliquid" || infos[1].Manifest.Venue != "polymarket" {
 		t.Fatalf("%+v", infos)
 	}
-	code, out, _ = runVerb(t, "ls", "--format", "table", root)
+	code, out, _ = execReplay(t, "ls", "--format", "table", root)
 	if code != cli.ExitOK || !strings.HasPrefix(out, "DATASET") || strings.Count(out, "\n") != 3 || !strings.Contains(out, "clean") {
 		t.Fatalf("table: exit %d\n%s", code, out)
 	}
@@ -206,7 +194,7 @@ func TestDatasetVerbExamples(t *testing.T) {
 					args[i] = scratch
 				}
 			}
-			if code, out, errs := runVerb(t, args...); code != cli.ExitOK || out == "" {
+			if code, out, errs := execReplay(t, args...); code != cli.ExitOK || out == "" {
 				t.Errorf("%s: exit %d\n%s%s", line, code, out, errs)
 			}
 		}
@@ -237,7 +225,7 @@ func TestCrashedDatasetVerbs(t *testing.T) {
 	if err := os.Truncate(seg, st.Size()-1000); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs := runVerb(t, "inspect", "--json", dir)
+	code, out, errs := execReplay(t, "inspect", "--json", dir)
 	var info struct {
 		Records   uint64 `json:"records"`
 		Truncated *struct {
@@ -253,17 +241,17 @@ func TestCrashedDatasetVerbs(t *testing.T) {
 	if info.Truncated == nil || info.Truncated.File != seg || info.Truncated.Bytes <= 0 || info.Truncated.Error == "" || info.Records == 0 {
 		t.Fatalf("inspect of a torn dataset: %s", out)
 	}
-	if code, _, _ := runVerb(t, "verify", dir); code != cli.ExitProblem {
+	if code, _, _ := execReplay(t, "verify", dir); code != cli.ExitProblem {
 		t.Fatalf("verify of a torn dataset: exit %d", code)
 	}
-	code, out, _ = runVerb(t, "repair", dir)
+	code, out, _ = execReplay(t, "repair", dir)
 	if code != cli.ExitOK || !strings.Contains(out, "torn tail cut") || !strings.Contains(out, fmt.Sprintf("%d bytes", info.Truncated.Bytes)) {
 		t.Fatalf("repair: exit %d\n%s", code, out)
 	}
-	if code, out, _ := runVerb(t, "verify", dir); code != cli.ExitOK {
+	if code, out, _ := execReplay(t, "verify", dir); code != cli.ExitOK {
 		t.Fatalf("verify after repair: exit %d\n%s", code, out)
 	}
-	code, out, _ = runVerb(t, "inspect", "--json", dir)
+	code, out, _ = execReplay(t, "inspect", "--json", dir)
 	var after struct {
 		Records   uint64          `json:"records"`
 		Truncated json.RawMessage `json:"truncated"`
