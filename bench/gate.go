@@ -44,6 +44,7 @@ const (
 	TooFewRuns                 // too few pairs for a band at the confidence level (6 at 95%): no verdict, never fails
 )
 
+// String returns the verdict's name as reports print it.
 func (v Verdict) String() string {
 	if int(v) < len(verdictNames) {
 		return verdictNames[v]

@@ -192,10 +192,12 @@ type DecimalError struct {
 	Err   error  // ErrSyntax, ErrPrecision, ErrRange or ErrNegative
 }
 
+// Error returns the message: what failed and where.
 func (e *DecimalError) Error() string {
 	return fmt.Sprintf("%s %q: %v", e.Field, e.Text, e.Err)
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *DecimalError) Unwrap() error { return e.Err }
 
 // NewDecimalError builds a DecimalError, copying at most 64 bytes of text.

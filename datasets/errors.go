@@ -31,8 +31,10 @@ type CorruptionError struct {
 	Err    error
 }
 
+// Error returns the message: what failed and where.
 func (e *CorruptionError) Error() string {
 	return fmt.Sprintf("datasets: corruption in %s at offset %d: %v", e.File, e.Offset, e.Err)
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *CorruptionError) Unwrap() error { return e.Err }

@@ -59,6 +59,7 @@ var knownKinds = func() (k [256]bool) {
 	return k
 }()
 
+// String describes what was skipped: file, bytes, offset and why.
 func (t *Truncation) String() string {
 	return fmt.Sprintf("torn tail in %s: %d bytes from offset %d skipped (%v)", t.File, t.Bytes, t.Offset, t.Err)
 }

@@ -16,6 +16,7 @@ type Problem struct {
 	What   string `json:"problem"`
 }
 
+// String formats the problem as FILE:OFFSET[: seq N]: what.
 func (p Problem) String() string {
 	if p.Seq != 0 {
 		return fmt.Sprintf("%s:%d: seq %d: %s", p.File, p.Offset, p.Seq, p.What)

@@ -119,6 +119,7 @@ type LineError struct {
 	Err  error
 }
 
+// Error returns the message: what failed and where.
 func (e *LineError) Error() string {
 	if e.Line == 0 {
 		return fmt.Sprintf("%s: %v", e.File, e.Err)
@@ -126,6 +127,7 @@ func (e *LineError) Error() string {
 	return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *LineError) Unwrap() error { return e.Err }
 
 // ExportError is a record that could not be exported in the chosen format.
@@ -135,10 +137,12 @@ type ExportError struct {
 	Err  error
 }
 
+// Error returns the message: what failed and where.
 func (e *ExportError) Error() string {
 	return fmt.Sprintf("export record seq %d (%s): %v", e.Seq, e.Kind, e.Err)
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *ExportError) Unwrap() error { return e.Err }
 
 // The dataset writer and reader are what these interfaces are for.

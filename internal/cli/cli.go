@@ -24,7 +24,10 @@ const (
 // FlagError is a usage error; the command prints its usage with it.
 type FlagError struct{ Err error }
 
+// Error returns the message: what failed and where.
 func (e *FlagError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *FlagError) Unwrap() error { return e.Err }
 
 // FlagErrorf returns a FlagError with a formatted message.
@@ -36,7 +39,10 @@ func FlagErrorf(format string, a ...any) error {
 // through the exit status (ExitProblem), e.g. a verify failure.
 type ProblemError struct{ Err error }
 
+// Error returns the message: what failed and where.
 func (e *ProblemError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *ProblemError) Unwrap() error { return e.Err }
 
 // Registry collects the verbs of one command; each verb file registers itself

@@ -48,6 +48,7 @@ type DecodeError struct {
 	Err     error  // a sentinel above, a *book.DecimalError, or a JSON syntax error
 }
 
+// Error returns the message: what failed and where.
 func (e *DecodeError) Error() string {
 	ch := "frame"
 	if e.Channel != "" {
@@ -67,4 +68,5 @@ func (e *DecodeError) Error() string {
 	return fmt.Sprintf("hyperliquid: decode %s: %s at offset %d: %v", ch, e.Field, e.Offset, e.Err)
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *DecodeError) Unwrap() error { return e.Err }

@@ -53,6 +53,7 @@ type DecodeError struct {
 	Err    error  // one of the ErrXxx sentinels or a wrapped book sentinel
 }
 
+// Error returns the message: what failed and where.
 func (e *DecodeError) Error() string {
 	var b strings.Builder
 	b.WriteString("polymarket: ")
@@ -75,4 +76,5 @@ func (e *DecodeError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *DecodeError) Unwrap() error { return e.Err }

@@ -18,6 +18,7 @@ type SyntaxError struct {
 	Msg    string
 }
 
+// Error returns the message: what failed and where.
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("json syntax error at offset %d: %s", e.Offset, e.Msg)
 }
