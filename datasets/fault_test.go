@@ -522,7 +522,7 @@ func TestSegmentReaderIOTest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, wantErr := readSegmentBytes(bytes.NewReader(data))
+	want, wantErr := readSegmentSized(bytes.NewReader(data), -1)
 	if wantErr != nil || len(want) == 0 {
 		t.Fatal(wantErr)
 	}
@@ -540,7 +540,7 @@ func TestSegmentReaderIOTest(t *testing.T) {
 		}, io.ErrClosedPipe},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := readSegmentBytes(tc.r())
+			got, err := readSegmentSized(tc.r(), -1)
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
 					t.Fatalf("got %v, want %v", err, tc.err)
@@ -554,31 +554,6 @@ func TestSegmentReaderIOTest(t *testing.T) {
 	}
 }
 
-// readSegmentBytes decodes a whole segment stream with the segment reader.
-func readSegmentBytes(r io.Reader) ([]string, error) {
-	var sr segmentReader
-	defer func() {
-		sr.release()
-	}()
-	sr.reset(r, "seg", 0, -1)
-	if _, err := sr.readSegmentHeader(); err != nil {
-		return nil, err
-	}
-	var out []string
-	var rec Record
-	for {
-		err := sr.nextBlock()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return out, err
-		}
-		for sr.nextRecord(&rec) {
-			out = append(out, fmt.Sprintf("%d/%d/%d/%d/%d/%d/%q", rec.Seq, rec.Kind, rec.Flags, rec.Conn, rec.WallNs, rec.MonoNs, rec.Payload))
-		}
-	}
-}
 
 // --- kill -9 -------------------------------------------------------------
 

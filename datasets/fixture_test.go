@@ -103,7 +103,8 @@ func FuzzReader(f *testing.F) {
 	})
 }
 
-// readSegmentSized is readSegmentBytes with a known or unknown input size.
+// readSegmentSized decodes a whole segment stream with the segment reader;
+// size is the stream's length, or -1 when unknown.
 func readSegmentSized(r io.Reader, size int64) ([]string, error) {
 	var sr segmentReader
 	defer sr.release()
