@@ -68,7 +68,9 @@ func (r *Recorder) Discover(ctx context.Context) error {
 	return nil
 }
 
-func (r *Recorder) fetch(ctx context.Context, method, url string, body []byte) (RESTResponse, error) {
+// fetch does one REST request; its errors wrap sentinel (ErrDiscovery,
+// ErrRESTBooks). A non-200 answer is an error that still returns the body.
+func (r *Recorder) fetch(ctx context.Context, sentinel error, method, url string, body []byte) (RESTResponse, error) {
 	rr := RESTResponse{Method: method, URL: url, Request: body}
 	var rd io.Reader
 	if body != nil {
@@ -76,26 +78,26 @@ func (r *Recorder) fetch(ctx context.Context, method, url string, body []byte) (
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
-		return rr, fmt.Errorf("%w: %s %s: %w", ErrDiscovery, method, url, err)
+		return rr, fmt.Errorf("%w: %s %s: %w", sentinel, method, url, err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := r.o.httpClient.Do(req)
 	if err != nil {
-		return rr, fmt.Errorf("%w: %s %s: %w", ErrDiscovery, method, url, err)
+		return rr, fmt.Errorf("%w: %s %s: %w", sentinel, method, url, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRESTBody+1))
 	if err != nil {
-		return rr, fmt.Errorf("%w: %s %s: read body: %w", ErrDiscovery, method, url, err)
+		return rr, fmt.Errorf("%w: %s %s: read body: %w", sentinel, method, url, err)
 	}
 	if len(b) > maxRESTBody {
-		return rr, fmt.Errorf("%w: %s %s: body over %d bytes", ErrDiscovery, method, url, maxRESTBody)
+		return rr, fmt.Errorf("%w: %s %s: body over %d bytes", sentinel, method, url, maxRESTBody)
 	}
 	rr.Status, rr.Body = resp.StatusCode, b
 	if resp.StatusCode != http.StatusOK {
-		return rr, fmt.Errorf("%w: %s %s: HTTP %d: %.200s", ErrDiscovery, method, url, resp.StatusCode, b)
+		return rr, fmt.Errorf("%w: %s %s: HTTP %d: %.200s", sentinel, method, url, resp.StatusCode, b)
 	}
 	return rr, nil
 }
@@ -105,7 +107,7 @@ func (r *Recorder) discoverPolymarket(ctx context.Context) ([]string, []RESTResp
 	var ids []string
 	var rest []RESTResponse
 	get := func(path string) ([]polymarket.GammaMarket, error) {
-		rr, err := r.fetch(ctx, http.MethodGet, base+path, nil)
+		rr, err := r.fetch(ctx, ErrDiscovery, http.MethodGet, base+path, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -170,7 +172,7 @@ func (r *Recorder) discoverHyperliquid(ctx context.Context) ([]string, map[strin
 		req   string
 		parse func([]byte) ([]hyperliquid.MetaAsset, error)
 	}{{hyperliquid.MetaRequest, hyperliquid.ParseMeta}, {hyperliquid.SpotMetaRequest, hyperliquid.ParseSpotMeta}} {
-		rr, err := r.fetch(ctx, http.MethodPost, r.restURL, []byte(q.req))
+		rr, err := r.fetch(ctx, ErrDiscovery, http.MethodPost, r.restURL, []byte(q.req))
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -52,8 +52,14 @@ func TestPolymarketAllMarketsFollowsLifecycle(t *testing.T) {
 	if !slices.Equal(dyn, want) {
 		t.Errorf("dynamic frames\n got %q\nwant %q", dyn, want)
 	}
-	// The market list the session relied on is in the dataset.
-	rest := ofKind(recs, datasets.KindRESTResponse)
+	// The market list the session relied on is in the dataset, on conn 0
+	// (the connection's REST book summaries are on conn 1).
+	var rest []rec
+	for _, r := range ofKind(recs, datasets.KindRESTResponse) {
+		if r.Conn == 0 {
+			rest = append(rest, r)
+		}
+	}
 	if len(rest) != 1 || !bytes.Contains(rest[0].Payload, []byte("polypy-stream-market")) {
 		t.Errorf("rest records:\n%s", describe(rest))
 	}
@@ -111,7 +117,8 @@ func TestPlanShardsWithoutNetwork(t *testing.T) {
 		ids = append(ids, strings.Repeat("1", 70)+strings.Repeat("0", 5-len(itoa(i)))+itoa(i))
 	}
 	r, err := recorder.New(recorder.Spec{Venue: "polymarket", Endpoint: "ws://127.0.0.1:1/ws", RESTEndpoint: "http://127.0.0.1:1",
-		Instruments: ids})
+		CLOBEndpoint: "http://127.0.0.1:1",
+		Instruments:  ids})
 	if err != nil {
 		t.Fatal(err)
 	}

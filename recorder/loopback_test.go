@@ -15,7 +15,8 @@ import (
 )
 
 func pmSpec(s *fakeexchange.Server, ids ...string) recorder.Spec {
-	return recorder.Spec{Venue: "polymarket", Endpoint: s.WSURL(), RESTEndpoint: s.RESTURL(), Instruments: ids}
+	return recorder.Spec{Venue: "polymarket", Endpoint: s.WSURL(), RESTEndpoint: s.RESTURL(), CLOBEndpoint: s.CLOBURL(),
+		Instruments: ids}
 }
 
 func TestPolymarketByteIdentical(t *testing.T) {

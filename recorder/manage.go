@@ -63,7 +63,7 @@ func (r *Recorder) refresh(ctx context.Context) {
 		return
 	}
 	for _, rr := range r.restSnapshot() {
-		r.pushREST(rr)
+		r.pushREST(0, rr)
 	}
 	r.log.Info("listing changed", "added", len(added), "gone", len(gone))
 	r.addItems(ctx, r.itemsFor(added))

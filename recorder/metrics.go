@@ -21,6 +21,8 @@ type metrics struct {
 	writeErrors prometheus.Counter
 	diskLag     prometheus.Histogram
 	connected   *prometheus.GaugeVec
+	restBooks   *prometheus.CounterVec
+	restBookErr *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, venueName string) (*metrics, error) {
@@ -38,6 +40,8 @@ func newMetrics(reg prometheus.Registerer, venueName string) (*metrics, error) {
 		recvLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tapedeck", Subsystem: "capture",
 			Name: "receive_lag_seconds", Help: "Receive time minus the venue's timestamp of the last frame that carried one.",
 			ConstLabels: labels}, []string{"conn"}),
+		restBooks:   cv("rest_book_responses_total", "Polymarket REST book-summary bodies stored before a connect."),
+		restBookErr: cv("rest_book_errors_total", "Failed Polymarket REST book-summary requests (each recorded as a note; the connection goes ahead)."),
 		connected: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tapedeck", Subsystem: "capture",
 			Name: "connected", Help: "1 while the connection slot is open and subscribed.",
 			ConstLabels: labels}, []string{"conn"}),
@@ -52,7 +56,7 @@ func newMetrics(reg prometheus.Registerer, venueName string) (*metrics, error) {
 			ConstLabels: labels, Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 	}
 	for _, c := range []prometheus.Collector{m.frames, m.bytes, m.reconnects, m.stalls, m.drops,
-		m.recvLag, m.connected, m.queueDepth, m.queueBytes, m.writeErrors, m.diskLag} {
+		m.recvLag, m.connected, m.restBooks, m.restBookErr, m.queueDepth, m.queueBytes, m.writeErrors, m.diskLag} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -63,6 +67,7 @@ func newMetrics(reg prometheus.Registerer, venueName string) (*metrics, error) {
 // connMetrics are one slot's resolved children.
 type connMetrics struct {
 	frames, bytes, reconnects, stalls, drops prometheus.Counter
+	restBooks, restBookErr                   prometheus.Counter
 	recvLag, connected                       prometheus.Gauge
 }
 
@@ -73,5 +78,6 @@ func (m *metrics) conn(id uint32) connMetrics {
 		reconnects: m.reconnects.WithLabelValues(l), stalls: m.stalls.WithLabelValues(l),
 		drops: m.drops.WithLabelValues(l), recvLag: m.recvLag.WithLabelValues(l),
 		connected: m.connected.WithLabelValues(l),
+		restBooks: m.restBooks.WithLabelValues(l), restBookErr: m.restBookErr.WithLabelValues(l),
 	}
 }

@@ -13,15 +13,16 @@ import (
 
 // Defaults of the options, in one place.
 const (
-	DefaultQueueFrames     = 1 << 16
-	DefaultQueueBytes      = 256 << 20
-	DefaultFlushInterval   = time.Second
-	DefaultStallTimeout    = 2 * time.Minute
-	DefaultBackoffMin      = 250 * time.Millisecond
-	DefaultBackoffMax      = 30 * time.Second
-	DefaultSuspectWindow   = 2 * time.Second
-	DefaultRefreshInterval = 15 * time.Minute
-	DefaultDialTimeout     = 10 * time.Second
+	DefaultQueueFrames      = 1 << 16
+	DefaultQueueBytes       = 256 << 20
+	DefaultFlushInterval    = time.Second
+	DefaultStallTimeout     = 2 * time.Minute
+	DefaultBackoffMin       = 250 * time.Millisecond
+	DefaultBackoffMax       = 30 * time.Second
+	DefaultSuspectWindow    = 2 * time.Second
+	DefaultRefreshInterval  = 15 * time.Minute
+	DefaultDialTimeout      = 10 * time.Second
+	DefaultRESTBooksTimeout = 10 * time.Second
 )
 
 // ErrOption reports an invalid option value.
@@ -31,40 +32,42 @@ var ErrOption = errors.New("recorder: invalid option")
 type Option func(*options) error
 
 type options struct {
-	queueFrames     int
-	queueBytes      int64
-	flushInterval   time.Duration
-	stallTimeout    time.Duration
-	instStall       time.Duration
-	instStallSet    bool
-	backoffMin      time.Duration
-	backoffMax      time.Duration
-	suspectWindow   time.Duration
-	refreshInterval time.Duration
-	pingInterval    time.Duration
-	dialTimeout     time.Duration
-	maxFrameBytes   int64
-	httpClient      *http.Client
-	dialer          *websocket.Dialer
-	logger          *slog.Logger
-	registerer      prometheus.Registerer
-	subscribePace   *pacerConfig
-	dialPace        pacerConfig
+	queueFrames      int
+	queueBytes       int64
+	flushInterval    time.Duration
+	stallTimeout     time.Duration
+	instStall        time.Duration
+	instStallSet     bool
+	backoffMin       time.Duration
+	backoffMax       time.Duration
+	suspectWindow    time.Duration
+	refreshInterval  time.Duration
+	pingInterval     time.Duration
+	dialTimeout      time.Duration
+	restBooksTimeout time.Duration
+	maxFrameBytes    int64
+	httpClient       *http.Client
+	dialer           *websocket.Dialer
+	logger           *slog.Logger
+	registerer       prometheus.Registerer
+	subscribePace    *pacerConfig
+	dialPace         pacerConfig
 }
 
 func defaultOptions() options {
 	return options{
-		queueFrames:     DefaultQueueFrames,
-		queueBytes:      DefaultQueueBytes,
-		flushInterval:   DefaultFlushInterval,
-		stallTimeout:    DefaultStallTimeout,
-		backoffMin:      DefaultBackoffMin,
-		backoffMax:      DefaultBackoffMax,
-		suspectWindow:   DefaultSuspectWindow,
-		refreshInterval: DefaultRefreshInterval,
-		dialTimeout:     DefaultDialTimeout,
-		httpClient:      &http.Client{Timeout: 30 * time.Second},
-		logger:          slog.New(slog.DiscardHandler),
+		queueFrames:      DefaultQueueFrames,
+		queueBytes:       DefaultQueueBytes,
+		flushInterval:    DefaultFlushInterval,
+		stallTimeout:     DefaultStallTimeout,
+		backoffMin:       DefaultBackoffMin,
+		backoffMax:       DefaultBackoffMax,
+		suspectWindow:    DefaultSuspectWindow,
+		refreshInterval:  DefaultRefreshInterval,
+		dialTimeout:      DefaultDialTimeout,
+		restBooksTimeout: DefaultRESTBooksTimeout,
+		httpClient:       &http.Client{Timeout: 30 * time.Second},
+		logger:           slog.New(slog.DiscardHandler),
 		// At most 15 new connections per 30 s: within Hyperliquid's 30 per
 		// minute, and gentle enough to avoid Polymarket's 429 on bursts.
 		dialPace: pacerConfig{burst: 15, window: 30 * time.Second, perMinute: 30},
@@ -146,6 +149,15 @@ func WithSuspectWindow(d time.Duration) Option {
 // follow listings (default DefaultRefreshInterval).
 func WithRefreshInterval(d time.Duration) Option {
 	return func(o *options) error { o.refreshInterval = d; return positive("refresh interval", d) }
+}
+
+// WithRESTBooksTimeout bounds the Polymarket REST book-summary requests made
+// before one connect, all batches together (default
+// DefaultRESTBooksTimeout). Requests still unanswered then are recorded as
+// failed and the connection goes ahead without them: the summaries never
+// delay a connect by more than this.
+func WithRESTBooksTimeout(d time.Duration) Option {
+	return func(o *options) error { o.restBooksTimeout = d; return positive("rest books timeout", d) }
 }
 
 // WithPingInterval overrides the venue's heartbeat interval (tests).

@@ -21,6 +21,10 @@ type Plan struct {
 	Endpoint string     `json:"endpoint"`
 	Conns    []ConnPlan `json:"connections"`
 	Pacing   Pacing     `json:"pacing"`
+	// RESTBooks is the Polymarket batch book-summary URL fetched for each
+	// connection's tokens before every (re)connect ("" = none: Hyperliquid,
+	// or Spec.DisableRESTBooks).
+	RESTBooks string `json:"rest_books,omitempty"`
 	// Checked is true when instruments were checked against the venue's
 	// listing (Discover ran); Notes say what was not.
 	Checked bool     `json:"checked"`
@@ -37,6 +41,9 @@ type ConnPlan struct {
 	Items []string `json:"items"`
 	// Frames are the subscribe frames sent after every (re)connect, in order.
 	Frames []string `json:"frames"`
+	// RESTBookRequests is how many book-summary requests precede every
+	// (re)connect (see Plan.RESTBooks).
+	RESTBookRequests int `json:"rest_book_requests,omitempty"`
 }
 
 // Pacing is how sends are spaced: at most Burst frames per Window and
@@ -102,6 +109,9 @@ func (r *Recorder) planFor(ctx context.Context, forRun bool) (*Plan, error) {
 		}
 		for i, c := range cps {
 			cp := ConnPlan{Conn: uint32(i + 1), Instruments: c.Assets, Items: c.Assets}
+			if r.clobURL != "" {
+				cp.RESTBookRequests = (len(c.Assets) + polymarket.BooksBatchLimit - 1) / polymarket.BooksBatchLimit
+			}
 			for _, f := range c.Subscribe {
 				cp.Frames = append(cp.Frames, string(f))
 			}
@@ -109,6 +119,10 @@ func (r *Recorder) planFor(ctx context.Context, forRun bool) (*Plan, error) {
 		}
 		if !r.discovered {
 			p.Notes = append(p.Notes, "token ids not checked against the market list (capture plan --check asks the venue)")
+		}
+		p.RESTBooks = r.booksURL()
+		if p.RESTBooks == "" {
+			p.Notes = append(p.Notes, "REST book summaries off: WebSocket books lack min_order_size and neg_risk, so a replay cannot check book hashes")
 		}
 	case venue.Hyperliquid:
 		subs, err := hyperliquid.ExpandChannels(r.spec.Channels, insts)
@@ -160,6 +174,14 @@ func (p *Plan) WriteText(w io.Writer) error {
 	for _, c := range p.Conns {
 		fmt.Fprintf(&b, "\nconn %d: %d instruments, %d subscriptions, %d subscribe frames\n", c.Conn, len(c.Instruments), len(c.Items), len(c.Frames))
 		fmt.Fprintf(&b, "  instruments: %s\n", strings.Join(c.Instruments, " "))
+		if c.RESTBookRequests > 0 {
+			reqs := "1 request"
+			if c.RESTBookRequests > 1 {
+				reqs = fmt.Sprintf("%d requests", c.RESTBookRequests)
+			}
+			fmt.Fprintf(&b, "  before every (re)connect: POST %s for the %d tokens' book summaries in %s (hash fields a WebSocket book lacks)\n",
+				p.RESTBooks, len(c.Instruments), reqs)
+		}
 		for _, f := range c.Frames {
 			fmt.Fprintf(&b, "  send %s\n", f)
 		}

@@ -66,6 +66,16 @@ type Spec struct {
 	// Conns is the number of Hyperliquid connections to spread over (0 = as
 	// few as the plan allows).
 	Conns int
+	// CLOBEndpoint is the Polymarket CLOB REST base URL the book summaries
+	// come from ("" = polymarket.CLOBEndpoint). Ignored for Hyperliquid.
+	CLOBEndpoint string
+	// DisableRESTBooks turns off what Polymarket sessions do by default:
+	// before every connect and reconnect of a connection, fetch the REST
+	// book summaries of its tokens (POST /books) and store each body as a
+	// KindRESTResponse of that connection, so that a replay learns the hash
+	// fields WebSocket books lack (min_order_size, neg_risk) and can verify
+	// book hashes. Ignored for Hyperliquid.
+	DisableRESTBooks bool
 }
 
 // DefaultHyperliquidChannels are recorded when Spec.Channels is empty.
@@ -83,6 +93,7 @@ type Recorder struct {
 	p        proto
 	endpoint string
 	restURL  string
+	clobURL  string // "" = no REST book summaries
 	base     time.Time
 	reg      *prometheus.Registry // private registry unless WithMetrics
 	m        *metrics
@@ -109,6 +120,7 @@ type Recorder struct {
 
 	stats struct {
 		frames, bytes, dropped, reconnects, stalls atomic.Uint64
+		restBooks, restBookErrors                  atomic.Uint64
 	}
 }
 
@@ -151,6 +163,12 @@ func New(spec Spec, opts ...Option) (*Recorder, error) {
 		}
 		if !o.instStallSet {
 			r.o.instStall = 0
+		}
+		if !spec.DisableRESTBooks {
+			r.clobURL = spec.CLOBEndpoint
+			if r.clobURL == "" {
+				r.clobURL = polymarket.CLOBEndpoint
+			}
 		}
 	case venue.Hyperliquid:
 		if r.restURL == "" {
@@ -262,6 +280,9 @@ type Stats struct {
 	Records     uint64 // records appended to the sink (frames and control)
 	WriteErrors uint64 // failed appends or flushes (retried)
 	Lost        uint64 // records given up after the sink kept failing at shutdown
+	// RESTBooks counts stored REST book-summary bodies (Polymarket), and
+	// RESTBookErrors the requests for them that failed (each one a KindNote).
+	RESTBooks, RESTBookErrors uint64
 	// DiskLag is the distribution of the time from socket read to the end of
 	// the flush that wrote the frame.
 	DiskLag LagStats
@@ -272,6 +293,7 @@ func (r *Recorder) Stats() Stats {
 	s := Stats{
 		Frames: r.stats.frames.Load(), Bytes: r.stats.bytes.Load(), Dropped: r.stats.dropped.Load(),
 		Reconnects: r.stats.reconnects.Load(), Stalls: r.stats.stalls.Load(),
+		RESTBooks: r.stats.restBooks.Load(), RESTBookErrors: r.stats.restBookErrors.Load(),
 	}
 	r.mu.Lock()
 	w := r.w
@@ -331,7 +353,7 @@ func (r *Recorder) Run(ctx context.Context, sink Sink) error {
 	}()
 
 	for _, rr := range r.restSnapshot() {
-		r.pushREST(rr)
+		r.pushREST(0, rr)
 	}
 	if r.spec.AllMarkets {
 		r.lifecycle = make(chan polymarket.MarketLifecycle, 1024)
@@ -358,16 +380,17 @@ func (r *Recorder) Run(ctx context.Context, sink Sink) error {
 	return errors.Join(cause, werr)
 }
 
-// pushREST stores a REST response the session relied on: a note naming the
-// request (the record kind has no room for the URL), then the raw body.
-func (r *Recorder) pushREST(rr RESTResponse) {
+// pushREST stores a REST response the session (conn 0) or a connection slot
+// relied on: a note naming the request (the record kind has no room for the
+// URL), then the raw body.
+func (r *Recorder) pushREST(conn uint32, rr RESTResponse) {
 	text := rr.Method + " " + rr.URL
 	if len(rr.Request) > 0 {
 		text += " " + string(rr.Request)
 	}
-	r.q.push(r.wctx, entry{rec: datasets.Record{Kind: datasets.KindNote,
+	r.q.push(r.wctx, entry{rec: datasets.Record{Kind: datasets.KindNote, Conn: conn,
 		Payload: datasets.EncodeControl(datasets.Control{URL: rr.URL, Code: rr.Status, Text: "rest_response follows: " + text})}})
-	r.q.push(r.wctx, entry{rec: datasets.Record{Kind: datasets.KindRESTResponse, Payload: rr.Body}})
+	r.q.push(r.wctx, entry{rec: datasets.Record{Kind: datasets.KindRESTResponse, Conn: conn, Payload: rr.Body}})
 }
 
 func (r *Recorder) restSnapshot() []RESTResponse {

@@ -126,6 +126,12 @@ func (s *slot) run(ctx context.Context) {
 		if err := r.dialPacer.Wait(ctx); err != nil {
 			return
 		}
+		// Before dialing, so that the WebSocket initial dump, which replaces
+		// the books, comes after the summaries in the dataset.
+		s.fetchBooks(ctx)
+		if ctx.Err() != nil {
+			return
+		}
 		dialer := r.o.dialer
 		if dialer == nil {
 			dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: r.o.dialTimeout,

@@ -23,6 +23,7 @@ import (
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/recorder"
+	"github.com/tapedeck/tapedeck/venue/polymarket"
 )
 
 func init() { verbs.Add(func() *cobra.Command { return newRunCmd(nil) }) }
@@ -40,6 +41,8 @@ type sessionFlags struct {
 	RESTEndpoint    string   `json:"rest_endpoint"`
 	AssetsPerConn   int      `json:"assets_per_conn"`
 	Conns           int      `json:"conns"`
+	CLOBEndpoint    string   `json:"clob_endpoint"`
+	RESTBooks       bool     `json:"-"` // from the config's raw keys: absent must not mean false
 }
 
 func (f *sessionFlags) add(fs *pflag.FlagSet) {
@@ -53,12 +56,14 @@ func (f *sessionFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.RESTEndpoint, "rest-endpoint", "", "discovery `URL`: Polymarket Gamma base, Hyperliquid info (default: the venue's)")
 	fs.IntVar(&f.AssetsPerConn, "assets-per-conn", 0, "Polymarket assets per connection, 1..500 (default 200)")
 	fs.IntVar(&f.Conns, "conns", 0, "Hyperliquid connections to spread subscriptions over, up to 10 (default: as few as possible)")
+	fs.BoolVar(&f.RESTBooks, "rest-books", true, "Polymarket: before every (re)connect, store the connection's REST book summaries so a replay can check book hashes (ignored for hyperliquid)")
+	fs.StringVar(&f.CLOBEndpoint, "clob-endpoint", "", "Polymarket CLOB REST base `URL` for the book summaries (default "+polymarket.CLOBEndpoint+")")
 }
 
 // configKeys are the keys a --config file may hold: the flags of run and
 // plan, with _ for -.
 var configKeys = []string{"venue", "instruments", "instruments_file", "all_markets", "channels", "endpoint",
-	"rest_endpoint", "assets_per_conn", "conns", "out", "rotate", "flush_interval", "stall_timeout", "metrics_addr"}
+	"rest_endpoint", "assets_per_conn", "conns", "clob_endpoint", "rest_books", "out", "rotate", "flush_interval", "stall_timeout", "metrics_addr"}
 
 // load merges the config file under the flags and validates, naming flags.
 // It returns the config file's raw keys for the verb's own settings.
@@ -96,6 +101,12 @@ func (f *sessionFlags) load(cmd *cobra.Command) (map[string]json.RawMessage, err
 		pick("rest-endpoint", func() { f.RESTEndpoint = c.RESTEndpoint })
 		pick("assets-per-conn", func() { f.AssetsPerConn = c.AssetsPerConn })
 		pick("conns", func() { f.Conns = c.Conns })
+		pick("clob-endpoint", func() { f.CLOBEndpoint = c.CLOBEndpoint })
+		if v, ok := raw["rest_books"]; ok && !changed("rest-books") {
+			if err := json.Unmarshal(v, &f.RESTBooks); err != nil {
+				return nil, cli.FlagErrorf("--config %s: rest_books: %v", f.Config, err)
+			}
+		}
 	}
 	if f.Venue != "polymarket" && f.Venue != "hyperliquid" {
 		return nil, cli.FlagErrorf("--venue must be polymarket or hyperliquid, not %q", f.Venue)
@@ -119,7 +130,7 @@ func (f *sessionFlags) load(cmd *cobra.Command) (map[string]json.RawMessage, err
 	if f.Venue == "polymarket" && len(f.Channels) > 0 && (len(f.Channels) != 1 || f.Channels[0] != "market") {
 		return nil, cli.FlagErrorf("--channels applies to hyperliquid (Polymarket has the market channel only)")
 	}
-	for _, u := range []struct{ flag, v string }{{"--endpoint", f.Endpoint}, {"--rest-endpoint", f.RESTEndpoint}} {
+	for _, u := range []struct{ flag, v string }{{"--endpoint", f.Endpoint}, {"--rest-endpoint", f.RESTEndpoint}, {"--clob-endpoint", f.CLOBEndpoint}} {
 		if u.v != "" && !strings.Contains(u.v, "://") {
 			return nil, cli.FlagErrorf("%s %q is not a URL", u.flag, u.v)
 		}
@@ -154,7 +165,7 @@ func readInstrumentsFile(path string) ([]string, error) {
 func (f *sessionFlags) spec() recorder.Spec {
 	return recorder.Spec{Venue: f.Venue, Endpoint: f.Endpoint, RESTEndpoint: f.RESTEndpoint,
 		Instruments: f.Instruments, Channels: f.Channels, AllMarkets: f.AllMarkets,
-		AssetsPerConn: f.AssetsPerConn, Conns: f.Conns}
+		AssetsPerConn: f.AssetsPerConn, Conns: f.Conns, CLOBEndpoint: f.CLOBEndpoint, DisableRESTBooks: !f.RESTBooks}
 }
 
 // runOptions are the parsed flags of `capture run`.
@@ -196,6 +207,15 @@ subscribe acknowledgement, disconnect (code, reason, suspect subscription),
 reconnect, stall, queue overflow and write failure is a record of the dataset;
 nothing is lost silently. Discovery responses (market lists, Hyperliquid meta
 with szDecimals) are stored too, so a replay needs no network.
+
+Polymarket WebSocket books lack min_order_size and neg_risk, two of the
+fields their hash covers. So before every connect and reconnect of a
+connection, its tokens' REST book summaries are fetched (POST /books on
+--clob-endpoint, 100 tokens a request) and stored on that connection, ahead
+of the WebSocket snapshots; a replay learns the fields from them and checks
+every book hash. A failed or slow request (--rest-books=false turns them off)
+is logged, counted in tapedeck_capture_rest_book_errors_total and recorded
+as a note; the connection goes ahead without it.
 
 Metrics for Prometheus are served on --metrics-addr at /metrics; logs are
 structured (--log-format text or json) on standard error.`,

@@ -73,6 +73,8 @@ func TestRunFlags(t *testing.T) {
 	os.Mkdir(existing, 0o755)
 	cfg := filepath.Join(dir, "c.json")
 	os.WriteFile(cfg, []byte(`{"venue":"hyperliquid","instruments":["BTC"],"out":"`+filepath.Join(dir, "fromcfg")+`","flush_interval":"250ms"}`), 0o644)
+	offcfg := filepath.Join(dir, "off.json")
+	os.WriteFile(offcfg, []byte(`{"venue":"polymarket","instruments":["1"],"rest_books":false,"clob_endpoint":"http://127.0.0.1:1"}`), 0o644)
 	badcfg := filepath.Join(dir, "bad.json")
 	os.WriteFile(badcfg, []byte(`{"venue":"hyperliquid","instrument":["BTC"]}`), 0o644)
 	list := filepath.Join(dir, "ids.txt")
@@ -84,7 +86,28 @@ func TestRunFlags(t *testing.T) {
 		want  string // "" = accepted
 		check func(t *testing.T, o *runOptions)
 	}{
-		{"ok", []string{"--venue", "polymarket", "--instruments", "1,2", "--out", out}, "", nil},
+		{"ok", []string{"--venue", "polymarket", "--instruments", "1,2", "--out", out}, "", func(t *testing.T, o *runOptions) {
+			if sp := o.spec(); sp.DisableRESTBooks || sp.CLOBEndpoint != "" {
+				t.Errorf("rest books by default: spec %+v", sp)
+			}
+		}},
+		{"rest books off", []string{"--venue", "polymarket", "--instruments", "1", "--rest-books=false", "--clob-endpoint", "http://127.0.0.1:1", "--out", out}, "",
+			func(t *testing.T, o *runOptions) {
+				if sp := o.spec(); !sp.DisableRESTBooks || sp.CLOBEndpoint != "http://127.0.0.1:1" {
+					t.Errorf("spec %+v", sp)
+				}
+			}},
+		{"rest books off in config", []string{"--config", offcfg, "--out", out}, "", func(t *testing.T, o *runOptions) {
+			if sp := o.spec(); !sp.DisableRESTBooks || sp.CLOBEndpoint != "http://127.0.0.1:1" {
+				t.Errorf("spec %+v", sp)
+			}
+		}},
+		{"rest books flag beats config", []string{"--config", offcfg, "--rest-books", "--out", out}, "", func(t *testing.T, o *runOptions) {
+			if o.spec().DisableRESTBooks {
+				t.Error("--rest-books did not override the config")
+			}
+		}},
+		{"bad clob endpoint", []string{"--venue", "polymarket", "--instruments", "1", "--clob-endpoint", "clob.polymarket.com", "--out", out}, "--clob-endpoint", nil},
 		{"file", []string{"--venue", "polymarket", "--instruments-file", list, "--out", out}, "", func(t *testing.T, o *runOptions) {
 			if len(o.Instruments) != 1 {
 				t.Errorf("instruments %v", o.Instruments)
@@ -182,7 +205,8 @@ func TestPlanExamples(t *testing.T) {
 				}
 			}
 		default:
-			if !strings.Contains(out, "connections 2") || strings.Count(out, `"type":"market"`) != 2 {
+			if !strings.Contains(out, "connections 2") || strings.Count(out, `"type":"market"`) != 2 ||
+				strings.Count(out, "before every (re)connect: POST https://clob.polymarket.com/books for the 4 tokens' book summaries in 1 request") != 2 {
 				t.Errorf("%v:\n%s", args, out)
 			}
 		}
@@ -238,7 +262,7 @@ func TestRunExamples(t *testing.T) {
 				args[i] = "127.0.0.1:0"
 			}
 		}
-		args = append(args, "--endpoint", s.WSURL(), "--rest-endpoint", s.RESTURL(), "--flush-interval", "20ms")
+		args = append(args, "--endpoint", s.WSURL(), "--rest-endpoint", s.RESTURL(), "--clob-endpoint", s.CLOBURL(), "--flush-interval", "20ms")
 		out := args[slicesIndex(args, "--out")+1]
 		before := capSent(s)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -270,7 +294,31 @@ func TestRunExamples(t *testing.T) {
 		if strings.Contains(strings.Join(args, " "), "all-markets") && st.Conns == 0 {
 			t.Errorf("all markets recorded nothing")
 		}
+		if s == pm && restBodiesOnConns(t, out) == 0 {
+			t.Errorf("%v: no REST book summaries stored on a connection", args)
+		}
 	}
+}
+
+// restBodiesOnConns counts the REST bodies a dataset holds on connection
+// slots (conn 0 holds the session's discovery responses).
+func restBodiesOnConns(t *testing.T, dir string) int {
+	t.Helper()
+	rd, err := datasets.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	n := 0
+	for rd.Next() {
+		if r := rd.Record(); r.Kind == datasets.KindRESTResponse && r.Conn != 0 {
+			n++
+		}
+	}
+	if err := rd.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func slicesIndex(s []string, v string) int {
@@ -358,7 +406,7 @@ func TestKillNineRecovers(t *testing.T) {
 	defer s.Close()
 	out := filepath.Join(t.TempDir(), "ds")
 	cmd := exec.Command(bin, "run", "--venue", "polymarket", "--instruments", fakeexchange.PolymarketStreamAsset,
-		"--endpoint", s.WSURL(), "--out", out, "--flush-interval", "20ms")
+		"--endpoint", s.WSURL(), "--clob-endpoint", s.CLOBURL(), "--out", out, "--flush-interval", "20ms")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

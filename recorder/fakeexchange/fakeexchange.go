@@ -1,6 +1,6 @@
 // Package fakeexchange runs loopback stand-ins of the Polymarket market
 // channel and the Hyperliquid WebSocket (plus their REST discovery
-// endpoints) for tests and benchmarks. They speak the real protocol —
+// endpoints and Polymarket's CLOB book summaries) for tests and benchmarks. They speak the real protocol —
 // heartbeats, acknowledgements, snapshots before updates, the 1006 close on
 // an unknown coin — from real captured frames, and can be told to misbehave:
 // stall while still answering pings, close abruptly or with a code, send
@@ -61,6 +61,10 @@ type Config struct {
 	FloodRate int
 	// Markets is the Polymarket Gamma market list (GET /markets), a JSON array.
 	Markets []byte
+	// Summary is the Polymarket CLOB REST book summary served for every
+	// token asked for (POST /books answers an array of them, GET /book one),
+	// the token id substituted for ID. Empty: /books answers [] and /book 404.
+	Summary Template
 	// Meta and SpotMeta are the Hyperliquid info responses.
 	Meta, SpotMeta []byte
 	// BadCoins close the socket abruptly (1006, no message) when subscribed,
@@ -85,6 +89,11 @@ type Server struct {
 	stalled  atomic.Bool
 	restHits atomic.Int64
 	wg       sync.WaitGroup
+
+	bmu        sync.Mutex
+	bookReqs   [][]string
+	bookStatus int
+	bookDelay  time.Duration
 }
 
 // Conn is one accepted connection as the server saw it.
@@ -119,6 +128,8 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("/ws/market", s.serveWS)
 	mux.HandleFunc("/markets", s.serveMarkets)
 	mux.HandleFunc("/info", s.serveInfo)
+	mux.HandleFunc("/books", s.serveBooks)
+	mux.HandleFunc("/book", s.serveBooks)
 	s.http = httptest.NewServer(mux)
 	return s
 }
@@ -139,6 +150,37 @@ func (s *Server) RESTURL() string {
 		return s.http.URL + "/info"
 	}
 	return s.http.URL
+}
+
+// CLOBURL is the Polymarket CLOB REST base URL (POST /books, GET /book).
+func (s *Server) CLOBURL() string { return s.http.URL }
+
+// BookRequests returns the token ids of every book-summary request served
+// or failed so far, one slice per request, in order.
+func (s *Server) BookRequests() [][]string {
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
+	out := make([][]string, len(s.bookReqs))
+	for i, r := range s.bookReqs {
+		out[i] = append([]string(nil), r...)
+	}
+	return out
+}
+
+// FailBooks makes book-summary requests answer HTTP status with a JSON
+// error body (0 = serve them again).
+func (s *Server) FailBooks(status int) {
+	s.bmu.Lock()
+	s.bookStatus = status
+	s.bmu.Unlock()
+}
+
+// DelayBooks makes book-summary requests wait d before answering (or until
+// the client gives up), to test timeouts.
+func (s *Server) DelayBooks(d time.Duration) {
+	s.bmu.Lock()
+	s.bookDelay = d
+	s.bmu.Unlock()
 }
 
 // SetListing replaces the REST listing served from now on: the Gamma market
@@ -664,4 +706,67 @@ func (s *Server) serveInfo(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.Error(w, "unknown type", http.StatusBadRequest)
 	}
+}
+
+// serveBooks answers POST /books (a JSON array of {"token_id":…}) and
+// GET /book?token_id=… with the Summary template, as the CLOB REST API does.
+func (s *Server) serveBooks(w http.ResponseWriter, r *http.Request) {
+	var ids []string
+	batch := r.URL.Path == "/books"
+	switch {
+	case batch && r.Method == http.MethodPost:
+		var req []struct {
+			TokenID string `json:"token_id"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, `{"error":"Invalid payload"}`, http.StatusBadRequest)
+			return
+		}
+		for _, q := range req {
+			ids = append(ids, q.TokenID)
+		}
+	case !batch && r.Method == http.MethodGet:
+		ids = []string{r.URL.Query().Get("token_id")}
+	default:
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	s.bmu.Lock()
+	s.bookReqs = append(s.bookReqs, ids)
+	status, delay := s.bookStatus, s.bookDelay
+	s.bmu.Unlock()
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+		}
+		t.Stop()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if status != 0 {
+		w.WriteHeader(status)
+		w.Write([]byte(`{"error":"fake exchange: failing book requests"}`))
+		return
+	}
+	sum := s.cfg.Summary
+	if !batch {
+		if len(sum.Frame) == 0 {
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"error":"No orderbook exists for the requested token id"}`))
+			return
+		}
+		w.Write(bytes.ReplaceAll(sum.Frame, []byte(sum.ID), []byte(ids[0])))
+		return
+	}
+	out := []byte{'['}
+	if len(sum.Frame) > 0 {
+		for i, id := range ids {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, bytes.ReplaceAll(sum.Frame, []byte(sum.ID), []byte(id))...)
+		}
+	}
+	w.Write(append(out, ']'))
 }

@@ -187,3 +187,105 @@ func ParseMarketLifecycle(frame []byte) ([]MarketLifecycle, error) {
 	}
 	return out, nil
 }
+
+// CLOBEndpoint is the public CLOB REST API base URL, where book summaries
+// live (GET /book, POST /books).
+const CLOBEndpoint = "https://clob.polymarket.com"
+
+// BooksPath is the batch book-summary endpoint: POST a JSON array of
+// {"token_id":…} objects (see BooksRequest); the answer is a JSON array of
+// summaries shaped like GET /book's.
+const BooksPath = "/books"
+
+// BooksBatchLimit is how many token ids one POST /books request carries
+// here. The venue documents no limit; this one keeps a request body under
+// 10 KB and a response to a few MB, like the subscribe frames' 100 ids.
+const BooksBatchLimit = 100
+
+// BookPath returns the request path (with query) of one token's book summary.
+func BookPath(tokenID string) string { return "/book?token_id=" + url.QueryEscape(tokenID) }
+
+// BooksRequest returns the POST /books body for tokenIDs:
+// [{"token_id":"…"},…]. It allocates a new slice.
+func BooksRequest(tokenIDs []string) []byte {
+	type item struct {
+		TokenID string `json:"token_id"`
+	}
+	items := make([]item, len(tokenIDs))
+	for i, id := range tokenIDs {
+		items[i].TokenID = id
+	}
+	b, _ := json.Marshal(items) // strings only: cannot fail
+	return b
+}
+
+// BookSummary is the part of a REST book summary (GET /book, one element of
+// POST /books) that a WebSocket book lacks, plus what names it. Decoders
+// learn these fields by decoding the raw body (Decoder.Decode takes a
+// summary or an array of them as a snapshot); this type is for callers that
+// only need to know what a body covers.
+type BookSummary struct {
+	Market       string // condition id
+	AssetID      string // token id
+	Hash         string
+	MinOrderSize string // decimal text, e.g. "5"
+	TickSize     string // decimal text, e.g. "0.01"
+	NegRisk      bool
+	Bids, Asks   int // level counts
+}
+
+// Info returns the summary's hash fields as SetInstrumentInfo takes them.
+func (s BookSummary) Info() InstrumentInfo {
+	return InstrumentInfo{AssetID: s.AssetID, Market: s.Market, MinOrderSize: s.MinOrderSize,
+		TickSize: s.TickSize, NegRisk: s.NegRisk}
+}
+
+// ErrBookSummary reports a REST body that is not a book summary or an array
+// of them.
+var ErrBookSummary = errors.New("polymarket: not a book summary")
+
+type bookSummaryJSON struct {
+	Market       string            `json:"market"`
+	AssetID      string            `json:"asset_id"`
+	Hash         string            `json:"hash"`
+	MinOrderSize string            `json:"min_order_size"`
+	TickSize     string            `json:"tick_size"`
+	NegRisk      *bool             `json:"neg_risk"`
+	Bids         []json.RawMessage `json:"bids"`
+	Asks         []json.RawMessage `json:"asks"`
+}
+
+// ParseBookSummaries parses a GET /book body (one object) or a POST /books
+// body (an array of them). Every summary must name its asset and carry
+// min_order_size and neg_risk, the fields hash checks need; otherwise the
+// error (wrapping ErrBookSummary) names the element and the field. The
+// result owns its memory.
+func ParseBookSummaries(body []byte) ([]BookSummary, error) {
+	t := bytes.TrimSpace(body)
+	var raw []bookSummaryJSON
+	var err error
+	if len(t) > 0 && t[0] == '{' {
+		var o bookSummaryJSON
+		err = json.Unmarshal(t, &o)
+		raw = []bookSummaryJSON{o}
+	} else {
+		err = json.Unmarshal(t, &raw)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBookSummary, err)
+	}
+	out := make([]BookSummary, 0, len(raw))
+	for i, s := range raw {
+		switch {
+		case !IsTokenID(s.AssetID):
+			return nil, fmt.Errorf("%w: element %d: asset_id %q: %w", ErrBookSummary, i, s.AssetID, ErrTokenID)
+		case s.MinOrderSize == "":
+			return nil, fmt.Errorf("%w: element %d (%s): min_order_size: %w", ErrBookSummary, i, s.AssetID, ErrMissingField)
+		case s.NegRisk == nil:
+			return nil, fmt.Errorf("%w: element %d (%s): neg_risk: %w", ErrBookSummary, i, s.AssetID, ErrMissingField)
+		}
+		out = append(out, BookSummary{Market: s.Market, AssetID: s.AssetID, Hash: s.Hash, MinOrderSize: s.MinOrderSize,
+			TickSize: s.TickSize, NegRisk: *s.NegRisk, Bids: len(s.Bids), Asks: len(s.Asks)})
+	}
+	return out, nil
+}

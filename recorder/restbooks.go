@@ -1,0 +1,103 @@
+package recorder
+
+// Polymarket REST book summaries. A WebSocket book lacks min_order_size and
+// neg_risk, two of the fields its hash covers (PROTOCOLS.md §3.1), so a
+// replay can verify hashes only if it has seen a REST summary of the token.
+// Before every connect of a slot the recorder fetches its tokens' summaries
+// and stores the raw bodies on that slot's Conn, where the replayer hands
+// them to the connection's decoder.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/venue/polymarket"
+)
+
+// ErrRESTBooks reports a failed REST book-summary request. It never ends a
+// session: the failure is logged, counted and recorded as a KindNote.
+var ErrRESTBooks = errors.New("recorder: rest book summaries")
+
+// booksURL is the batch book-summary endpoint, "" when the session does not
+// fetch summaries.
+func (r *Recorder) booksURL() string {
+	if r.clobURL == "" {
+		return ""
+	}
+	return strings.TrimRight(r.clobURL, "/") + polymarket.BooksPath
+}
+
+// fetchBooks stores the REST book summaries of the slot's tokens, in
+// batches of polymarket.BooksBatchLimit: for each batch a note naming the
+// request, then the raw body. A failed batch is a note with the error and
+// the tokens it covered; the others go ahead. All batches together get the
+// books timeout, so a hanging endpoint delays a connect by that much at
+// most. It returns early only when ctx ends.
+func (s *slot) fetchBooks(ctx context.Context) {
+	r := s.r
+	u := r.booksURL()
+	if u == "" {
+		return
+	}
+	fctx, cancel := context.WithTimeout(ctx, r.o.restBooksTimeout)
+	defer cancel()
+	for _, ids := range chunks(s.snapshotItems(), polymarket.BooksBatchLimit) {
+		rr, err := r.fetch(fctx, ErrRESTBooks, http.MethodPost, u, polymarket.BooksRequest(ids))
+		if ctx.Err() != nil {
+			return // shutting down: not a failure of the venue
+		}
+		if err != nil {
+			s.booksFailed(rr, ids, err)
+			continue
+		}
+		r.pushREST(s.id, rr)
+		s.cm.restBooks.Inc()
+		r.stats.restBooks.Add(1)
+		sums, err := polymarket.ParseBookSummaries(rr.Body)
+		if err != nil {
+			// Stored anyway (it is what the venue said), but say that the
+			// replay will not learn from it.
+			s.booksFailed(RESTResponse{Method: rr.Method, URL: rr.URL, Status: rr.Status}, ids,
+				fmt.Errorf("%w: POST %s: %w", ErrRESTBooks, u, err))
+			continue
+		}
+		if missing := missingTokens(ids, sums); len(missing) > 0 {
+			// Normal for a token without an order book yet; its hashes
+			// wait for the next connect.
+			text := fmt.Sprintf("rest book summaries: no summary for %d of %d tokens: %s",
+				len(missing), len(ids), strings.Join(missing[:min(len(missing), 10)], " "))
+			r.log.Info(text, "conn", s.id)
+			r.control(s.id, datasets.KindNote, datasets.Control{URL: u, Code: rr.Status, Instruments: missing, Text: text})
+		}
+	}
+}
+
+// booksFailed logs, counts and records a failed book-summary request.
+func (s *slot) booksFailed(rr RESTResponse, ids []string, err error) {
+	r := s.r
+	s.cm.restBookErr.Inc()
+	r.stats.restBookErrors.Add(1)
+	r.log.Warn("rest book summaries failed; connecting without them", "conn", s.id, "tokens", len(ids), "err", err)
+	r.control(s.id, datasets.KindNote, datasets.Control{URL: rr.URL, Code: rr.Status, Err: err.Error(),
+		Instruments: slices.Clone(ids),
+		Text:        fmt.Sprintf("rest book summaries failed for %d tokens: their book hashes cannot be checked until a later connect", len(ids))})
+}
+
+func missingTokens(ids []string, sums []polymarket.BookSummary) []string {
+	have := make(map[string]bool, len(sums))
+	for _, s := range sums {
+		have[s.AssetID] = true
+	}
+	var out []string
+	for _, id := range ids {
+		if !have[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
