@@ -11,12 +11,16 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/internal/loopback"
 	"github.com/tapedeck/tapedeck/recorder"
 	"github.com/tapedeck/tapedeck/recorder/fakeexchange"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	loopback.Guard()
+	goleak.VerifyTestMain(m)
+}
 
 // rec is a record read back from a dataset, with its own payload copy.
 type rec struct {
