@@ -554,7 +554,6 @@ func TestSegmentReaderIOTest(t *testing.T) {
 	}
 }
 
-
 // --- kill -9 -------------------------------------------------------------
 
 const childEnv = "TAPEDECK_DATASETS_TEST_CHILD"
