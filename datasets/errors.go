@@ -21,6 +21,7 @@ var (
 	ErrPendingFull   = errors.New("datasets: write backlog full; record not accepted")
 	ErrSeqOrder      = errors.New("datasets: sequence not strictly increasing")
 	ErrTimeBackwards = errors.New("datasets: monotonic receive time went backwards")
+	ErrLocked        = errors.New("datasets: dataset is open for writing")
 )
 
 // CorruptionError reports damaged data: the file, the byte offset of the

@@ -734,3 +734,31 @@ func TestDamagedDictionaryCopy(t *testing.T) {
 		})
 	}
 }
+
+// A Writer holds the dataset's lock from Create to Close: Repair refuses to
+// touch a dataset being written, and works again once the writer is done.
+func TestRepairRefusesWhileWriting(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	w, err := Create(dir, Manifest{Venue: "polymarket"}, WithFlushInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append(&Record{Kind: KindFrame, WallNs: 1, MonoNs: 1, Payload: []byte("PONG")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Repair(dir); !errors.Is(err, ErrLocked) {
+		t.Fatalf("Repair during a write: %v, want ErrLocked", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, LockName)); !os.IsNotExist(err) {
+		t.Fatalf("lock file after Close: %v", err)
+	}
+	if _, err := Repair(dir); err != nil {
+		t.Fatalf("Repair after Close: %v", err)
+	}
+}

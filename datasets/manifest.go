@@ -3,6 +3,10 @@ package datasets
 // ManifestName is the file name of a dataset's manifest.
 const ManifestName = "manifest.json"
 
+// LockName is the file a Writer (and Repair) holds an exclusive lock on
+// while it changes the dataset; it is removed when they finish.
+const LockName = ".lock"
+
 // Manifest describes a dataset. It is written when the dataset is created and
 // rewritten (atomically) when it is closed or repaired.
 type Manifest struct {

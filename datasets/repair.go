@@ -76,12 +76,18 @@ type repairSeg struct {
 // so the loss stays explicit and sequence numbers stay strictly increasing.
 // Missing or stale indexes are rewritten and the manifest's StartNs/EndNs
 // set from the records. Every file is replaced atomically. Running Repair on
-// a sound dataset changes nothing. No writer may have the dataset open.
+// a sound dataset changes nothing. While a Writer has the dataset open,
+// Repair refuses with ErrLocked.
 func Repair(dir string) (*RepairReport, error) {
 	m, err := ReadManifest(dir)
 	if err != nil {
 		return nil, fmt.Errorf("datasets: repair: %w", err)
 	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("datasets: repair: %w", err)
+	}
+	defer unlockDir(lock)
 	infos, err := listSegments(dir)
 	if err != nil {
 		return nil, err

@@ -26,8 +26,10 @@ type Writer struct {
 	mu  sync.Mutex
 	dir string
 	man Manifest
-	o   writerOptions
-	enc *zstd.Encoder
+	// lock is the exclusive flock on LockName, held from Create to Close.
+	lock *os.File
+	o    writerOptions
+	enc  *zstd.Encoder
 
 	b   blockBuilder // the open block
 	out []byte       // the last sealed block, header + content
@@ -115,16 +117,22 @@ func Create(dir string, m Manifest, opts ...WriterOption) (*Writer, error) {
 	if segs, _ := filepath.Glob(filepath.Join(dir, "*"+segmentExt)); len(segs) > 0 {
 		return nil, fmt.Errorf("%w: %s holds segments", ErrExists, dir)
 	}
-	w := &Writer{dir: dir, man: m, o: o, rotateNext: true, compactSem: make(chan struct{}, 1)}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{dir: dir, man: m, o: o, rotateNext: true, compactSem: make(chan struct{}, 1), lock: lock}
 	if o.level > 0 {
 		enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevel(o.level)),
 			zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false), zstd.WithZeroFrames(true))
 		if err != nil {
+			unlockDir(lock)
 			return nil, fmt.Errorf("datasets: create encoder: %w", err)
 		}
 		w.enc = enc
 	}
 	if err := writeManifest(dir, m); err != nil {
+		unlockDir(lock)
 		return nil, err
 	}
 	if o.flushInterval > 0 {
@@ -544,5 +552,6 @@ func (w *Writer) Close() error {
 	if err := writeManifest(w.dir, m); err != nil {
 		errs = append(errs, err)
 	}
+	unlockDir(w.lock)
 	return errors.Join(errs...)
 }
