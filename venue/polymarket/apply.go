@@ -1,7 +1,9 @@
 package polymarket
 
 import (
+	"bytes"
 	"crypto/sha1"
+	"encoding"
 	"errors"
 
 	"github.com/tapedeck/tapedeck/book"
@@ -118,7 +120,9 @@ func (d *Decoder) apply(out *venue.Frame) error {
 					d.pending = append(d.pending, in)
 				}
 				// Set fails only on negative values, which parse rejects.
+				g0 := in.book.Generation()
 				_ = in.book.Set(c.side, c.price, c.size, 0)
+				in.hc.afterSet(in.book, g0, c.side, c.price, c.size)
 				if in.book.Valid() {
 					d.checkHash(in, m.ts.b, c.hash)
 				}
@@ -225,12 +229,13 @@ func (d *Decoder) closeBatch(in *instrument) {
 // field is known. It tries the form that matched last first, then the other
 // one if a last trade price is known; a mismatch is only counted.
 func (d *Decoder) checkHash(in *instrument, ts, want []byte) {
-	if !d.opts.hashCheck || !in.hashable() || !isHash40(want) {
+	var sum [sha1.Size]byte
+	if !d.opts.hashCheck || !in.hashable() || !decodeHash40(&sum, want) {
 		return
 	}
-	ok := d.hashForm(in, ts, want, in.ltpFirst && in.ltp > 0)
+	ok := d.hashForm(in, ts, &sum, in.ltpFirst && in.ltp > 0)
 	if !ok && in.ltp > 0 {
-		if ok = d.hashForm(in, ts, want, !in.ltpFirst); ok {
+		if ok = d.hashForm(in, ts, &sum, !in.ltpFirst); ok {
 			in.ltpFirst = !in.ltpFirst
 		}
 	}
@@ -242,17 +247,69 @@ func (d *Decoder) checkHash(in *instrument, ts, want []byte) {
 	}
 }
 
-func (d *Decoder) hashForm(in *instrument, ts, want []byte, withLtp bool) bool {
-	buf := appendHashHead(d.hashBuf[:0], in.market, in.id, ts, in.book, &d.topBuf)
-	buf = appendDecimal(buf, in.minOrder, sizeDecimals)
-	buf = append(buf, `","tick_size":"`...)
-	buf = appendDecimal(buf, in.tick, priceDecimals)
-	buf = appendHashTail(buf, in.negRisk, withLtp)
+// asksKey sits between the two sides in the hash input.
+var asksKey = []byte(`],"asks":[`)
+
+// hashForm reports whether want is the hash of in's book at timestamp ts in
+// one form (with last_trade_price or without). The sides come from in's hash
+// cache and go straight into a reused SHA-1 state: per check only the
+// timestamp is formatted, and the SHA-1 of the input is all that is left of
+// the cost (see BenchmarkReal/price_change_2_hashchecked).
+func (d *Decoder) hashForm(in *instrument, ts []byte, want *[sha1.Size]byte, withLtp bool) bool {
+	c := &in.hc
+	c.sync(in.book, &d.topBuf)
+	tk := tailKey{minOrder: in.minOrder, tick: in.tick, negRisk: in.negRisk, withLtp: withLtp}
 	if withLtp {
-		buf = appendDecimal(buf, in.ltp, priceDecimals)
-		buf = append(buf, `"}`...)
+		tk.ltp = in.ltp
 	}
+	if !c.tailOK || c.tailKey != tk {
+		buf := append(c.tail[:0], `],"min_order_size":"`...)
+		buf = appendDecimal(buf, tk.minOrder, sizeDecimals)
+		buf = append(buf, `","tick_size":"`...)
+		buf = appendDecimal(buf, tk.tick, priceDecimals)
+		buf = appendHashTail(buf, tk.negRisk, withLtp)
+		if withLtp {
+			buf = appendDecimal(buf, tk.ltp, priceDecimals)
+			buf = append(buf, `"}`...)
+		}
+		c.tail, c.tailKey, c.tailOK = buf, tk, true
+	}
+	if c.memoOK && c.memoVer == c.ver && c.memoTail == tk && c.memoMarket == in.market && bytes.Equal(c.memoTs, ts) {
+		return c.memoSum == *want
+	}
+	buf := append(d.hashBuf[:0], `{"market":"`...)
+	buf = append(buf, in.market...)
+	buf = append(buf, `","asset_id":"`...)
+	buf = append(buf, in.id...)
+	buf = append(buf, `","timestamp":"`...)
+	np := len(buf)
+	buf = append(buf, ts...)
+	buf = append(buf, `","hash":"","bids":[`...)
 	d.hashBuf = buf
-	sum := sha1.Sum(buf)
-	return hashMatches(&sum, want)
+	if d.sha == nil {
+		d.sha = sha1.New()
+	}
+	h := d.sha
+	// The input up to the timestamp is the same for every check of the
+	// asset: resume from the SHA-1 state after it. With real ids that prefix
+	// is about 190 bytes, two whole blocks not hashed again.
+	if u, ok := h.(encoding.BinaryUnmarshaler); !c.midOK || c.midMarket != in.market || !ok || u.UnmarshalBinary(c.mid) != nil {
+		h.Reset()
+		h.Write(buf[:np])
+		c.midOK, c.midMarket = false, in.market
+		if a, ok := h.(encoding.BinaryAppender); ok {
+			var err error
+			c.mid, err = a.AppendBinary(c.mid[:0])
+			c.midOK = err == nil
+		}
+	}
+	h.Write(buf[np:])
+	h.Write(c.side[book.Bid].input())
+	h.Write(asksKey)
+	h.Write(c.side[book.Ask].input())
+	h.Write(c.tail)
+	h.Sum(c.memoSum[:0])
+	c.memoOK, c.memoVer, c.memoTail, c.memoMarket = true, c.ver, tk, in.market
+	c.memoTs = append(c.memoTs[:0], ts...)
+	return c.memoSum == *want
 }

@@ -13,6 +13,7 @@ package polymarket
 
 import (
 	"fmt"
+	"hash"
 	"slices"
 
 	"github.com/tapedeck/tapedeck/book"
@@ -90,8 +91,9 @@ type Decoder struct {
 	levels  []book.Level
 	changes []change
 	sortBuf []book.Level
-	hashBuf []byte
-	topBuf  []book.Level
+	hashBuf []byte       // a hash input's head, up to the bids
+	topBuf  []book.Level // levels for a hash cache rebuild
+	sha     hash.Hash    // SHA-1, reset or restored for every hash check
 }
 
 // NewDecoder returns a Decoder with no books.
@@ -129,6 +131,7 @@ type instrument struct {
 	negKnown  bool
 	ltpFirst  bool // the last matching hash had last_trade_price appended
 	inPending bool
+	hc        hashCache // the book serialized for hash checks
 
 	// The open timestamp batch of price changes.
 	batchOpen bool
