@@ -18,21 +18,8 @@ func sampleCopy(t *testing.T, venueName string) string {
 	t.Helper()
 	src := filepath.Join("..", "..", "datasets", "samples", venueName)
 	dst := filepath.Join(t.TempDir(), venueName)
-	if err := os.MkdirAll(dst, 0o755); err != nil {
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		t.Fatal(err)
-	}
-	ents, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return dst
 }
