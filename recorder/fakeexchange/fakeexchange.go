@@ -86,9 +86,8 @@ type Server struct {
 	refuse int
 	closed bool
 
-	stalled  atomic.Bool
-	restHits atomic.Int64
-	wg       sync.WaitGroup
+	stalled atomic.Bool
+	wg      sync.WaitGroup
 
 	bmu        sync.Mutex
 	bookReqs   [][]string
@@ -204,9 +203,6 @@ func (s *Server) listing() (markets, meta, spotMeta []byte) {
 	defer s.mu.Unlock()
 	return s.cfg.Markets, s.cfg.Meta, s.cfg.SpotMeta
 }
-
-// RESTHits counts REST requests served.
-func (s *Server) RESTHits() int { return int(s.restHits.Load()) }
 
 // Close kills every connection and stops the server.
 func (s *Server) Close() {
@@ -642,7 +638,6 @@ func appendFrameHeader(b []byte, n int) []byte {
 }
 
 func (s *Server) serveMarkets(w http.ResponseWriter, r *http.Request) {
-	s.restHits.Add(1)
 	if s.cfg.Venue != Polymarket {
 		http.NotFound(w, r)
 		return
@@ -684,7 +679,6 @@ func (s *Server) serveMarkets(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveInfo(w http.ResponseWriter, r *http.Request) {
-	s.restHits.Add(1)
 	if s.cfg.Venue != Hyperliquid || r.Method != http.MethodPost {
 		http.Error(w, "POST only", http.StatusMethodNotAllowed)
 		return

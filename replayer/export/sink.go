@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/replayer"
 )
 
@@ -231,5 +230,3 @@ func (s *Sink) flush() error {
 	s.b.reset()
 	return nil
 }
-
-func (s *Sink) scale() book.Scale { return s.cfg.scale }
