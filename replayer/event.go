@@ -1,75 +1,29 @@
 package replayer
 
-import (
-	"github.com/tapedeck/tapedeck/book"
-	"github.com/tapedeck/tapedeck/datasets"
-	"github.com/tapedeck/tapedeck/venue"
+import "github.com/tapedeck/tapedeck/feed"
+
+// The subscriber types live in package feed, shared with live capture; these
+// aliases keep replayer.Event, replayer.Key and replayer.Subscriber the names
+// replay users write.
+type (
+	// Channel selects events by what they carry.
+	Channel = feed.Channel
+	// Key routes events to a subscriber.
+	Key = feed.Key
+	// Event is what a subscriber receives.
+	Event = feed.Event
+	// Subscriber receives routed events.
+	Subscriber = feed.Subscriber
+	// SubscriberFunc adapts a function to Subscriber.
+	SubscriberFunc = feed.SubscriberFunc
 )
 
-// Channel selects events by what they carry.
-type Channel uint8
-
-// Channels. ChannelAll in a Key matches every channel.
+// Channels, as in package feed.
 const (
-	ChannelAll     Channel = iota
-	ChannelBook            // snapshots and level changes
-	ChannelTrades          // trades
-	ChannelQuotes          // best bid/ask messages
-	ChannelControl         // connection and loss records: connect, disconnect, gap, stall, overload, …
-	ChannelOther           // everything else a decoder yields (tick size, mids, markets, acks)
+	ChannelAll     = feed.ChannelAll
+	ChannelBook    = feed.ChannelBook
+	ChannelTrades  = feed.ChannelTrades
+	ChannelQuotes  = feed.ChannelQuotes
+	ChannelControl = feed.ChannelControl
+	ChannelOther   = feed.ChannelOther
 )
-
-// Key routes events to a subscriber. An empty Venue or Instrument, or
-// ChannelAll, matches any value.
-type Key struct {
-	Venue      string
-	Instrument string
-	Channel    Channel
-}
-
-// Event is what a subscriber receives: one decoded venue event, or one control
-// record of the dataset. It and everything it points to are borrowed for the
-// duration of the call; Book is read-only and owned by the replayer.
-type Event struct {
-	Dataset    int    // index of the dataset among the replay's inputs
-	Venue      string // the dataset's venue
-	Conn       uint32 // connection slot
-	Seq        uint64 // record sequence number within the dataset
-	RecvNs     int64  // receive time, wall clock, ns since the epoch
-	Kind       datasets.Kind
-	Channel    Channel
-	Instrument string // the instrument the event concerns; "" for connection-wide records
-
-	// Venue event, for Kind == KindFrame, and for KindRESTResponse when the
-	// venue decoder takes the body (a Polymarket /book summary is a
-	// snapshot); nil otherwise.
-	Decoded *venue.Event
-	// Control payload (ChannelControl), for every kind but frames; nil when
-	// Decoded is set. Every REST record is also delivered once this way,
-	// with an empty Control and the body in Payload. A loss record
-	// (Kind.IsLoss) is delivered once per instrument it invalidates, with
-	// Instrument and Book set, and once with Instrument "" for connection-wide
-	// listeners.
-	Control *datasets.Control
-	// Payload is the record's raw payload: the frame byte-identical for
-	// frames, the sent bytes for KindSent, the HTTP body for
-	// KindRESTResponse, the control JSON otherwise. Borrowed for the call.
-	Payload []byte
-
-	Book    *book.Book    // the instrument's book after the event; nil if none
-	Scale   book.Scale    // scale of every fixed-point value in the event
-	Quality venue.Quality // of the instrument's book after the event
-}
-
-// Subscriber receives routed events. An error or a panic isolates the
-// subscriber: it receives nothing more, the error is reported in the Summary,
-// and the replay and every other subscriber go on.
-type Subscriber interface {
-	OnEvent(e *Event) error
-}
-
-// SubscriberFunc adapts a function to Subscriber.
-type SubscriberFunc func(e *Event) error
-
-// OnEvent calls f(e).
-func (f SubscriberFunc) OnEvent(e *Event) error { return f(e) }

@@ -5,44 +5,18 @@ import (
 	"runtime/debug"
 
 	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
 // numChannels sizes per-channel tables indexed by Channel.
-const numChannels = int(ChannelOther) + 1
-
-var channelNames = [numChannels]string{"all", "book", "trades", "quotes", "control", "other"}
-
-// String returns the channel's stable lower-case name ("book", "trades", …).
-func (c Channel) String() string {
-	if int(c) < len(channelNames) {
-		return channelNames[c]
-	}
-	return fmt.Sprintf("channel(%d)", uint8(c))
-}
+const numChannels = feed.NumChannels
 
 // ParseChannel is the inverse of Channel.String.
-func ParseChannel(s string) (Channel, bool) {
-	for i, n := range channelNames {
-		if n == s {
-			return Channel(i), true
-		}
-	}
-	return 0, false
-}
+func ParseChannel(s string) (Channel, bool) { return feed.ParseChannel(s) }
 
 // channelOf maps a decoded event type to the channel it is routed on.
-func channelOf(t venue.EventType) Channel {
-	switch t {
-	case venue.EventSnapshot, venue.EventLevel:
-		return ChannelBook
-	case venue.EventTrade:
-		return ChannelTrades
-	case venue.EventQuote:
-		return ChannelQuotes
-	}
-	return ChannelOther
-}
+func channelOf(t venue.EventType) Channel { return feed.ChannelOf(t) }
 
 // subscription is one Subscribe call.
 type subscription struct {
@@ -119,17 +93,4 @@ func (r *Replayer) fail(s *subscription, e *Event, err error, panicked bool, sta
 		Subscriber: s.index, Key: s.key, Dataset: e.Dataset, Seq: e.Seq, RecvNs: e.RecvNs,
 		Panic: panicked, Err: err.Error(), Stack: stack,
 	})
-}
-
-// MarshalText encodes the channel by name, so Keys read well in JSON.
-func (c Channel) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
-
-// UnmarshalText is the inverse of MarshalText.
-func (c *Channel) UnmarshalText(b []byte) error {
-	v, ok := ParseChannel(string(b))
-	if !ok {
-		return fmt.Errorf("replayer: unknown channel %q", b)
-	}
-	*c = v
-	return nil
 }

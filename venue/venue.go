@@ -67,6 +67,15 @@ type Event struct {
 	// does not touch a book. It is owned by the decoder.
 	Book *book.Book
 
+	// ID is the venue's own identifier of a trade (Hyperliquid tid,
+	// Polymarket trade id) as it appears in the frame; nil if it sent none.
+	// Borrowed like Raw.
+	ID []byte
+	// Backfill marks a trade the venue replayed from before the subscription
+	// (Hyperliquid's first trades frame after a subscribe): history, not a
+	// live print. Anything that treats trades as live skips it unless asked.
+	Backfill bool
+
 	Text []byte // event_type / channel name of Unknown, Market and Control events
 	Raw  []byte // the bytes of this message inside the frame
 }
