@@ -4,7 +4,7 @@ import (
 	"errors"
 	"io"
 
-	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 )
 
 // ipcWriter writes an Arrow IPC file, one record batch per batch.

@@ -1,18 +1,20 @@
 package export
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"strings"
 
-	"github.com/apache/arrow/go/v15/arrow/flight"
-	"github.com/apache/arrow/go/v15/parquet"
-	"github.com/apache/arrow/go/v15/parquet/compress"
-	"github.com/apache/arrow/go/v15/parquet/file"
-	"github.com/apache/arrow/go/v15/parquet/metadata"
-	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
 // parquetWriter writes each batch as one row group, so a row group is in
@@ -25,7 +27,8 @@ import (
 // the Arrow schema is stored under "ARROW:schema" as pqarrow's
 // WithStoreSchema does, so Arrow readers get the same types back.
 //
-// Arrow v15's page writer asks its zstd codec for a fresh encoder (megabytes
+// Arrow v15 (where the figures here were measured; arrow-go v18 pools its zstd
+// encoders) asked its zstd codec for a fresh encoder (megabytes
 // of window) on every page, whatever the level, which is why Snappy is the
 // default. Dictionary encoding stays on for strings (a handful of venues and
 // instruments) and is off for numbers, where it costs a hash per value for
@@ -108,9 +111,8 @@ func parquetProps(s *Sink) *parquet.WriterProperties {
 
 func newParquetWriter(w io.Writer, s *Sink) (*parquetWriter, error) {
 	props := parquetProps(s)
-	arrowProps := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema())
 	as := s.schema()
-	ps, err := pqarrow.ToParquet(as, props, arrowProps)
+	ps, err := parquetSchema(as, props)
 	if err != nil {
 		return nil, fmt.Errorf("parquet schema: %w", err)
 	}
@@ -119,7 +121,11 @@ func newParquetWriter(w io.Writer, s *Sink) (*parquetWriter, error) {
 	for i, k := range md.Keys() {
 		meta.Append(k, md.Values()[i])
 	}
-	meta.Append("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(as, props.Allocator())))
+	ser, err := serializeSchema(as)
+	if err != nil {
+		return nil, fmt.Errorf("parquet schema: %w", err)
+	}
+	meta.Append("ARROW:schema", base64.StdEncoding.EncodeToString(ser))
 
 	n := len(s.b.cols)
 	rows := s.cfg.batchRows
@@ -149,6 +155,65 @@ func newParquetWriter(w io.Writer, s *Sink) (*parquetWriter, error) {
 		}
 	}
 	return p, nil
+}
+
+// parquetSchema is the Parquet schema pqarrow.ToParquet derives from as for
+// the types a Sink writes. pqarrow itself is not used: it links Arrow Flight,
+// and with it gRPC and protobuf, into every binary that exports.
+func parquetSchema(as *arrow.Schema, props *parquet.WriterProperties) (*schema.Schema, error) {
+	nodes := make(schema.FieldList, 0, as.NumFields())
+	for _, f := range as.Fields() {
+		rep := parquet.Repetitions.Required
+		if f.Nullable {
+			rep = parquet.Repetitions.Optional
+		}
+		var (
+			lt     schema.LogicalType = schema.NoLogicalType{}
+			pt     parquet.Type
+			length = -1
+		)
+		switch t := f.Type.(type) {
+		case *arrow.Int64Type:
+			pt, lt = parquet.Types.Int64, schema.NewIntLogicalType(64, true)
+		case *arrow.Int32Type:
+			pt, lt = parquet.Types.Int32, schema.NewIntLogicalType(32, true)
+		case *arrow.BooleanType:
+			pt = parquet.Types.Boolean
+		case *arrow.StringType:
+			pt, lt = parquet.Types.ByteArray, schema.StringLogicalType{}
+		case *arrow.Float64Type:
+			pt = parquet.Types.Double
+		case *arrow.Decimal128Type:
+			pt, lt, length = parquet.Types.FixedLenByteArray, schema.NewDecimalLogicalType(t.Precision, t.Scale), 16
+		case *arrow.TimestampType:
+			// TIMESTAMP(NANOS, isAdjustedToUTC), with the converted type set as
+			// pqarrow does for old readers.
+			pt, lt = parquet.Types.Int64, schema.NewTimestampLogicalTypeForce(t.TimeZone != "", schema.TimeUnitNanos)
+		default:
+			return nil, fmt.Errorf("column %s: no Parquet type for %s", f.Name, f.Type)
+		}
+		n, err := schema.NewPrimitiveNodeLogical(f.Name, rep, lt, pt, length, -1)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", f.Name, err)
+		}
+		nodes = append(nodes, n)
+	}
+	root, err := schema.NewGroupNode(props.RootName(), props.RootRepetition(), nodes, -1)
+	if err != nil {
+		return nil, err
+	}
+	return schema.NewSchema(root), nil
+}
+
+// serializeSchema is the Arrow IPC stream of as with no batches: what
+// pqarrow stores under ARROW:schema (Arrow Flight's SerializeSchema).
+func serializeSchema(as *arrow.Schema) ([]byte, error) {
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(as))
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func (p *parquetWriter) write(b *batch) error {
