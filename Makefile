@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test test-deps test-go vet bench bench-baseline bench-gate bench-results samples fmt
+.PHONY: test test-deps test-go vet bench bench-baseline bench-gate bench-results bench-peers samples fmt
 
 test: test-deps vet test-go
 
@@ -36,6 +36,11 @@ bench-gate:
 
 bench-results:
 	$(GO) run ./bench/cmd/benchrun results
+
+# tapedeck beside tardis-dev (npm, installed into bench/peers/) on one generated 1.35 M-frame
+# Polymarket recording, alternated, medians and ratios (bench/out/peers/peers.md). ROUNDS=N, BOOKS=0.
+bench-peers:
+	bash scripts/bench-peers.sh
 
 # Regenerates the shipped sample datasets (deterministic).
 samples:
