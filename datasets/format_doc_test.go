@@ -247,7 +247,7 @@ func TestFormatDocMatchesCode(t *testing.T) {
 		}
 	})
 	t.Run("kinds", func(t *testing.T) {
-		for k := Kind(1); k <= KindCleanClose; k++ {
+		for k := Kind(1); k <= KindLiveLag; k++ {
 			if !strings.Contains(doc, fmt.Sprintf("| %d | %s |", k, k)) {
 				t.Errorf("kind %d (%s) not in the kinds table", k, k)
 			}

@@ -26,7 +26,20 @@ const (
 	KindClockSync    Kind = 11 // a clock offset measurement (Control.OffsetNs)
 	KindNote         Kind = 12 // an operator note (Control.Text)
 	KindRESTResponse Kind = 13 // a REST response the session relied on (Control.URL is in the record's Meta)
-	KindCleanClose   Kind = 14 // the recorder shut down cleanly
+	KindCleanClose   Kind = 14 // the recorder shut down cleanly (conn 0), or closed one connection cleanly (its conn; Control.Code, Reason)
+	KindIntegrity    Kind = 15 // the live engine found a book wrong: Control.Instruments (one), Reason (the check), Text (what was seen)
+	KindResubscribe  Kind = 16 // the recorder resubscribes Control.Instruments to get fresh snapshots: Reason (why), Attempt; the frames follow as KindSent
+	KindLiveLag      Kind = 17 // the live engine skipped Control.Dropped records (FromNs..ToNs; kept in the recording) or restarted after a panic (Control.Err)
+)
+
+// Integrity checks named by a KindIntegrity record's Control.Reason (and by
+// a KindResubscribe record healing what one found).
+const (
+	CheckHashMismatch = "hash_mismatch" // the venue's book hash differs from the hash of the rebuilt book
+	CheckTopMismatch  = "top_mismatch"  // the venue's best bid/ask differ from the rebuilt book's after a batch
+	CheckCrossed      = "crossed"       // the rebuilt book is still crossed after its batch
+	CheckStall        = "stall"         // the instrument was silent past its stall timeout (the KindStall record)
+	CheckLiveLag      = "live_lag"      // the live engine fell behind and lost the book (KindLiveLag)
 )
 
 var kindNames = map[Kind]string{
@@ -34,6 +47,7 @@ var kindNames = map[Kind]string{
 	KindDisconnect: "disconnect", KindReconnect: "reconnect", KindStall: "stall", KindGap: "gap",
 	KindOverload: "overload", KindWriteError: "write_error", KindClockSync: "clock_sync",
 	KindNote: "note", KindRESTResponse: "rest_response", KindCleanClose: "clean_close",
+	KindIntegrity: "integrity", KindResubscribe: "resubscribe", KindLiveLag: "live_lag",
 }
 
 // String returns the kind's stable lower-case name ("frame", "disconnect", …).
@@ -62,6 +76,17 @@ func (k Kind) IsLoss() bool {
 		return true
 	}
 	return false
+}
+
+// IsControl reports the kinds other than frames, sent frames and REST
+// bodies whose payload is a Control JSON: loss records and the rest.
+func (k Kind) IsControl() bool {
+	switch k {
+	case KindFrame, KindSent, KindRESTResponse:
+		return false
+	}
+	_, ok := kindNames[k]
+	return ok
 }
 
 // Record flags.

@@ -52,6 +52,7 @@ type options struct {
 	registerer       prometheus.Registerer
 	subscribePace    *pacerConfig
 	dialPace         pacerConfig
+	live             liveOptions // live.go
 }
 
 func defaultOptions() options {
@@ -71,6 +72,7 @@ func defaultOptions() options {
 		// At most 15 new connections per 30 s: within Hyperliquid's 30 per
 		// minute, and gentle enough to avoid Polymarket's 429 on bursts.
 		dialPace: pacerConfig{burst: 15, window: 30 * time.Second, perMinute: 30},
+		live:     defaultLiveOptions(),
 	}
 }
 

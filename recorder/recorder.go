@@ -118,6 +118,12 @@ type Recorder struct {
 	slotWG    sync.WaitGroup
 	lifecycle chan polymarket.MarketLifecycle
 
+	// The live engine of Run (live.go) and the subscriptions it delivers to.
+	lm        *liveMetrics
+	liveSubMu sync.Mutex
+	live      *liveEngine
+	liveSubs  []*liveSub
+
 	stats struct {
 		frames, bytes, dropped, reconnects, stalls atomic.Uint64
 		restBooks, restBookErrors                  atomic.Uint64
@@ -209,6 +215,9 @@ func New(spec Spec, opts ...Option) (*Recorder, error) {
 		return nil, fmt.Errorf("recorder: register metrics: %w", err)
 	}
 	r.m = m
+	if r.lm, err = newLiveMetrics(reg, spec.Venue); err != nil {
+		return nil, fmt.Errorf("recorder: register metrics: %w", err)
+	}
 	return r, nil
 }
 
@@ -342,6 +351,7 @@ func (r *Recorder) Run(ctx context.Context, sink Sink) error {
 	r.dialPacer = newPacer(&r.o.dialPace)
 	r.assigned = map[string]*slot{}
 	r.mu.Unlock()
+	live := r.startLive()
 	wctx, wcancel := context.WithCancel(context.Background())
 	r.mu.Lock()
 	r.wctx = wctx
@@ -372,6 +382,7 @@ func (r *Recorder) Run(ctx context.Context, sink Sink) error {
 	r.slotWG.Wait()
 	q.close()
 	werr := <-writerDone
+	live.close()
 	cause := context.Cause(runCtx)
 	if ctx.Err() != nil && errors.Is(cause, ctx.Err()) {
 		cause = nil // the caller asked us to stop: graceful

@@ -60,6 +60,12 @@ type slot struct {
 type slotOp struct {
 	add    []string
 	remove []string
+	// resub resubscribes items the slot carries to heal their books
+	// (live_heal.go), for reason, the attempt-th time.
+	resub   []string
+	reason  string
+	attempt int
+	text    string
 }
 
 // watchSet maps (channel, instrument) to the mono ns of its last frame.
@@ -289,6 +295,9 @@ func (s *slot) serve(ctx context.Context, conn *websocket.Conn) (healthy bool, e
 				s.cm.stalls.Inc()
 				r.stats.stalls.Add(1)
 				r.log.Warn("stall", "conn", s.id, "instruments", len(c.Instruments), "text", c.Text)
+				if s.healStall(c) {
+					continue
+				}
 				return finish(datasets.Control{Code: websocket.CloseAbnormalClosure, Reason: "stall", Err: "watchdog: " + c.Text}, readerExit{}, false)
 			}
 		case op := <-s.ctl:
@@ -300,7 +309,9 @@ func (s *slot) serve(ctx context.Context, conn *websocket.Conn) (healthy bool, e
 }
 
 // shutdown closes the connection gracefully: a close frame (1000), a short
-// wait for the server's answer, and the disconnect record.
+// wait for the server's answer, and the connection's KindCleanClose record.
+// A clean close is not a loss: the books the connection leaves are the
+// venue's at that moment, and stay valid at the end of the recording.
 func (s *slot) shutdown(conn *websocket.Conn, done chan readerExit) (bool, error) {
 	_ = conn.WriteControl(websocket.CloseMessage,
 		websocket.FormatCloseMessage(websocket.CloseNormalClosure, "shutdown"), time.Now().Add(closeWait))
@@ -313,7 +324,7 @@ func (s *slot) shutdown(conn *websocket.Conn, done chan readerExit) (bool, error
 		<-done
 	}
 	conn.Close()
-	s.r.control(s.id, datasets.KindDisconnect, datasets.Control{Code: websocket.CloseNormalClosure, Reason: "shutdown"})
+	s.r.control(s.id, datasets.KindCleanClose, datasets.Control{Code: websocket.CloseNormalClosure, Reason: "shutdown"})
 	return true, nil
 }
 
@@ -477,6 +488,12 @@ func (s *slot) checkStall() (datasets.Control, bool) {
 // apply changes the slot's items and, when connected, subscribes or
 // unsubscribes them on the open connection.
 func (s *slot) apply(ctx context.Context, conn *websocket.Conn, op slotOp) error {
+	if len(op.resub) > 0 {
+		if conn == nil {
+			return nil
+		}
+		return s.resubscribe(ctx, conn, op)
+	}
 	s.mu.Lock()
 	var add, rm []string
 	for _, it := range op.add {

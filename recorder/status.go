@@ -130,7 +130,7 @@ func ReadStatus(dir string) (*Status, error) {
 		case datasets.KindGap:
 			st.Gaps = append(st.Gaps, Gap{Conn: r.Conn, Kind: "gap", FromNs: c.FromNs, ToNs: c.ToNs, Detail: c.Text})
 		case datasets.KindCleanClose:
-			st.Stopped = true
+			st.Stopped = st.Stopped || r.Conn == 0 // a connection's own clean close does not end the recording
 		}
 	}
 	if err := rd.Err(); err != nil {

@@ -124,6 +124,9 @@ func (w *writer) write(e *entry) error {
 		seq, err := w.sink.Append(&e.rec)
 		if seq != 0 {
 			w.records.Add(1)
+			if w.r.live.offer(&e.rec, seq, e.pooled) {
+				e.pooled = false // the live engine returns the buffer
+			}
 			if e.rec.Kind == datasets.KindFrame && len(w.recv)-w.head < maxRecvTracked {
 				w.recv = append(w.recv, pending{seq, e.rec.MonoNs})
 			}
@@ -167,6 +170,7 @@ func (w *writer) appendControl(k datasets.Kind, conn uint32, c datasets.Control)
 	seq, err := w.sink.Append(&rec)
 	if seq != 0 {
 		w.records.Add(1)
+		w.r.live.offer(&rec, seq, false)
 	}
 	if err != nil {
 		w.noteErr(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
@@ -18,7 +19,7 @@ func dispatchRig(t testing.TB, w workload) (*Replayer, []datasets.Record) {
 		t.Fatal(err)
 	}
 	// The state Run sets up before its loop.
-	r.run.digest = newDigester()
+	r.run.digest = feed.NewDigester()
 	r.run.byDS = []map[uint32]*connState{{}}
 	r.started.Store(true)
 	var recs []datasets.Record

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
@@ -14,7 +15,7 @@ import (
 func memRig(venueName string) *Replayer {
 	r := &Replayer{paths: []string{"mem"}, manifests: []datasets.Manifest{{Venue: venueName}}, opts: defaults()}
 	r.clock = newClock(SpeedMax, nil, true)
-	r.run.digest = newDigester()
+	r.run.digest = feed.NewDigester()
 	r.run.byDS = []map[uint32]*connState{{}}
 	r.started.Store(true)
 	return r
@@ -75,7 +76,7 @@ func FuzzDispatch(f *testing.F) {
 			if pass == 0 && seen != total {
 				t.Fatalf("subscriber saw %d frame events, summary counts %d", seen, total)
 			}
-			digests[pass] = r.run.digest.sum()
+			digests[pass] = r.run.digest.Sum()
 		}
 		if digests[0] != digests[1] {
 			t.Fatalf("digest with a subscriber %s, without %s", digests[0], digests[1])

@@ -13,6 +13,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
@@ -157,6 +158,9 @@ type connState struct {
 	prev    *instRoute
 	lastSeq uint64
 	lastNs  int64
+	// closed: the connection's last record was its clean close; anything
+	// after it on this slot follows a gap.
+	closed bool
 }
 
 // runState is the mutable state of Run.
@@ -166,7 +170,7 @@ type runState struct {
 	retired  venue.Stats // counters of decoders dropped by a backward seek
 	subs     []*subscription
 	gen      uint64
-	digest   *digester
+	digest   *feed.Digester
 	ev       Event
 	instBuf  []string
 	failures []SubscriberFailure
@@ -209,7 +213,7 @@ func (r *Replayer) route(cs *connState, inst string) *instRoute {
 		if rt == nil || rt.instrument != inst {
 			rt = cs.routes[inst]
 			if rt == nil {
-				rt = &instRoute{instrument: inst, key: stringKey(inst)}
+				rt = &instRoute{instrument: inst, key: feed.DigestKey(inst)}
 				rt.resolve(st.subs, cs.venue, st.gen)
 				cs.routes[inst] = rt
 			}
@@ -290,7 +294,7 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 		return nil, ErrReused
 	}
 	st := &r.run
-	st.digest = newDigester()
+	st.digest = feed.NewDigester()
 	st.byDS = make([]map[uint32]*connState, len(r.paths))
 	for i := range st.byDS {
 		st.byDS[i] = make(map[uint32]*connState)
@@ -406,6 +410,15 @@ func (r *Replayer) process(ds int, rec *datasets.Record, live bool) error {
 	if live {
 		r.refreshSubs()
 	}
+	if cs := st.byDS[ds][rec.Conn]; cs != nil && cs.closed {
+		// A clean close left the books valid; what follows it on the same
+		// slot (a later session appended, datasets merged) comes after a
+		// time nobody recorded.
+		cs.closed = false
+		cs.frame.Events = cs.frame.Events[:0]
+		cs.dec.Flush(&cs.frame)
+		cs.dec.Invalidate()
+	}
 	switch k := rec.Kind; {
 	case k == datasets.KindFrame:
 		cs, err := r.conn(ds, rec.Conn)
@@ -470,6 +483,11 @@ func (r *Replayer) process(ds int, rec *datasets.Record, live bool) error {
 			r.emitFrame(cs, ds, datasets.KindRESTResponse, rec.Seq, rec.WallNs, rec.Payload)
 		}
 	case k == datasets.KindSent || isControlKind(k):
+		if k == datasets.KindCleanClose && rec.Conn != 0 {
+			if cs := st.byDS[ds][rec.Conn]; cs != nil {
+				cs.closed = true
+			}
+		}
 		if !live {
 			return nil
 		}
@@ -480,6 +498,7 @@ func (r *Replayer) process(ds int, rec *datasets.Record, live bool) error {
 		ctl := r.decodeControl(rec)
 		r.controlRecord(cs, ds, rec)
 		r.emitControl(cs, rec, ctl, r.route(cs, ""), nil)
+		cs.closed = k == datasets.KindCleanClose && rec.Conn != 0
 	default:
 		st.unknownKinds++
 	}
@@ -487,14 +506,7 @@ func (r *Replayer) process(ds int, rec *datasets.Record, live bool) error {
 }
 
 // isControlKind reports the non-loss kinds whose payload is a Control.
-func isControlKind(k datasets.Kind) bool {
-	switch k {
-	case datasets.KindConnect, datasets.KindSubscribed, datasets.KindClockSync,
-		datasets.KindNote, datasets.KindCleanClose:
-		return true
-	}
-	return false
-}
+func isControlKind(k datasets.Kind) bool { return k.IsControl() && !k.IsLoss() }
 
 // decodeControl returns the record's Control; Sent and REST payloads are raw
 // bytes, so theirs is empty. Control records are rare: this allocates.
@@ -523,7 +535,7 @@ func (r *Replayer) emitFrame(cs *connState, ds int, kind datasets.Kind, seq uint
 	e := &st.ev
 	e.Dataset, e.Venue, e.Conn, e.Seq, e.RecvNs = ds, cs.venue, cs.conn, seq, recvNs
 	e.Kind, e.Control, e.Payload, e.Scale = kind, nil, payload, cs.scale
-	st.digest.record(e)
+	st.digest.Record(e)
 	for i := range evs {
 		v := &evs[i]
 		rt := r.route(cs, v.Instrument)
@@ -542,7 +554,7 @@ func (r *Replayer) emitFrame(cs *connState, ds int, kind datasets.Kind, seq uint
 		ch := channelOf(v.Type)
 		e.Channel, e.Instrument, e.Decoded, e.Book = ch, v.Instrument, v, bk
 		st.events[v.Type]++
-		st.digest.event(e, v, rt.key, v.ExchangeNs)
+		st.digest.Event(e, v, rt.key, v.ExchangeNs)
 		list := rt.subs[ch]
 		if len(list) == 0 {
 			continue
@@ -593,7 +605,7 @@ func (r *Replayer) controlRecord(cs *connState, ds int, rec *datasets.Record) {
 	e := &r.run.ev
 	e.Dataset, e.Venue, e.Conn, e.Seq, e.RecvNs = ds, cs.venue, cs.conn, rec.Seq, rec.WallNs
 	e.Kind, e.Channel, e.Decoded, e.Payload, e.Scale = rec.Kind, ChannelControl, nil, rec.Payload, cs.scale
-	r.run.digest.record(e)
+	r.run.digest.Record(e)
 }
 
 // emitControl delivers one control event on rt's ChannelControl list, after
@@ -606,7 +618,7 @@ func (r *Replayer) emitControl(cs *connState, rec *datasets.Record, ctl *dataset
 	if rt.instrument != "" {
 		e.Quality = cs.dec.Quality(rt.instrument)
 	}
-	st.digest.event(e, nil, rt.key, int64(xxhash.Sum64(rec.Payload)))
+	st.digest.Event(e, nil, rt.key, int64(xxhash.Sum64(rec.Payload)))
 	for _, s := range rt.subs[ChannelControl] {
 		if !s.failed {
 			r.call(s, e)
@@ -667,7 +679,7 @@ func (r *Replayer) summary(start time.Time) *Summary {
 		s.Lateness = &l
 	}
 	if st.digest != nil {
-		s.Digest = st.digest.sum()
+		s.Digest = st.digest.Sum()
 	}
 	return s
 }

@@ -60,7 +60,7 @@ type Summary struct {
 	Lateness     *Lateness `json:"lateness,omitempty"` // paced replays only
 
 	// Digest identifies the emitted stream (see the digest encoding in
-	// digest.go's digester doc): same datasets and options, same digest.
+	// the package documentation): same datasets and options, same digest.
 	Digest string `json:"digest"`
 }
 

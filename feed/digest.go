@@ -1,4 +1,4 @@
-package replayer
+package feed
 
 import (
 	"encoding/binary"
@@ -29,18 +29,22 @@ const (
 	digestHasAsk  = 1 << 5
 )
 
-// digester computes Summary.Digest; the package documentation gives the
-// encoding, which this code must match byte for byte.
-type digester struct {
+// Digester hashes a stream of delivered events: replay computes its
+// Summary.Digest with it and live capture its live digest, so one recording
+// gives one digest whether it was watched live or replayed. The encoding is
+// documented in package replayer ("Determinism and the digest"); this code
+// must match it byte for byte. A Digester is not safe for concurrent use.
+type Digester struct {
 	h   *xxhash.Digest
 	buf [8192]byte // batches small items into large hash writes
 	n   int
 }
 
-func newDigester() *digester { return &digester{h: xxhash.New()} }
+// NewDigester returns an empty Digester.
+func NewDigester() *Digester { return &Digester{h: xxhash.New()} }
 
 // item returns the next n bytes to fill completely.
-func (d *digester) item(n int) []byte {
+func (d *Digester) item(n int) []byte {
 	if d.n+n > len(d.buf) {
 		d.h.Write(d.buf[:d.n])
 		d.n = 0
@@ -52,7 +56,9 @@ func (d *digester) item(n int) []byte {
 
 var le = binary.LittleEndian
 
-func (d *digester) record(e *Event) {
+// Record adds the record item of e (one per delivered record, before its
+// events).
+func (d *Digester) Record(e *Event) {
 	b := d.item(digestRecordItem)
 	b[0], b[1], b[2], b[3] = digestTagRecord, byte(e.Kind), 0, 0
 	le.PutUint32(b[4:], uint32(e.Dataset))
@@ -62,9 +68,10 @@ func (d *digester) record(e *Event) {
 	le.PutUint64(b[24:], uint64(e.RecvNs))
 }
 
-// event adds e's event item; v is e.Decoded (nil for control records) and
-// third is ExchangeNs or the payload key.
-func (d *digester) event(e *Event, v *venue.Event, instKey uint64, third int64) {
+// Event adds e's event item; v is e.Decoded (nil for control records),
+// instKey is DigestKey(e.Instrument) and third is the venue event's
+// ExchangeNs, or for control events the XXH64 of the record's payload.
+func (d *Digester) Event(e *Event, v *venue.Event, instKey uint64, third int64) {
 	b := d.item(digestEventItem)
 	var flags byte
 	var bbp, bbs, bap, bas int64
@@ -119,15 +126,16 @@ func (d *digester) event(e *Event, v *venue.Event, instKey uint64, third int64) 
 	}
 }
 
-// sum returns the digest of everything added so far.
-func (d *digester) sum() string {
+// Sum returns the digest of everything added so far ("xxh64:" and 16 hex
+// digits). Adding more afterwards goes on from there.
+func (d *Digester) Sum() string {
 	d.h.Write(d.buf[:d.n])
 	d.n = 0
 	return fmt.Sprintf("xxh64:%016x", d.h.Sum64())
 }
 
-// stringKey is the digest's instrument key.
-func stringKey(s string) uint64 {
+// DigestKey is the digest's instrument key: XXH64 of the id, 0 for "".
+func DigestKey(s string) uint64 {
 	if s == "" {
 		return 0
 	}
