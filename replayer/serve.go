@@ -12,7 +12,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/tapedeck/tapedeck/datasets"
-	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // Server serves recordings as a WebSocket server that speaks the recorded
@@ -108,8 +108,8 @@ func NewServer(paths []string, opts ...ServeOption) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("replayer: serve %s: %w", p, err)
 		}
-		switch {
-		case m.Venue != venue.Hyperliquid && m.Venue != venue.Polymarket:
+		switch _, err := registry.Lookup(m.Venue); {
+		case err != nil:
 			return nil, fmt.Errorf("%w %q: serve %s", ErrVenue, m.Venue, p)
 		case s.venue != "" && m.Venue != s.venue:
 			return nil, fmt.Errorf("%w: serve needs recordings of one venue; %s is %s, %s is %s",

@@ -1,7 +1,8 @@
 // Package venue defines what every venue decoder offers the rest of tapedeck:
 // one Decoder per recorded connection turns raw frames into book updates and
 // typed events, with no JSON DOM and no allocation per frame in steady state.
-// The venue-specific code lives in venue/polymarket and venue/hyperliquid.
+// Each venue is a Driver (driver.go) in a package of its own under venue/;
+// venue/registry lists them and picks one by name.
 package venue
 
 import "github.com/tapedeck/tapedeck/book"

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -18,8 +19,7 @@ import (
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/datasets/interchange"
 	"github.com/tapedeck/tapedeck/internal/cli"
-	"github.com/tapedeck/tapedeck/venue/hyperliquid"
-	"github.com/tapedeck/tapedeck/venue/polymarket"
+	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 func init() { verbs.Add(func() *cobra.Command { return newImportCmd(nil) }) }
@@ -39,11 +39,6 @@ type importOptions struct {
 
 	Out, ErrOut io.Writer
 	Progress    bool // a progress bar on ErrOut
-}
-
-var venueEndpoints = map[string]string{
-	"polymarket":  polymarket.MarketEndpoint,
-	"hyperliquid": hyperliquid.WSEndpoint,
 }
 
 func newImportCmd(runF func(*importOptions) error) *cobra.Command {
@@ -107,8 +102,8 @@ an error.`,
 
 // validate checks every flag and path before any work, naming the flag.
 func (o *importOptions) validate(cmd *cobra.Command, format, start string) error {
-	if _, ok := venueEndpoints[o.Venue]; !ok {
-		return cli.FlagErrorf("--venue must be polymarket or hyperliquid, not %q", o.Venue)
+	if _, err := registry.Lookup(o.Venue); err != nil {
+		return cli.FlagErrorf("--venue must be one of %s, not %q", strings.Join(registry.Names(), ", "), o.Venue)
 	}
 	if format == "" {
 		return cli.FlagErrorf("--format is required (ndjson, tardis or hftbacktest)")
@@ -206,7 +201,11 @@ func runImport(o *importOptions) error {
 			return fmt.Errorf("import: remove old dataset: %w", err)
 		}
 	}
-	m := datasets.Manifest{Venue: o.Venue, Endpoint: venueEndpoints[o.Venue], ToolVersion: "capture import", Notes: o.Note}
+	drv, err := registry.Lookup(o.Venue)
+	if err != nil {
+		return err
+	}
+	m := datasets.Manifest{Venue: o.Venue, Endpoint: drv.Endpoints().WebSocket, ToolVersion: "capture import", Notes: o.Note}
 	if h, err := os.Hostname(); err == nil {
 		m.Host = h
 	}
@@ -307,34 +306,23 @@ func printImport(o *importOptions, st *interchange.ImportStats) error {
 func fmtNs(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
 
 // looksLikeOtherVenue reads the first frames of the new dataset and returns
-// the other venue's name when most of them carry its envelope (Hyperliquid
-// frames have "channel", Polymarket ones "event_type" or "asset_id"), ""
-// otherwise. A mislabelled import would fail every decode at replay.
+// the name of the venue whose envelope most of them carry when that is not
+// venue (registry.Sniff), "" otherwise. A mislabelled import would fail every
+// decode at replay.
 func looksLikeOtherVenue(dir, venue string) string {
 	r, err := datasets.Open(dir)
 	if err != nil {
 		return ""
 	}
 	defer r.Close()
-	var pm, hl int
-	for n := 0; n < 200 && r.Next(); {
-		rec := r.Record()
-		if rec.Kind != datasets.KindFrame {
-			continue
-		}
-		n++
-		switch p := rec.Payload; {
-		case bytes.Contains(p, []byte(`"channel"`)):
-			hl++
-		case bytes.Contains(p, []byte(`"event_type"`)) || bytes.Contains(p, []byte(`"asset_id"`)):
-			pm++
+	var frames [][]byte
+	for len(frames) < 200 && r.Next() {
+		if rec := r.Record(); rec.Kind == datasets.KindFrame {
+			frames = append(frames, bytes.Clone(rec.Payload))
 		}
 	}
-	switch {
-	case venue == "polymarket" && hl > pm:
-		return "hyperliquid"
-	case venue == "hyperliquid" && pm > hl:
-		return "polymarket"
+	if d := registry.Sniff(frames); d != nil && d.Name() != venue {
+		return d.Name()
 	}
 	return ""
 }

@@ -20,9 +20,7 @@ import (
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/replayer/export"
-	"github.com/tapedeck/tapedeck/venue"
-	"github.com/tapedeck/tapedeck/venue/hyperliquid"
-	"github.com/tapedeck/tapedeck/venue/polymarket"
+	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 func init() { verbs.Add(func() *cobra.Command { return newExportCmd(nil) }) }
@@ -461,11 +459,9 @@ func (u *untilSource) Next() bool {
 // venueScale is the fixed-point scale of a venue's decoder, so that even an
 // empty export carries the right scale in its metadata and decimal types.
 func venueScale(name string) (book.Scale, bool) {
-	switch name {
-	case venue.Polymarket:
-		return polymarket.Scale, true
-	case venue.Hyperliquid:
-		return hyperliquid.Scale, true
+	d, err := registry.Lookup(name)
+	if err != nil {
+		return book.Scale{}, false
 	}
-	return book.Scale{}, false
+	return d.Scale(), true
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/replayer"
-	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 func init() { verbs.Add(func() *cobra.Command { return newServeCmd(nil) }) }
@@ -130,9 +130,9 @@ func runServe(ctx context.Context, opts *serveCmdOptions) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	path := "/ws"
-	if s.Venue() == venue.Polymarket {
-		path = "/ws/market" // any path is served; this is the venue's
+	path := "/ws" // any path is served; this is the venue's
+	if d, err := registry.Lookup(s.Venue()); err == nil {
+		path = d.Endpoints().ServePath
 	}
 	fmt.Fprintf(opts.ErrOut, "serving %s recording at ws://%s%s (speed %s); Ctrl-C to stop\n",
 		s.Venue(), ln.Addr(), path, opts.Speed)

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/tapedeck/tapedeck/replayer"
+	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // Sink writes one table in one format. It implements replayer.Subscriber;
@@ -174,7 +175,10 @@ func (s *Sink) Rows() uint64 { return s.rows }
 
 func (s *Sink) start() error {
 	s.started = true
-	counts := s.cfg.venue == "hyperliquid"
+	counts := false
+	if d, err := registry.Lookup(s.cfg.venue); err == nil {
+		counts = d.Capabilities().LevelCounts
+	}
 	s.impl.columns(&s.b, s.cfg.venue, counts)
 	if s.cfg.batchRows == 0 {
 		// Default: about batchBytes of rows, so a wide depth table holds as

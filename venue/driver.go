@@ -1,0 +1,71 @@
+package venue
+
+import (
+	"errors"
+
+	"github.com/tapedeck/tapedeck/book"
+)
+
+// ErrUnknown means no driver is registered under a venue name.
+var ErrUnknown = errors.New("venue: unknown venue")
+
+// Driver is everything tapedeck knows about one venue, in one place: the
+// decoder and its scale, what its data can carry, where it lives, how to
+// recognise its frames. Each venue package exports one Driver; the
+// venue/registry package lists them and is the only place that chooses a
+// venue by name. A Driver is immutable and safe for concurrent use.
+type Driver interface {
+	// Name is the venue's name as stored in dataset manifests
+	// ("polymarket"), lower case.
+	Name() string
+	// Scale is the fixed-point scale of every price and size its decoders
+	// yield.
+	Scale() book.Scale
+	// NewDecoder returns a decoder with no books for one recorded
+	// connection.
+	NewDecoder(DecoderOptions) Decoder
+	// Capabilities says what the venue's data carries.
+	Capabilities() Capabilities
+	// Endpoints are the venue's public URLs and the defaults a capture uses.
+	Endpoints() Endpoints
+	// Sniff reports whether a raw frame carries this venue's envelope. It
+	// is a cheap byte test for telling venues apart in an import, not a
+	// validation: Decode is the judge of a frame.
+	Sniff(frame []byte) bool
+}
+
+// DecoderOptions configure a Driver's decoder. The zero value is a decoder
+// that trusts the data (no hash check).
+type DecoderOptions struct {
+	// HashCheck verifies the venue's book hashes where it publishes them
+	// (Polymarket), counting results in Quality and Stats. A mismatch never
+	// rejects data.
+	HashCheck bool
+}
+
+// Capabilities are what a venue's data carries, for code that shapes its
+// output by venue (export columns, reports) without naming venues.
+type Capabilities struct {
+	// LevelCounts: book levels carry the number of resting orders
+	// (Event.Count), so depth tables have bid_count_i/ask_count_i columns.
+	LevelCounts bool
+	// BookHashes: book frames carry a hash of the venue's book that a
+	// decoder can verify (DecoderOptions.HashCheck).
+	BookHashes bool
+	// TopOfBook: data frames carry the venue's best bid/ask, checked
+	// against the local book after each batch (Quality.TopChecked).
+	TopOfBook bool
+	// Markets: instruments belong to markets (Event.Market is set).
+	Markets bool
+}
+
+// Endpoints are a venue's public URLs. Tests and mirrors override them.
+type Endpoints struct {
+	// WebSocket is the market-data WebSocket URL a capture connects to.
+	WebSocket string
+	// Discovery is the REST base a capture lists instruments from.
+	Discovery string
+	// ServePath is the URL path clients of the venue connect to ("/ws");
+	// a replay server accepts any path and prints this one.
+	ServePath string
+}

@@ -1,0 +1,37 @@
+package hyperliquid
+
+import (
+	"bytes"
+
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// Name is the venue's name in dataset manifests and on the command line.
+const Name = venue.Hyperliquid
+
+// Driver is the Hyperliquid WebSocket API as the rest of tapedeck sees it;
+// venue/registry lists it.
+var Driver venue.Driver = driver{}
+
+type driver struct{}
+
+func (driver) Name() string      { return Name }
+func (driver) Scale() book.Scale { return Scale }
+
+// NewDecoder returns a decoder with the default bounds; Hyperliquid
+// publishes no book hashes, so HashCheck changes nothing.
+func (driver) NewDecoder(venue.DecoderOptions) venue.Decoder { return NewDecoder() }
+
+func (driver) Capabilities() venue.Capabilities {
+	return venue.Capabilities{LevelCounts: true}
+}
+
+func (driver) Endpoints() venue.Endpoints {
+	return venue.Endpoints{WebSocket: WSEndpoint, Discovery: InfoEndpoint, ServePath: "/ws"}
+}
+
+var sniffChannel = []byte(`"channel"`)
+
+// Sniff reports whether frame carries the WebSocket envelope: a "channel" key.
+func (driver) Sniff(frame []byte) bool { return bytes.Contains(frame, sniffChannel) }

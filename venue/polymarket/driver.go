@@ -1,0 +1,43 @@
+package polymarket
+
+import (
+	"bytes"
+
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// Name is the venue's name in dataset manifests and on the command line.
+const Name = venue.Polymarket
+
+// Driver is the Polymarket CLOB market channel as the rest of tapedeck sees
+// it; venue/registry lists it.
+var Driver venue.Driver = driver{}
+
+type driver struct{}
+
+func (driver) Name() string      { return Name }
+func (driver) Scale() book.Scale { return scale() }
+
+func (driver) NewDecoder(o venue.DecoderOptions) venue.Decoder {
+	return NewDecoder(WithHashCheck(o.HashCheck))
+}
+
+func (driver) Capabilities() venue.Capabilities {
+	return venue.Capabilities{BookHashes: true, TopOfBook: true, Markets: true}
+}
+
+func (driver) Endpoints() venue.Endpoints {
+	return venue.Endpoints{WebSocket: MarketEndpoint, Discovery: GammaEndpoint, ServePath: "/ws/market"}
+}
+
+var (
+	sniffEventType = []byte(`"event_type"`)
+	sniffAssetID   = []byte(`"asset_id"`)
+)
+
+// Sniff reports whether frame carries a market-channel envelope: an
+// "event_type" or "asset_id" key.
+func (driver) Sniff(frame []byte) bool {
+	return bytes.Contains(frame, sniffEventType) || bytes.Contains(frame, sniffAssetID)
+}
