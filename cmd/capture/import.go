@@ -22,8 +22,6 @@ import (
 	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
-func init() { verbs.Add(func() *cobra.Command { return newImportCmd(nil) }) }
-
 // importOptions are the parsed flags of `capture import`.
 type importOptions struct {
 	Venue   string
@@ -91,7 +89,7 @@ an error.`,
 	f.StringVar(&opts.Venue, "venue", "", "venue of the frames: polymarket or hyperliquid (required)")
 	f.StringVar(&format, "format", "", "input format: ndjson, tardis or hftbacktest (required)")
 	f.StringVar(&opts.OutDir, "out", "", "`DATASET` directory to create (required)")
-	f.BoolVar(&opts.Force, "force", false, "replace an existing dataset at --out")
+	f.BoolVarP(&opts.Force, "force", "f", false, "replace an existing dataset at --out")
 	f.BoolVar(&opts.Merge, "merge", false, "interleave the files by receive time instead of appending them in order")
 	f.StringVar(&start, "start", "", "ndjson without times: first assigned receive time (`T`: RFC 3339 or unix ns; default 0)")
 	f.DurationVar(&opts.Step, "step", interchange.DefaultAssignedStep, "ndjson without times: spacing of assigned receive times")

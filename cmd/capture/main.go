@@ -9,16 +9,15 @@ import (
 	"github.com/tapedeck/tapedeck/internal/cli"
 )
 
-// verbs collects the subcommands; each verb file registers itself in init.
-var verbs cli.Registry
-
+// newRootCmd is the capture command with every verb: the one place verbs are
+// registered (a new verb adds its constructor here).
 func newRootCmd() *cobra.Command {
-	root := &cobra.Command{
-		Use:   "capture",
-		Short: "Record Polymarket and Hyperliquid market data, or import existing archives",
-	}
-	verbs.Attach(root)
-	return root
+	return cli.NewRoot("capture", "Record Polymarket and Hyperliquid market data, or import existing archives",
+		newImportCmd(nil),
+		newPlanCmd(nil),
+		newRunCmd(nil),
+		newStatusCmd(nil),
+	)
 }
 
 func main() { os.Exit(cli.Main(newRootCmd(), os.Args[1:], os.Stderr)) }

@@ -6,11 +6,10 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/recorder"
 )
-
-func init() { verbs.Add(func() *cobra.Command { return newPlanCmd(nil) }) }
 
 // planOptions are the parsed flags of `capture plan`.
 type planOptions struct {
@@ -46,11 +45,10 @@ close the socket with 1006).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Stdout = cmd.OutOrStdout()
-			raw, err := o.sessionFlags.load(cmd)
-			if err != nil {
+			// run's own keys are accepted and ignored, so one config serves both.
+			if err := o.sessionFlags.load(cmd, runOnlyKeys()...); err != nil {
 				return err
 			}
-			_ = raw // run-only keys are accepted and ignored, so one config serves both
 			if runF != nil {
 				return runF(o)
 			}
@@ -61,6 +59,18 @@ close the socket with 1006).`,
 	cmd.Flags().BoolVar(&o.Check, "check", false, "check instruments against the venue's listing (uses the network)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the plan as JSON")
 	return cmd
+}
+
+// runOnlyKeys are the --config keys of run's flags that plan does not have.
+func runOnlyKeys() []string {
+	var keys []string
+	plan := newPlanCmd(nil).Flags()
+	newRunCmd(nil).Flags().VisitAll(func(f *pflag.Flag) {
+		if plan.Lookup(f.Name) == nil {
+			keys = append(keys, cli.ConfigKey(f.Name))
+		}
+	})
+	return keys
 }
 
 func runPlan(ctx context.Context, o *planOptions) error {

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -26,23 +24,21 @@ import (
 	"github.com/tapedeck/tapedeck/venue/polymarket"
 )
 
-func init() { verbs.Add(func() *cobra.Command { return newRunCmd(nil) }) }
-
 // sessionFlags are what run and plan share: what to record and where from.
 // A --config file provides defaults; flags given on the command line win.
 type sessionFlags struct {
-	Config          string   `json:"-"`
-	Venue           string   `json:"venue"`
-	Instruments     []string `json:"instruments"`
-	InstrumentsFile string   `json:"instruments_file"`
-	AllMarkets      bool     `json:"all_markets"`
-	Channels        []string `json:"channels"`
-	Endpoint        string   `json:"endpoint"`
-	RESTEndpoint    string   `json:"rest_endpoint"`
-	AssetsPerConn   int      `json:"assets_per_conn"`
-	Conns           int      `json:"conns"`
-	CLOBEndpoint    string   `json:"clob_endpoint"`
-	RESTBooks       bool     `json:"-"` // from the config's raw keys: absent must not mean false
+	Config          string
+	Venue           string
+	Instruments     []string
+	InstrumentsFile string
+	AllMarkets      bool
+	Channels        []string
+	Endpoint        string
+	RESTEndpoint    string
+	AssetsPerConn   int
+	Conns           int
+	CLOBEndpoint    string
+	RESTBooks       bool
 }
 
 func (f *sessionFlags) add(fs *pflag.FlagSet) {
@@ -60,82 +56,41 @@ func (f *sessionFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.CLOBEndpoint, "clob-endpoint", "", "Polymarket CLOB REST base `URL` for the book summaries (default "+polymarket.CLOBEndpoint+")")
 }
 
-// configKeys are the keys a --config file may hold: the flags of run and
-// plan, with _ for -.
-var configKeys = []string{"venue", "instruments", "instruments_file", "all_markets", "channels", "endpoint",
-	"rest_endpoint", "assets_per_conn", "conns", "clob_endpoint", "rest_books", "out", "rotate", "flush_interval", "stall_timeout", "metrics_addr"}
-
-// load merges the config file under the flags and validates, naming flags.
-// It returns the config file's raw keys for the verb's own settings.
-func (f *sessionFlags) load(cmd *cobra.Command) (map[string]json.RawMessage, error) {
-	var raw map[string]json.RawMessage
-	if f.Config != "" {
-		b, err := os.ReadFile(f.Config)
-		if err != nil {
-			return nil, cli.FlagErrorf("--config: %v", err)
-		}
-		if err := json.Unmarshal(b, &raw); err != nil {
-			return nil, cli.FlagErrorf("--config %s: %v", f.Config, err)
-		}
-		for k := range raw {
-			if !slices.Contains(configKeys, k) {
-				return nil, cli.FlagErrorf("--config %s: unknown key %q (known: %s)", f.Config, k, strings.Join(configKeys, ", "))
-			}
-		}
-		var c sessionFlags
-		if err := json.Unmarshal(b, &c); err != nil {
-			return nil, cli.FlagErrorf("--config %s: %v", f.Config, err)
-		}
-		changed := cmd.Flags().Changed
-		pick := func(name string, set func()) {
-			if !changed(name) {
-				set()
-			}
-		}
-		pick("venue", func() { f.Venue = c.Venue })
-		pick("instruments", func() { f.Instruments = c.Instruments })
-		pick("instruments-file", func() { f.InstrumentsFile = c.InstrumentsFile })
-		pick("all-markets", func() { f.AllMarkets = c.AllMarkets })
-		pick("channels", func() { f.Channels = c.Channels })
-		pick("endpoint", func() { f.Endpoint = c.Endpoint })
-		pick("rest-endpoint", func() { f.RESTEndpoint = c.RESTEndpoint })
-		pick("assets-per-conn", func() { f.AssetsPerConn = c.AssetsPerConn })
-		pick("conns", func() { f.Conns = c.Conns })
-		pick("clob-endpoint", func() { f.CLOBEndpoint = c.CLOBEndpoint })
-		if v, ok := raw["rest_books"]; ok && !changed("rest-books") {
-			if err := json.Unmarshal(v, &f.RESTBooks); err != nil {
-				return nil, cli.FlagErrorf("--config %s: rest_books: %v", f.Config, err)
-			}
-		}
+// load applies the --config file under the flags (its keys are the verb's
+// flags, ignored further keys accepted and skipped) and validates, naming
+// flags.
+func (f *sessionFlags) load(cmd *cobra.Command, ignored ...string) error {
+	if err := cli.ApplyConfig(cmd.Flags(), f.Config, ignored...); err != nil {
+		return err
 	}
 	if f.Venue != "polymarket" && f.Venue != "hyperliquid" {
-		return nil, cli.FlagErrorf("--venue must be polymarket or hyperliquid, not %q", f.Venue)
+		return cli.FlagErrorf("--venue must be polymarket or hyperliquid, not %q", f.Venue)
 	}
 	if f.InstrumentsFile != "" {
 		ids, err := readInstrumentsFile(f.InstrumentsFile)
 		if err != nil {
-			return nil, cli.FlagErrorf("--instruments-file: %v", err)
+			return cli.FlagErrorf("--instruments-file: %v", err)
 		}
 		f.Instruments = append(f.Instruments, ids...)
 	}
 	if len(f.Instruments) == 0 && !f.AllMarkets {
-		return nil, cli.FlagErrorf("give --instruments, --instruments-file or --all-markets")
+		return cli.FlagErrorf("give --instruments, --instruments-file or --all-markets")
 	}
 	if f.Venue == "polymarket" && f.Conns != 0 {
-		return nil, cli.FlagErrorf("--conns applies to hyperliquid; Polymarket shards with --assets-per-conn")
+		return cli.FlagErrorf("--conns applies to hyperliquid; Polymarket shards with --assets-per-conn")
 	}
 	if f.Venue == "hyperliquid" && f.AssetsPerConn != 0 {
-		return nil, cli.FlagErrorf("--assets-per-conn applies to polymarket; Hyperliquid spreads with --conns")
+		return cli.FlagErrorf("--assets-per-conn applies to polymarket; Hyperliquid spreads with --conns")
 	}
 	if f.Venue == "polymarket" && len(f.Channels) > 0 && (len(f.Channels) != 1 || f.Channels[0] != "market") {
-		return nil, cli.FlagErrorf("--channels applies to hyperliquid (Polymarket has the market channel only)")
+		return cli.FlagErrorf("--channels applies to hyperliquid (Polymarket has the market channel only)")
 	}
 	for _, u := range []struct{ flag, v string }{{"--endpoint", f.Endpoint}, {"--rest-endpoint", f.RESTEndpoint}, {"--clob-endpoint", f.CLOBEndpoint}} {
 		if u.v != "" && !strings.Contains(u.v, "://") {
-			return nil, cli.FlagErrorf("%s %q is not a URL", u.flag, u.v)
+			return cli.FlagErrorf("%s %q is not a URL", u.flag, u.v)
 		}
 	}
-	return raw, nil
+	return nil
 }
 
 func readInstrumentsFile(path string) ([]string, error) {
@@ -176,7 +131,7 @@ type runOptions struct {
 	RotateSize    int64
 	FlushInterval time.Duration
 	StallTimeout  time.Duration
-	InstStall     time.Duration
+	InstStall     cli.OptionalDuration
 	MetricsAddr   string
 	LogFormat     string
 	Queue         int
@@ -246,59 +201,15 @@ structured (--log-format text or json) on standard error.`,
 	fs.Int64Var(&o.RotateSize, "rotate-size", datasets.DefaultSegmentSize, "start a new segment file after this many bytes")
 	fs.DurationVar(&o.FlushInterval, "flush-interval", recorder.DefaultFlushInterval, "seal and write buffered records at least this often (a kill loses at most this much)")
 	fs.DurationVar(&o.StallTimeout, "stall-timeout", recorder.DefaultStallTimeout, "replace a connection that carried no data for this long")
-	fs.DurationVar(&o.InstStall, "instrument-stall-timeout", -1, "replace a connection when one steady instrument (Hyperliquid l2Book) carried nothing for this long; 0 off (default: --stall-timeout on hyperliquid, off on polymarket)")
+	fs.Var(&o.InstStall, "instrument-stall-timeout", "replace a connection when one steady instrument (Hyperliquid l2Book) carried nothing for this long; 0 off (default: --stall-timeout on hyperliquid, off on polymarket)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on `HOST:PORT` at /metrics")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format on standard error: text or json")
 	fs.IntVar(&o.Queue, "queue", recorder.DefaultQueueFrames, "frames buffered between the sockets and the disk before dropping (each drop is recorded)")
 	return cmd
 }
 
-type runConfig struct {
-	Out           string `json:"out"`
-	Rotate        string `json:"rotate"`
-	FlushInterval string `json:"flush_interval"`
-	StallTimeout  string `json:"stall_timeout"`
-	MetricsAddr   string `json:"metrics_addr"`
-}
-
-// applyConfig takes run's own keys from a --config file, under the flags.
-func (o *runOptions) applyConfig(cmd *cobra.Command, raw map[string]json.RawMessage) error {
-	if raw == nil {
-		return nil
-	}
-	var c runConfig
-	b, _ := json.Marshal(raw)
-	if err := json.Unmarshal(b, &c); err != nil {
-		return cli.FlagErrorf("--config: %v", err)
-	}
-	changed := cmd.Flags().Changed
-	dur := func(name, v string, dst *time.Duration) error {
-		if v == "" || changed(name) {
-			return nil
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return cli.FlagErrorf("--config: %s: %v", strings.ReplaceAll(name, "-", "_"), err)
-		}
-		*dst = d
-		return nil
-	}
-	if c.Out != "" && !changed("out") {
-		o.Out = c.Out
-	}
-	if c.MetricsAddr != "" && !changed("metrics-addr") {
-		o.MetricsAddr = c.MetricsAddr
-	}
-	return errors.Join(dur("rotate", c.Rotate, &o.Rotate), dur("flush-interval", c.FlushInterval, &o.FlushInterval),
-		dur("stall-timeout", c.StallTimeout, &o.StallTimeout))
-}
-
 func (o *runOptions) validate(cmd *cobra.Command) error {
-	raw, err := o.sessionFlags.load(cmd)
-	if err != nil {
-		return err
-	}
-	if err := o.applyConfig(cmd, raw); err != nil {
+	if err := o.sessionFlags.load(cmd); err != nil {
 		return err
 	}
 	if o.Out == "" {
@@ -345,8 +256,8 @@ func runCapture(ctx context.Context, o *runOptions) error {
 	log := slog.New(h)
 	opts := []recorder.Option{recorder.WithLogger(log), recorder.WithFlushInterval(o.FlushInterval),
 		recorder.WithStallTimeout(o.StallTimeout), recorder.WithQueue(o.Queue, recorder.DefaultQueueBytes)}
-	if o.InstStall >= 0 {
-		opts = append(opts, recorder.WithInstrumentStallTimeout(o.InstStall))
+	if d, ok := o.InstStall.Get(); ok {
+		opts = append(opts, recorder.WithInstrumentStallTimeout(d))
 	}
 	rec, err := recorder.New(o.spec(), opts...)
 	if err != nil {

@@ -8,8 +8,6 @@ import (
 	"github.com/tapedeck/tapedeck/recorder"
 )
 
-func init() { verbs.Add(func() *cobra.Command { return newStatusCmd(nil) }) }
-
 // statusOptions are the parsed flags of `capture status`.
 type statusOptions struct {
 	Dir    string

@@ -14,8 +14,6 @@ import (
 	"github.com/tapedeck/tapedeck/internal/cli"
 )
 
-func init() { verbs.Add(func() *cobra.Command { return newBenchCmd(nil) }) }
-
 // benchOptions are the parsed flags of `replay bench`.
 type benchOptions struct {
 	Paths []string

@@ -15,8 +15,6 @@ import (
 	"github.com/tapedeck/tapedeck/replayer"
 )
 
-func init() { verbs.Add(func() *cobra.Command { return newBooksCmd(nil) }) }
-
 // booksOptions are the parsed flags of `replay books`.
 type booksOptions struct {
 	Paths       []string

@@ -12,8 +12,6 @@ import (
 	"github.com/tapedeck/tapedeck/internal/cli"
 )
 
-func init() { verbs.Add(func() *cobra.Command { return newLsCmd(nil) }) }
-
 // lsOptions are the parsed flags of `replay ls`.
 type lsOptions struct {
 	Root   string

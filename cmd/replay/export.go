@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,8 +23,6 @@ import (
 	"github.com/tapedeck/tapedeck/replayer/export"
 	"github.com/tapedeck/tapedeck/venue/registry"
 )
-
-func init() { verbs.Add(func() *cobra.Command { return newExportCmd(nil) }) }
 
 // exportOptions is what `replay export` was asked to do, validated.
 type exportOptions struct {
@@ -120,7 +119,7 @@ flags always give byte-identical files.`,
 	f.StringVar(&compression, "compression", "", "zstd, snappy (Parquet only) or none; default snappy for Parquet (zstd: smaller, slower), none for Arrow (Arrow JS lacks zstd)")
 	f.BoolVar(&opts.Quality, "quality-columns", false, "csv depth/quotes: append the quality flags after the Tardis columns")
 	f.StringVarP(&opts.Out, "out", "o", "", "output file, - for stdout (required)")
-	f.BoolVar(&opts.Force, "force", false, "overwrite --out if it exists")
+	f.BoolVarP(&opts.Force, "force", "f", false, "overwrite --out if it exists")
 	return cmd
 }
 
@@ -137,7 +136,7 @@ func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interv
 	if !raw {
 		t, err := export.ParseTable(o.Table)
 		if err != nil {
-			return cli.FlagErrorf("--table: %v", err)
+			return cli.FlagErrorf("export: unknown --table %q (want %s)", o.Table, strings.Join(tableNames(), ", "))
 		}
 		table = t
 	}
@@ -227,10 +226,19 @@ func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interv
 	}
 	if o.Out != "-" && !o.Force {
 		if _, err := os.Stat(o.Out); err == nil {
-			return cli.FlagErrorf("export: %s exists (use --force to overwrite)", o.Out)
+			return cli.FlagErrorf("export: %s exists (use -f/--force to overwrite)", o.Out)
 		}
 	}
 	return nil
+}
+
+// tableNames are the --table values: every export table and raw.
+func tableNames() []string {
+	var names []string
+	for t := export.TableDepth; t <= export.TableEvents; t++ {
+		names = append(names, t.String())
+	}
+	return append(names, "raw")
 }
 
 func formatFromPath(p string, raw bool) string {
@@ -264,7 +272,12 @@ func runExport(ctx context.Context, o *exportOptions) (err error) {
 	if o.Out != "-" {
 		tmp, err = os.CreateTemp(filepath.Dir(o.Out), "."+filepath.Base(o.Out)+".tmp*")
 		if err != nil {
-			return fmt.Errorf("export: %w", err)
+			// The temporary file is ours; the path to name is the user's.
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return fmt.Errorf("export: create %s: %w", o.Out, err)
 		}
 		defer func() {
 			if err != nil {

@@ -13,8 +13,6 @@ import (
 	"github.com/tapedeck/tapedeck/internal/cli"
 )
 
-func init() { verbs.Add(func() *cobra.Command { return newInspectCmd(nil) }) }
-
 // inspectOptions are the parsed flags of `replay inspect`.
 type inspectOptions struct {
 	Path   string

@@ -10,16 +10,20 @@ import (
 	"github.com/tapedeck/tapedeck/internal/cli"
 )
 
-// verbs collects the subcommands; each verb file registers itself in init.
-var verbs cli.Registry
-
+// newRootCmd is the replay command with every verb: the one place verbs are
+// registered (a new verb adds its constructor here).
 func newRootCmd() *cobra.Command {
-	root := &cobra.Command{
-		Use:   "replay",
-		Short: "Replay, inspect, verify, serve and export tapedeck recordings",
-	}
-	verbs.Attach(root)
-	return root
+	return cli.NewRoot("replay", "Replay, inspect, verify, serve and export tapedeck recordings",
+		newBenchCmd(nil),
+		newBooksCmd(nil),
+		newExportCmd(nil),
+		newInspectCmd(nil),
+		newLsCmd(nil),
+		newRepairCmd(nil),
+		newRunCmd(nil),
+		newServeCmd(nil),
+		newVerifyCmd(nil),
+	)
 }
 
 func main() { os.Exit(cli.Main(newRootCmd(), os.Args[1:], os.Stderr)) }

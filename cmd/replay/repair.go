@@ -12,8 +12,6 @@ import (
 	"github.com/tapedeck/tapedeck/internal/cli"
 )
 
-func init() { verbs.Add(func() *cobra.Command { return newRepairCmd(nil) }) }
-
 // repairOptions are the parsed flags of `replay repair`.
 type repairOptions struct {
 	Path string

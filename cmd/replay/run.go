@@ -21,8 +21,6 @@ import (
 	"github.com/tapedeck/tapedeck/replayer"
 )
 
-func init() { verbs.Add(func() *cobra.Command { return newRunCmd(nil) }) }
-
 // runOptions are the parsed flags of `replay run`.
 type runOptions struct {
 	Paths        []string

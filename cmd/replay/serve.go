@@ -17,8 +17,6 @@ import (
 	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
-func init() { verbs.Add(func() *cobra.Command { return newServeCmd(nil) }) }
-
 // serveCmdOptions are the parsed flags of `replay serve`.
 type serveCmdOptions struct {
 	Paths      []string

@@ -11,8 +11,6 @@ import (
 	"github.com/tapedeck/tapedeck/internal/cli"
 )
 
-func init() { verbs.Add(func() *cobra.Command { return newVerifyCmd(nil) }) }
-
 // verifyOptions are the parsed flags of `replay verify`.
 type verifyOptions struct {
 	Paths []string

@@ -68,7 +68,7 @@ func newRootCmd(runF func(*options) error) *cobra.Command {
 	f.DurationVar(&o.duration, "duration", 0, "session length in generated time (default 10m unless --frames)")
 	f.Int64Var(&o.frames, "frames", 0, "stop after this many received frames")
 	f.BoolVar(&o.fast, "fast-hashes", false, "random Polymarket hashes instead of SHA-1 of each book (faster)")
-	f.BoolVar(&o.force, "force", false, "replace existing datasets")
+	f.BoolVarP(&o.force, "force", "f", false, "replace existing datasets")
 	return cmd
 }
 

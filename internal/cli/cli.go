@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -21,7 +24,7 @@ const (
 	ExitProblem = 3 // the command ran and found a problem (verify, bench-gate)
 )
 
-// FlagError is a usage error; the command prints its usage with it.
+// FlagError is a usage error: a bad flag, argument or combination (ExitUsage).
 type FlagError struct{ Err error }
 
 // Error returns the message: what failed and where.
@@ -45,27 +48,70 @@ func (e *ProblemError) Error() string { return e.Err.Error() }
 // Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *ProblemError) Unwrap() error { return e.Err }
 
-// Registry collects the verbs of one command; each verb file registers itself
-// from an init function.
-type Registry struct{ ctors []func() *cobra.Command }
-
-// Add registers a verb constructor.
-func (r *Registry) Add(f func() *cobra.Command) { r.ctors = append(r.ctors, f) }
-
-// Attach adds every registered verb to root.
-func (r *Registry) Attach(root *cobra.Command) {
-	for _, f := range r.ctors {
-		root.AddCommand(f())
+// NewRoot returns the root command of a binary with its verbs: --version
+// prints the module version and VCS revision from the build info. Each
+// binary's main.go lists its verbs in one call, the one place they are
+// registered.
+func NewRoot(name, short string, verbs ...*cobra.Command) *cobra.Command {
+	root := &cobra.Command{
+		Use:     name,
+		Short:   short,
+		Version: Version(),
 	}
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	root.AddCommand(verbs...)
+	return root
 }
 
-// Main executes root with args and returns the process exit code, printing
-// errors to stderr. A closed stdout pipe is not an error.
+// Version describes the running binary from its build info: the main
+// module's version ("(devel)" for a plain go build), the VCS revision it was
+// built from with "+dirty" when the tree had changes, and the Go version.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown (no build info)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, at string
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		rev = "unknown"
+	} else if dirty {
+		rev += "+dirty"
+	}
+	out := v + " (revision " + rev
+	if at != "" {
+		out += ", " + at
+	}
+	return out + ", " + bi.GoVersion + ")"
+}
+
+// Main executes root with args and returns the process exit code. Every
+// error is printed as one line on stderr, never with the usage text: a usage
+// error (bad flag, argument or combination: ExitUsage) ends with a pointer to
+// the verb's --help. A closed stdout pipe (`replay export -o - | head`) is not
+// an error: SIGPIPE is ignored so the write fails with EPIPE, and the command
+// ends quietly with ExitOK.
 func Main(root *cobra.Command, args []string, stderr io.Writer) int {
+	signal.Ignore(syscall.SIGPIPE)
 	root.SetArgs(args)
 	root.SilenceErrors = true
 	root.SilenceUsage = true
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &FlagError{Err: err} })
+	usageArgs(root)
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return ExitOK
@@ -73,20 +119,44 @@ func Main(root *cobra.Command, args []string, stderr io.Writer) int {
 	if errors.Is(err, syscall.EPIPE) {
 		return ExitOK
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", root.Name(), err)
+	if cmd == nil {
+		cmd = root
+	}
+	msg := oneLine(err.Error())
 	var fe *FlagError
-	if errors.As(err, &fe) {
-		if cmd != nil {
-			fmt.Fprintln(stderr)
-			fmt.Fprint(stderr, cmd.UsageString())
-		}
+	if errors.As(err, &fe) || strings.HasPrefix(msg, "unknown command ") {
+		fmt.Fprintf(stderr, "%s: %s (see '%s --help')\n", root.Name(), msg, cmd.CommandPath())
 		return ExitUsage
 	}
+	fmt.Fprintf(stderr, "%s: %s\n", root.Name(), msg)
 	var pe *ProblemError
 	if errors.As(err, &pe) {
 		return ExitProblem
 	}
 	return ExitError
+}
+
+// usageArgs makes every positional-argument check of the tree return a
+// FlagError, so cobra's own checks (cobra.NoArgs, …) exit 2 like ours.
+func usageArgs(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			err := check(cmd, args)
+			var fe *FlagError
+			if err != nil && !errors.As(err, &fe) {
+				err = &FlagError{Err: err}
+			}
+			return err
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
+}
+
+// oneLine joins a multi-line message (errors.Join) into one line.
+func oneLine(s string) string {
+	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "; ")
 }
 
 // IsTerminal reports whether w is a terminal (progress bars and tables only then).
