@@ -9,8 +9,6 @@ import (
 	"github.com/tapedeck/tapedeck/internal/cli"
 )
 
-func init() { verbs.Add(func() *cobra.Command { return newBaselineCmd(nil) }) }
-
 // gateBench is the default scenario set of the gate: the decode, replay and
 // storage paths, whose figures are stable from run to run. The latency tails
 // of the concurrent scenario, the child-process scale runs and the slow

@@ -16,11 +16,6 @@ import (
 	"github.com/tapedeck/tapedeck/internal/cli"
 )
 
-func init() {
-	verbs.Add(func() *cobra.Command { return newGateCmd(nil) })
-	verbs.Add(func() *cobra.Command { return newCompareCmd(nil) })
-}
-
 type gateOptions struct {
 	suiteFlags
 	Rounds     int

@@ -12,15 +12,15 @@ import (
 	"github.com/tapedeck/tapedeck/internal/cli"
 )
 
-var verbs cli.Registry
-
+// newRootCmd is benchrun with every verb: the one place verbs are registered.
 func newRootCmd() *cobra.Command {
-	root := &cobra.Command{
-		Use:   "benchrun",
-		Short: "Run, baseline, gate and publish tapedeck's benchmark suite",
-	}
-	verbs.Attach(root)
-	return root
+	return cli.NewRoot("benchrun", "Run, baseline, gate and publish tapedeck's benchmark suite",
+		newBaselineCmd(nil),
+		newCompareCmd(nil),
+		newGateCmd(nil),
+		newResultsCmd(nil),
+		newRunCmd(nil),
+	)
 }
 
 // noArgs and twoArgs check positional arguments as usage errors.

@@ -14,8 +14,6 @@ import (
 	"github.com/tapedeck/tapedeck/internal/cli"
 )
 
-func init() { verbs.Add(func() *cobra.Command { return newResultsCmd(nil) }) }
-
 // resultsCommand is the command line RESULTS.md names as its generator.
 const resultsCommand = "make bench-results"
 

@@ -9,8 +9,6 @@ import (
 	"github.com/tapedeck/tapedeck/internal/cli"
 )
 
-func init() { verbs.Add(func() *cobra.Command { return newRunCmd(nil) }) }
-
 type runOptions struct {
 	suiteFlags
 	Count  int
