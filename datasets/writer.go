@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -21,7 +22,11 @@ import (
 //
 // When a write fails (disk full), the sealed block is kept in memory and
 // retried at the next seal; the writer stays usable. Append and Flush return
-// the failure; once the backlog passes WithMaxPending, Append refuses records.
+// the failure; once the backlog passes WithMaxPending, Append refuses frames
+// (records that report a loss are still taken, up to lossSlack more bytes).
+// If the disk is still full at Close, the writer frees its reserve file (see
+// WithReserve) and writes one KindGap record (Conn ConnAll) in place of the
+// records it could not write, so the dataset itself says what is missing.
 type Writer struct {
 	mu  sync.Mutex
 	dir string
@@ -46,6 +51,10 @@ type Writer struct {
 
 	queue        []pendingBlock // sealed blocks not yet written, oldest first
 	queueBytes   int
+	openFrames   uint32 // KindFrame records in the open block
+	openDropped  uint64 // frames the open block's loss records report dropped
+	reserve      SegmentFile
+	unwritten    uint64 // records given up at Close
 	seg          SegmentFile
 	segNum       uint32
 	segOff       int64 // bytes of the segment known good on disk
@@ -73,6 +82,8 @@ type pendingBlock struct {
 	newSeg   bool
 	dict     []byte // for a block starting a segment: its dictionary block, if any
 	ownedBuf bool   // buf is a copy (w.out is reused otherwise)
+	frames   uint32 // KindFrame records among hdr.Count
+	dropped  uint64 // frames the block's loss records report dropped
 }
 
 // WriterStats counts what a Writer has written to disk.
@@ -88,7 +99,26 @@ type WriterStats struct {
 	// (no data is lost either way).
 	Compacted       uint32
 	CompactFailures uint32
+	// Unwritten counts records accepted but given up at Close because the
+	// disk still refused them (a KindGap record covers them when it could
+	// be written; Close's error says whether it was).
+	Unwritten uint64
 }
+
+// ErrUnwritten reports records accepted but never written: Close gave up on
+// them because writes still failed.
+var ErrUnwritten = errors.New("datasets: records not written")
+
+// ReserveName is the file a Writer keeps DefaultReserve (WithReserve) bytes
+// in from Create to Close, to be freed if the disk is full at Close so that
+// the record of the loss and the manifest can still be written. A killed
+// writer leaves it behind; it holds no data and may be deleted.
+const ReserveName = ".reserve"
+
+// lossSlack is how far past WithMaxPending the backlog may grow with records
+// that report a loss (gaps, overloads, write errors, disconnects): they are
+// what makes a loss visible, and are small.
+const lossSlack = 1 << 20
 
 // Create makes dir (which must not hold a dataset yet) and writes m as its
 // manifest. m.FormatVersion may be 0 (the current version is used); StartNs
@@ -135,12 +165,51 @@ func Create(dir string, m Manifest, opts ...WriterOption) (*Writer, error) {
 		unlockDir(lock)
 		return nil, err
 	}
+	w.reserve = makeReserve(dir, o)
 	if o.flushInterval > 0 {
 		w.stop = make(chan struct{})
 		w.done = make(chan struct{})
 		go w.ticker()
 	}
 	return w, nil
+}
+
+// makeReserve writes the reserve file, or returns nil when it cannot (the
+// writer then works without one: a full disk at Close may leave the loss
+// unrecorded, which Close reports).
+func makeReserve(dir string, o writerOptions) SegmentFile {
+	if o.reserve <= 0 {
+		return nil
+	}
+	path := filepath.Join(dir, ReserveName)
+	os.Remove(path) // left by a killed writer of an earlier attempt
+	f, err := o.openFile(path)
+	if err != nil {
+		return nil
+	}
+	zero := make([]byte, 64<<10)
+	for left := o.reserve; left > 0; {
+		n, err := f.Write(zero[:min(left, int64(len(zero)))])
+		left -= int64(n)
+		if err != nil {
+			f.Close()
+			os.Remove(path)
+			return nil
+		}
+	}
+	return f
+}
+
+// releaseReserve frees the reserve's space (truncate first: that is what
+// frees it even where a remove would not, such as a file still open).
+func (w *Writer) releaseReserve() {
+	if w.reserve == nil {
+		return
+	}
+	w.reserve.Truncate(0)
+	w.reserve.Close()
+	os.Remove(filepath.Join(w.dir, ReserveName))
+	w.reserve = nil
 }
 
 func (w *Writer) ticker() {
@@ -168,6 +237,8 @@ func (w *Writer) ticker() {
 // seq != 0 means the record was accepted; err may still be non-nil then,
 // reporting a failed write of earlier data (kept and retried). seq == 0 means
 // the record was not accepted (ErrClosed, ErrPayloadSize, ErrPendingFull).
+// Past the backlog bound, records of a loss kind (Kind.IsLoss) and
+// KindCleanClose are still accepted, up to lossSlack bytes more.
 func (w *Writer) Append(r *Record) (seq uint64, err error) {
 	if len(r.Payload) > MaxPayloadSize {
 		return 0, fmt.Errorf("%w: %d bytes", ErrPayloadSize, len(r.Payload))
@@ -179,7 +250,10 @@ func (w *Writer) Append(r *Record) (seq uint64, err error) {
 	}
 	if w.queueBytes > w.o.maxPending {
 		if err := w.drain(); err != nil {
-			return 0, fmt.Errorf("%w: %w", ErrPendingFull, err)
+			loss := r.Kind.IsLoss() || r.Kind == KindCleanClose
+			if !loss || w.queueBytes > w.o.maxPending+lossSlack {
+				return 0, fmt.Errorf("%w: %w", ErrPendingFull, err)
+			}
 		}
 	}
 	var errs []error
@@ -204,12 +278,37 @@ func (w *Writer) Append(r *Record) (seq uint64, err error) {
 	w.seq++
 	seq = w.seq
 	w.b.add(r, seq)
+	switch {
+	case r.Kind == KindFrame:
+		w.openFrames++
+	case r.Kind.IsLoss():
+		w.openDropped += droppedOf(r.Payload)
+	}
 	if w.b.size() >= w.o.blockSize {
 		if err := w.seal(); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return seq, errors.Join(errs...)
+}
+
+var droppedKey = []byte(`"dropped":`)
+
+// droppedOf reads Control.Dropped from a control payload without decoding
+// it (Append does not allocate); 0 when absent or not a number.
+func droppedOf(p []byte) uint64 {
+	i := bytes.Index(p, droppedKey)
+	if i < 0 {
+		return 0
+	}
+	var v uint64
+	for _, c := range p[i+len(droppedKey):] {
+		if c < '0' || c > '9' || v > (1<<63)/10 {
+			break
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v
 }
 
 // seal turns the open block into a pending block and writes what it can.
@@ -229,7 +328,9 @@ func (w *Writer) seal() error {
 			flags = blockFlagDict
 		}
 		w.out = w.b.seal(w.enc, flags, w.out, &h)
-		w.queue = append(w.queue, pendingBlock{buf: w.out, hdr: h, newSeg: w.rotateNext, dict: dictBlock})
+		w.queue = append(w.queue, pendingBlock{buf: w.out, hdr: h, newSeg: w.rotateNext, dict: dictBlock,
+			frames: w.openFrames, dropped: w.openDropped})
+		w.openFrames, w.openDropped = 0, 0
 		w.queueBytes += len(w.out) + maxDictCopies*len(dictBlock)
 		w.segBytes += int64(len(w.out))
 		if w.rotateNext {
@@ -488,6 +589,7 @@ func (w *Writer) Stats() WriterStats {
 	for _, b := range w.queue {
 		s.Pending += int(b.hdr.Count)
 	}
+	s.Unwritten = w.unwritten
 	return s
 }
 
@@ -509,9 +611,16 @@ func (w *Writer) finalManifest() Manifest {
 
 // Close seals and writes everything pending, finishes the last segment
 // (compacting it, see WithCompaction, and waiting for compactions still
-// running) and rewrites the manifest with the time range and Clean set. If pending data
-// cannot be written, Close still releases everything and returns an error
-// saying how many records were lost; the manifest then stays unclean.
+// running) and rewrites the manifest with the time range and Clean set.
+//
+// If pending data cannot be written (the disk is still full), Close gives it
+// up and frees the reserve file: in its place
+// it writes one KindGap record (Conn ConnAll, Dropped = the records given up
+// plus the frames their own loss records reported, FromNs..ToNs their receive
+// times), so the dataset says what it is missing and its range covers it.
+// The error then wraps ErrUnwritten and says how many records were not
+// written and whether the gap record was; Stats().Unwritten has the count.
+// The manifest stays unclean only if the loss could not be recorded.
 // Close is idempotent after the first call returns.
 func (w *Writer) Close() error {
 	w.mu.Lock()
@@ -528,30 +637,66 @@ func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var errs []error
-	if w.bgErr != nil {
-		errs = append(errs, w.bgErr)
-	}
+	recorded := true // every loss is in the dataset
 	if err := w.seal(); err != nil {
-		lost := 0
-		for _, b := range w.queue {
-			lost += int(b.hdr.Count)
-		}
-		errs = append(errs, fmt.Errorf("datasets: close: %d records not written: %w", lost, err))
+		// (A failure the ticker saw is this one, or one since overcome.) The
+		// reserve's space is for the record of the loss, not for more data.
+		w.releaseReserve()
+		var gerr error
+		gerr, recorded = w.giveUp(err)
+		errs = append(errs, gerr)
 	}
 	if w.seg != nil {
 		if err := w.closeSegment(); err != nil {
 			errs = append(errs, err)
+			recorded = false
 		}
 	}
+	w.releaseReserve()
 	w.compactWG.Wait()
 	if w.enc != nil {
 		w.enc.Close()
 	}
 	m := w.finalManifest()
-	m.Clean = len(errs) == 0
+	m.Clean = recorded
 	if err := writeManifest(w.dir, m); err != nil {
 		errs = append(errs, err)
 	}
 	unlockDir(w.lock)
 	return errors.Join(errs...)
+}
+
+// giveUp drops the blocks that could not be written (err says why) and
+// writes one KindGap record in their place, uncompressed, in a block of its
+// own after the last written one. It returns the error for Close, wrapping
+// ErrUnwritten, and whether the gap record reached the disk.
+func (w *Writer) giveUp(err error) (error, bool) {
+	var recs, frames, dropped uint64
+	first, last := w.queue[0].hdr, w.queue[len(w.queue)-1].hdr
+	for _, b := range w.queue {
+		recs += uint64(b.hdr.Count)
+		frames += uint64(b.frames)
+		dropped += b.dropped
+	}
+	clear(w.queue)
+	w.queue, w.queueBytes = w.queue[:0], 0
+	w.unwritten = recs
+	text := fmt.Sprintf("%d records (%d frames, %d others) accepted but not written: the disk still refused them at close (seq %d..%d)",
+		recs, frames, recs-frames, first.FirstSeq, last.LastSeq)
+	if dropped > 0 {
+		text += fmt.Sprintf("; their loss records reported %d more frames dropped", dropped)
+	}
+	// Dropped counts the frames missing: those not written and those the
+	// unwritten loss records would have reported.
+	c := Control{Dropped: frames + dropped, FromNs: first.FirstWall, ToNs: last.LastWall, Err: err.Error(), Text: text}
+	w.seq++
+	var b blockBuilder
+	b.add(&Record{Kind: KindGap, Conn: ConnAll, WallNs: last.LastWall, MonoNs: w.b.lastMono, Payload: EncodeControl(c)}, w.seq)
+	pb := pendingBlock{ownedBuf: true}
+	pb.buf = b.seal(nil, 0, nil, &pb.hdr)
+	msg := fmt.Errorf("%w: %d records (%d frames, seq %d..%d) given up at close: %w", ErrUnwritten, recs, frames, first.FirstSeq, last.LastSeq, err)
+	if werr := w.writeBlock(&pb); werr != nil {
+		return fmt.Errorf("%w; the gap record covering them could not be written either: %w", msg, werr), false
+	}
+	return fmt.Errorf("%w; a gap record in the dataset covers them", msg), true
 }

@@ -14,6 +14,7 @@ const (
 	DefaultBlockSize       = 1 << 20
 	DefaultMaxPending      = 64 << 20
 	DefaultDictSize        = 64 << 10
+	DefaultReserve         = 2 << 20
 )
 
 // FsyncPolicy says when the writer calls fsync.
@@ -49,6 +50,7 @@ type writerOptions struct {
 	level         int
 	dictSize      int
 	compact       bool
+	reserve       int64
 	openFile      func(path string) (SegmentFile, error)
 }
 
@@ -63,6 +65,7 @@ func defaultWriterOptions() writerOptions {
 		level:         2,
 		dictSize:      DefaultDictSize,
 		compact:       true,
+		reserve:       DefaultReserve,
 		openFile: func(path string) (SegmentFile, error) {
 			return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		},
@@ -197,6 +200,22 @@ func WithSegmentFile(open func(path string) (SegmentFile, error)) WriterOption {
 			return fmt.Errorf("datasets: nil segment file opener")
 		}
 		o.openFile = open
+		return nil
+	}
+}
+
+// WithReserve sets the size of the reserve file (ReserveName, default
+// DefaultReserve; 0 for none) the writer holds from Create to Close. If the
+// disk is full at Close, freeing it makes room for the gap record that
+// replaces what could not be written, and for the manifest. It is created
+// through the segment file opener (WithSegmentFile), best effort: a disk
+// too full for it leaves the writer without one.
+func WithReserve(n int64) WriterOption {
+	return func(o *writerOptions) error {
+		if n < 0 {
+			return fmt.Errorf("datasets: reserve %d < 0", n)
+		}
+		o.reserve = n
 		return nil
 	}
 }

@@ -81,12 +81,16 @@ func startCapture(t *testing.T, spec recorder.Spec, wrap func(*datasets.Writer) 
 		cancel()
 		t.Fatal(err)
 	}
-	c := &capture{t: t, dir: dir, rec: r, w: w, cancel: cancel, done: make(chan error, 1)}
 	var sink recorder.Sink = w
 	if wrap != nil {
 		sink = wrap(w)
 	}
-	c.sink = sink
+	return launch(t, ctx, cancel, r, dir, w, sink)
+}
+
+// launch runs r into sink (w, or a wrapper of it) until cancel.
+func launch(t *testing.T, ctx context.Context, cancel context.CancelFunc, r *recorder.Recorder, dir string, w *datasets.Writer, sink recorder.Sink) *capture {
+	c := &capture{t: t, dir: dir, rec: r, w: w, cancel: cancel, done: make(chan error, 1), sink: sink}
 	go func() { c.done <- r.Run(ctx, sink) }()
 	t.Cleanup(func() {
 		cancel()

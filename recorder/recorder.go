@@ -288,7 +288,8 @@ type Stats struct {
 	Stalls      uint64
 	Records     uint64 // records appended to the sink (frames and control)
 	WriteErrors uint64 // failed appends or flushes (retried)
-	Lost        uint64 // records given up after the sink kept failing at shutdown
+	Lost        uint64 // records given up after the sink kept refusing them at shutdown (a KindGap covers them when the sink takes it)
+	LostFrames  uint64 // the frames among Lost
 	// RESTBooks counts stored REST book-summary bodies (Polymarket), and
 	// RESTBookErrors the requests for them that failed (each one a KindNote).
 	RESTBooks, RESTBookErrors uint64
@@ -308,7 +309,7 @@ func (r *Recorder) Stats() Stats {
 	w := r.w
 	r.mu.Unlock()
 	if w != nil {
-		s.Records, s.WriteErrors, s.Lost = w.records.Load(), w.errors.Load(), w.lost.Load()
+		s.Records, s.WriteErrors, s.Lost, s.LostFrames = w.records.Load(), w.errors.Load(), w.lost.Load(), w.lostFrames.Load()
 		s.DiskLag = w.lag.stats()
 	}
 	return s
@@ -378,6 +379,7 @@ func (r *Recorder) Run(ctx context.Context, sink Sink) error {
 	r.log.Info("capture started", "venue", r.spec.Venue, "endpoint", r.endpoint, "connections", len(plan.Conns))
 
 	<-runCtx.Done()
+	w.stopAt.CompareAndSwap(0, time.Now().UnixNano()) // bounds the retries of a refusing sink from now on
 	mgrWG.Wait()
 	r.slotWG.Wait()
 	q.close()

@@ -21,15 +21,27 @@ type writer struct {
 	q    *queue
 
 	records, errors, lost atomic.Uint64
+	lostFrames            atomic.Uint64
 
 	// Write-failure episode: set on the first failure, recorded as one
-	// KindWriteError once an append or flush succeeds again.
+	// KindWriteError once a flush succeeds again (every record accepted so
+	// far reached the disk: that, not an accepted append, is recovery).
 	errFirst, errLast int64
 	errText           string
 	errCount          uint64
+	okSince           time.Time // the first flush that succeeded since the last failure
 	lastLog           time.Time
+	// recovery is the write_error record of an episode that ended, waiting
+	// for the queue to empty: appended earlier it would go ahead of queued
+	// records stamped before it.
+	recovery *datasets.Control
 
-	stopping bool      // the queue is closed: retries are bounded
+	// stopAt is when the recorder began to stop (unix ns, 0 while running):
+	// from then on a refusing sink is retried for shutdownRetry at most, and
+	// what it still refuses is given up, counted and reported.
+	stopAt              atomic.Int64
+	lostFirst, lostLast int64 // receive times of the first and last record given up
+
 	recv     []pending // frames appended and not yet known to be on disk, in seq order
 	head     int       // recv[head:] are still pending
 	sinceChk int       // appends since the last check of the sink's progress
@@ -56,6 +68,19 @@ func newWriter(r *Recorder, sink Sink, q *queue) *writer {
 // maxRecvTracked bounds the latency bookkeeping while the disk is down.
 const maxRecvTracked = 1 << 20
 
+// shutdownRetry is how long a shutdown keeps retrying a sink that refuses
+// records (its backlog is full because the disk is): five flush intervals,
+// within [1s, 10s].
+func (w *writer) shutdownRetry() time.Duration {
+	return min(max(5*w.r.o.flushInterval, time.Second), 10*time.Second)
+}
+
+// givingUp reports whether the shutdown's retry time is over.
+func (w *writer) givingUp() bool {
+	at := w.stopAt.Load()
+	return at != 0 && time.Duration(time.Now().UnixNano()-at) >= w.shutdownRetry()
+}
+
 // loop runs until the queue is closed and drained (then it writes the
 // clean-close record and flushes), or the sink is closed under it (fatal
 // is called and loop returns the error).
@@ -75,6 +100,9 @@ func (w *writer) loop(fatal func(error)) error {
 			}
 			if len(w.q.ch) == 0 {
 				w.sweepDrops()
+				if w.recovery != nil {
+					w.recovered(false)
+				}
 			}
 		case <-tick.C:
 			w.checkWritten()
@@ -116,11 +144,12 @@ func (w *writer) take(e entry) error {
 
 // write appends one record, retrying while the sink refuses it (its backlog
 // is full because the disk fails). While it retries the queue fills and the
-// readers drop and count frames, which come back as overload records.
+// readers drop and count frames, which come back as overload records. Once
+// a shutdown's retry time is over, a refused record is given up and counted.
 func (w *writer) write(e *entry) error {
 	defer w.release(e)
 	delay := 50 * time.Millisecond
-	for attempt := 0; ; attempt++ {
+	for {
 		seq, err := w.sink.Append(&e.rec)
 		if seq != 0 {
 			w.records.Add(1)
@@ -135,8 +164,6 @@ func (w *writer) write(e *entry) error {
 			}
 			if err != nil {
 				w.noteErr(err)
-			} else {
-				w.recovered()
 			}
 			return nil
 		}
@@ -151,12 +178,27 @@ func (w *writer) write(e *entry) error {
 			return nil
 		}
 		w.noteErr(err)
-		if w.stopping && attempt >= 20 {
-			w.lost.Add(1)
+		if w.givingUp() {
+			w.giveUp(&e.rec)
 			return nil
 		}
-		time.Sleep(delay)
+		d := delay
+		if at := w.stopAt.Load(); at != 0 {
+			d = min(d, max(time.Until(time.Unix(0, at).Add(w.shutdownRetry())), time.Millisecond))
+		}
+		time.Sleep(d)
 		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// giveUp counts a record the sink refused past the shutdown's retry time.
+func (w *writer) giveUp(r *datasets.Record) {
+	if w.lost.Add(1) == 1 {
+		w.lostFirst = r.WallNs
+	}
+	w.lostLast = r.WallNs
+	if r.Kind == datasets.KindFrame {
+		w.lostFrames.Add(1)
 	}
 }
 
@@ -188,34 +230,54 @@ func (w *writer) noteErr(err error) {
 	w.errCount++
 	w.errLast = now.UnixNano()
 	w.errText = err.Error()
+	w.okSince = time.Time{}
 	if now.Sub(w.lastLog) >= 10*time.Second {
 		w.lastLog = now
 		w.r.log.Error("dataset write failed; retrying", "err", err, "failures", w.errCount)
 	}
 }
 
-// recovered records a write-failure episode once writes work again.
-func (w *writer) recovered() {
-	if w.errCount == 0 {
-		return
+// recoverQuiet is how long flushes must keep succeeding before a
+// write-failure episode counts as over: a nearly full disk takes a small
+// block now and then, which is not a recovery.
+func (w *writer) recoverQuiet() time.Duration {
+	return min(max(5*w.r.o.flushInterval, 500*time.Millisecond), 10*time.Second)
+}
+
+// recovered notes a successful flush (every record accepted so far is on
+// the disk). A write-failure episode ends once flushes kept succeeding for
+// recoverQuiet (or at shutdown, when now is set), and is recorded once the
+// queue is empty.
+func (w *writer) recovered(final bool) {
+	if w.errCount > 0 {
+		now := time.Now()
+		if w.okSince.IsZero() {
+			w.okSince = now
+		}
+		if final || now.Sub(w.okSince) >= w.recoverQuiet() {
+			w.recovery = &datasets.Control{Err: w.errText, FromNs: w.errFirst, ToNs: w.okSince.UnixNano(),
+				Text: fmt.Sprintf("%d failed writes or flushes over %v; every record accepted was written late, once the disk took writes again (what the queue could not hold is in overload records)",
+					w.errCount, w.okSince.Sub(time.Unix(0, w.errFirst)).Round(time.Millisecond))}
+			w.errCount, w.okSince, w.lastLog = 0, time.Time{}, time.Time{}
+		}
 	}
-	c := datasets.Control{Err: w.errText, FromNs: w.errFirst, ToNs: w.errLast,
-		Text: fmt.Sprintf("%d failed writes or flushes, retried", w.errCount)}
-	w.errCount = 0
-	if w.appendControl(datasets.KindWriteError, 0, c) {
-		w.r.log.Warn("dataset writes recovered", "since", time.Unix(0, c.FromNs))
+	if w.recovery != nil && len(w.q.ch) == 0 {
+		c := *w.recovery
+		if w.appendControl(datasets.KindWriteError, 0, c) {
+			w.recovery = nil
+			w.r.log.Warn("dataset writes recovered", "since", time.Unix(0, c.FromNs), "failures", c.Text)
+		}
 	}
 }
 
 // flush flushes the sink and, on success, measures the read-to-disk time of
-// every frame it wrote.
+// every frame it wrote and ends a write-failure episode.
 func (w *writer) flush() {
 	if err := w.sink.Flush(); err != nil {
 		w.noteErr(err)
 		return
 	}
-	w.settle(^uint64(0))
-	w.recovered()
+	w.flushOK(false)
 }
 
 // checkWritten settles the frames the sink reports written to the OS.
@@ -263,34 +325,54 @@ func (w *writer) sweepDrops() {
 }
 
 // finish writes the clean-close record and flushes, retrying a failing
-// flush a few times. It reports records it had to give up.
+// flush for the rest of the shutdown's retry time. When the sink still
+// fails, what was given up is recorded (a KindGap on ConnAll) and so is the
+// unfinished write-failure episode, as far as the sink takes them: the
+// dataset writer holds them with its own backlog, and says at Close what it
+// could not write. It returns an error naming what was not written.
 func (w *writer) finish() error {
-	w.stopping = true
+	w.stopAt.CompareAndSwap(0, time.Now().UnixNano())
 	w.sweepDrops()
-	w.appendControl(datasets.KindCleanClose, 0, datasets.Control{Text: "recorder stopped"})
 	var err error
-	for i := 0; i < 10; i++ {
+	for {
 		if err = w.sink.Flush(); err == nil {
+			w.flushOK(true)
 			break
 		}
 		w.noteErr(err)
+		if w.givingUp() {
+			break
+		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if err == nil {
-		w.flushOK()
+	lost, frames := w.lost.Load(), w.lostFrames.Load()
+	if lost > 0 {
+		w.appendControl(datasets.KindGap, datasets.ConnAll, datasets.Control{Dropped: frames, FromNs: w.lostFirst, ToNs: w.lostLast,
+			Err: w.errText, Text: fmt.Sprintf("%d records (%d frames) given up at shutdown: the dataset writer kept refusing them", lost, frames)})
 	}
-	switch n := w.lost.Load(); {
-	case n > 0:
-		return fmt.Errorf("recorder: %d records given up at shutdown, the dataset writer kept failing: %v", n, errors.Join(err, errorsText(w.errText)))
+	if err != nil && w.errCount > 0 {
+		w.appendControl(datasets.KindWriteError, 0, datasets.Control{Err: w.errText, FromNs: w.errFirst, ToNs: time.Now().UnixNano(),
+			Text: fmt.Sprintf("%d failed writes or flushes; the disk still failed at shutdown", w.errCount)})
+	}
+	w.appendControl(datasets.KindCleanClose, 0, datasets.Control{Text: "recorder stopped"})
+	if err == nil {
+		if err = w.sink.Flush(); err == nil {
+			w.flushOK(true)
+		}
+	}
+	switch {
+	case lost > 0:
+		return fmt.Errorf("recorder: %d records (%d frames) given up at shutdown, the dataset writer kept refusing them: %w",
+			lost, frames, errors.Join(err, errorsText(w.errText)))
 	case err != nil:
 		return fmt.Errorf("recorder: final flush failed (the dataset writer still holds what it could not write): %w", err)
 	}
 	return nil
 }
 
-func (w *writer) flushOK() {
+func (w *writer) flushOK(final bool) {
 	w.settle(^uint64(0))
-	w.recovered()
+	w.recovered(final)
 }
 
 func errorsText(s string) error {

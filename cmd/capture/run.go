@@ -270,6 +270,18 @@ func runCapture(ctx context.Context, o *runOptions) error {
 	w, err := datasets.Create(o.Out, rec.Manifest(), datasets.WithFlushInterval(o.FlushInterval),
 		datasets.WithSegmentDuration(o.Rotate), datasets.WithSegmentSize(o.RotateSize))
 	if err != nil {
+		if !errors.Is(err, datasets.ErrExists) {
+			os.RemoveAll(o.Out) // validate saw no --out: whatever is there now is this attempt's
+		}
+		return fmt.Errorf("run: %w", err)
+	}
+	// failed removes a dataset that holds nothing, so that a retry with the
+	// same --out does not find it "already exists".
+	failed := func(err error) error {
+		w.Close()
+		if w.Stats().Records == 0 {
+			os.RemoveAll(o.Out)
+		}
 		return fmt.Errorf("run: %w", err)
 	}
 	metricsAddr := ""
@@ -277,8 +289,7 @@ func runCapture(ctx context.Context, o *runOptions) error {
 	if o.MetricsAddr != "" {
 		ln, err := net.Listen("tcp", o.MetricsAddr)
 		if err != nil {
-			w.Close()
-			return fmt.Errorf("run: metrics: %w", err)
+			return failed(fmt.Errorf("metrics: %w", err))
 		}
 		metricsAddr = ln.Addr().String()
 		mux := http.NewServeMux()
@@ -298,10 +309,19 @@ func runCapture(ctx context.Context, o *runOptions) error {
 		cancel()
 	}
 	closeErr := w.Close()
-	st := rec.Stats()
-	fmt.Fprintf(o.Stdout, "%s\t%d frames\t%d bytes\t%d records\t%d dropped\t%d reconnects\t%d stalls\n",
-		o.Out, st.Frames, st.Bytes, st.Records, st.Dropped, st.Reconnects, st.Stalls)
+	st, ws := rec.Stats(), w.Stats()
+	if runErr != nil && closeErr == nil && ws.Records == 0 {
+		return failed(runErr)
+	}
+	// Not written: records the recorder gave up at shutdown and records the
+	// dataset writer accepted but could not write at Close (both because the
+	// disk stayed full; gap records in the dataset cover them when they fit).
+	fmt.Fprintf(o.Stdout, "%s\t%d frames\t%d bytes\t%d records\t%d dropped\t%d not written\t%d reconnects\t%d stalls\n",
+		o.Out, st.Frames, st.Bytes, ws.Records, st.Dropped, st.Lost+ws.Unwritten, st.Reconnects, st.Stalls)
 	if err := errors.Join(runErr, closeErr); err != nil {
+		if n := st.Lost + ws.Unwritten; n > 0 {
+			return fmt.Errorf("run: %d records not written (%d given up at shutdown, %d left in the writer at close): %w", n, st.Lost, ws.Unwritten, err)
+		}
 		return fmt.Errorf("run: %w", err)
 	}
 	return nil
