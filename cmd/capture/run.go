@@ -135,6 +135,8 @@ type runOptions struct {
 	MetricsAddr   string
 	LogFormat     string
 	Queue         int
+	Live          bool
+	Heal          bool
 
 	Stdout, Stderr io.Writer
 	// ready, if set, is called with the metrics listener's address once
@@ -205,6 +207,8 @@ structured (--log-format text or json) on standard error.`,
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on `HOST:PORT` at /metrics")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format on standard error: text or json")
 	fs.IntVar(&o.Queue, "queue", recorder.DefaultQueueFrames, "frames buffered between the sockets and the disk before dropping (each drop is recorded)")
+	fs.BoolVar(&o.Live, "live", true, "decode the recording while writing it, with the decoders and books replay uses, off the write path (live books, integrity records, healing)")
+	fs.BoolVar(&o.Heal, "heal", true, "resubscribe an instrument whose live book fails a check (hash, top of book, crossed, stall) to get a fresh snapshot, with per-instrument backoff")
 	return cmd
 }
 
@@ -255,7 +259,8 @@ func runCapture(ctx context.Context, o *runOptions) error {
 	}
 	log := slog.New(h)
 	opts := []recorder.Option{recorder.WithLogger(log), recorder.WithFlushInterval(o.FlushInterval),
-		recorder.WithStallTimeout(o.StallTimeout), recorder.WithQueue(o.Queue, recorder.DefaultQueueBytes)}
+		recorder.WithStallTimeout(o.StallTimeout), recorder.WithQueue(o.Queue, recorder.DefaultQueueBytes),
+		recorder.WithLive(o.Live), recorder.WithHeal(o.Heal)}
 	if d, ok := o.InstStall.Get(); ok {
 		opts = append(opts, recorder.WithInstrumentStallTimeout(d))
 	}
@@ -309,6 +314,11 @@ func runCapture(ctx context.Context, o *runOptions) error {
 		cancel()
 	}
 	closeErr := w.Close()
+	if ls := rec.LiveStats(); ls.On {
+		log.Info("live engine", "frames", ls.Frames, "decode_errors", ls.DecodeErrors, "skipped", ls.Skipped,
+			"hash_mismatches", ls.HashMismatches, "top_mismatches", ls.TopMismatches, "crossed", ls.CrossedBooks,
+			"resubscribes", ls.Resubscribes, "digest", ls.Digest)
+	}
 	st, ws := rec.Stats(), w.Stats()
 	if runErr != nil && closeErr == nil && ws.Records == 0 {
 		return failed(runErr)

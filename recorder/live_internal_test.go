@@ -1,0 +1,104 @@
+package recorder
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/recorder/fakeexchange"
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// panicky is the real decoder, made to panic on one frame: the fault the
+// live engine must survive without touching the recording.
+type panicky struct {
+	venue.Decoder
+	n, at *atomic.Int64
+}
+
+func (p panicky) Decode(frame []byte, recvNs int64, out *venue.Frame) error {
+	if p.n.Add(1) == p.at.Load() {
+		panic("boom in the decoder")
+	}
+	return p.Decoder.Decode(frame, recvNs, out)
+}
+
+// TestLiveDecoderPanicLosesNothing: a decoder panic on the live engine is a
+// KindLiveLag record naming it; the recording keeps every frame, and the
+// live engine goes on with a fresh decoder for that connection.
+func TestLiveDecoderPanicLosesNothing(t *testing.T) {
+	s := fakeexchange.New(fakeexchange.PolymarketConfig())
+	defer s.Close()
+	r, err := New(Spec{Venue: venue.Polymarket, Endpoint: s.WSURL(), RESTEndpoint: s.RESTURL(), CLOBEndpoint: s.CLOBURL(),
+		Instruments: []string{fakeexchange.PolymarketStreamAsset}},
+		WithFlushInterval(20*time.Millisecond), WithPingInterval(50*time.Millisecond), WithHeal(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n, at atomic.Int64
+	at.Store(50)
+	r.o.live.newDecoder = func(name string, hashCheck bool) (venue.Decoder, error) {
+		d, err := liveDecoder(name, hashCheck)
+		return panicky{d, &n, &at}, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "ds")
+	if _, err := r.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := datasets.Create(dir, r.Manifest(), datasets.WithFlushInterval(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, w) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for r.LiveStats().Frames < 200 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sent := 0
+	for _, c := range s.Conns() {
+		sent += len(c.Sent())
+	}
+	rd, err := datasets.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	frames, lags := 0, 0
+	for rd.Next() {
+		rec := rd.Record()
+		switch rec.Kind {
+		case datasets.KindFrame:
+			frames++
+		case datasets.KindLiveLag:
+			lags++
+			c, _ := datasets.DecodeControl(rec.Payload)
+			if !strings.Contains(c.Err, "boom in the decoder") || !strings.Contains(c.Text, "panicked") {
+				t.Errorf("live_lag record %+v", c)
+			}
+		}
+	}
+	st, ls := r.Stats(), r.LiveStats()
+	if frames != sent || st.Dropped != 0 || lags != 1 || ls.Panics != 1 {
+		t.Errorf("%d frames recorded of %d sent, %d dropped, %d live_lag records, live %+v", frames, sent, st.Dropped, lags, ls)
+	}
+	if ls.Frames < 200 {
+		t.Errorf("the live engine stopped after the panic: %+v", ls)
+	}
+	if b, ok := r.LiveBook(fakeexchange.PolymarketStreamAsset); !ok || !b.Valid {
+		t.Errorf("no valid live book after the panic: %+v", b)
+	}
+}
