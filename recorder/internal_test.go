@@ -189,3 +189,28 @@ func TestPacerPlanDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestDeriveREST(t *testing.T) {
+	for _, tc := range []struct {
+		spec       Spec
+		rest, clob string
+	}{
+		{Spec{Venue: "hyperliquid", Endpoint: "wss://gw.example:9443/hl/ws"}, "https://gw.example:9443/hl/info", ""},
+		{Spec{Venue: "hyperliquid", Endpoint: "ws://127.0.0.1:8765/ws"}, "http://127.0.0.1:8765/info", ""},
+		{Spec{Venue: "hyperliquid"}, "https://api.hyperliquid.xyz/info", ""},
+		{Spec{Venue: "hyperliquid", Endpoint: "wss://api.hyperliquid.xyz/ws"}, "https://api.hyperliquid.xyz/info", ""},
+		{Spec{Venue: "polymarket", Endpoint: "ws://10.1.2.3:8765/ws/market"}, "http://10.1.2.3:8765", "http://10.1.2.3:8765"},
+		{Spec{Venue: "polymarket", Endpoint: "ws://10.1.2.3:8765/ws/market", DisableRESTBooks: true}, "http://10.1.2.3:8765", ""},
+		{Spec{Venue: "polymarket", Endpoint: "ws://10.1.2.3:8765/ws/market", CLOBEndpoint: "http://10.1.2.4"}, "http://10.1.2.3:8765", "http://10.1.2.4"},
+		{Spec{Venue: "polymarket"}, "https://gamma-api.polymarket.com", "https://clob.polymarket.com"},
+	} {
+		tc.spec.Instruments = []string{"BTC"}
+		r, err := New(tc.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.restURL != tc.rest || r.clobURL != tc.clob {
+			t.Errorf("%+v: rest %q clob %q, want %q %q", tc.spec, r.restURL, r.clobURL, tc.rest, tc.clob)
+		}
+	}
+}

@@ -46,7 +46,8 @@ type Spec struct {
 	Venue string
 	// Endpoint is the WebSocket URL ("" = the venue's public one).
 	Endpoint string
-	// RESTEndpoint is the discovery base URL ("" = the venue's): Polymarket
+	// RESTEndpoint is the discovery base URL ("" = the venue's, or derived
+	// from Endpoint when that is not the venue's public one): Polymarket
 	// Gamma (GET /markets), Hyperliquid info (POST, the full URL).
 	RESTEndpoint string
 	// Instruments are Polymarket token ids, market slugs or condition ids
@@ -67,7 +68,8 @@ type Spec struct {
 	// few as the plan allows).
 	Conns int
 	// CLOBEndpoint is the Polymarket CLOB REST base URL the book summaries
-	// come from ("" = polymarket.CLOBEndpoint). Ignored for Hyperliquid.
+	// come from ("" = polymarket.CLOBEndpoint, or Endpoint's host when that
+	// is not the public WebSocket). Ignored for Hyperliquid.
 	CLOBEndpoint string
 	// DisableRESTBooks turns off what Polymarket sessions do by default:
 	// before every connect and reconnect of a connection, fetch the REST
@@ -195,6 +197,9 @@ func New(spec Spec, opts ...Option) (*Recorder, error) {
 		if !o.instStallSet {
 			r.o.instStall = o.stallTimeout
 		}
+	}
+	if err := r.deriveREST(p.defaultEndpoint()); err != nil {
+		return nil, err
 	}
 	if r.o.pingInterval == 0 {
 		r.o.pingInterval = p.pingInterval()

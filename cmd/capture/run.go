@@ -48,12 +48,12 @@ func (f *sessionFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.InstrumentsFile, "instruments-file", "", "`FILE` with one instrument per line (# comments)")
 	fs.BoolVar(&f.AllMarkets, "all-markets", false, "record every listed market (Polymarket: active markets, following new and resolved ones; Hyperliquid: every meta and spotMeta coin)")
 	fs.StringSliceVar(&f.Channels, "channels", nil, "Hyperliquid `CHANNELS`: l2Book, l2Book+fast, l2Book+nSigFigs=5+mantissa=2, bbo, trades, allMids, activeAssetCtx, candle+interval=1m (default l2Book,trades)")
-	fs.StringVar(&f.Endpoint, "endpoint", "", "WebSocket `URL` (default: the venue's public endpoint)")
-	fs.StringVar(&f.RESTEndpoint, "rest-endpoint", "", "discovery `URL`: Polymarket Gamma base, Hyperliquid info (default: the venue's)")
+	fs.StringVar(&f.Endpoint, "endpoint", "", "WebSocket `URL` (default: the venue's public endpoint); any other endpoint's host also serves the REST requests unless --rest-endpoint/--clob-endpoint say otherwise")
+	fs.StringVar(&f.RESTEndpoint, "rest-endpoint", "", "discovery `URL`: Polymarket Gamma base, Hyperliquid info (default: the venue's, or derived from a non-default --endpoint)")
 	fs.IntVar(&f.AssetsPerConn, "assets-per-conn", 0, "Polymarket assets per connection, 1..500 (default 200)")
 	fs.IntVar(&f.Conns, "conns", 0, "Hyperliquid connections to spread subscriptions over, up to 10 (default: as few as possible)")
 	fs.BoolVar(&f.RESTBooks, "rest-books", true, "Polymarket: before every (re)connect, store the connection's REST book summaries so a replay can check book hashes (ignored for hyperliquid)")
-	fs.StringVar(&f.CLOBEndpoint, "clob-endpoint", "", "Polymarket CLOB REST base `URL` for the book summaries (default "+polymarket.CLOBEndpoint+")")
+	fs.StringVar(&f.CLOBEndpoint, "clob-endpoint", "", "Polymarket CLOB REST base `URL` for the book summaries (default "+polymarket.CLOBEndpoint+", or a non-default --endpoint's host)")
 }
 
 // load applies the --config file under the flags (its keys are the verb's
