@@ -44,7 +44,7 @@ type ReplayResult struct {
 // every replay), and measures each run. It fails on the replayer's errors,
 // and when runs disagree on the digest (the replay must be deterministic).
 // progress, when not nil, is called after each run.
-func MeasureReplay(ctx context.Context, paths []string, runs int, progress func(run int, r ReplayRun)) (*ReplayResult, error) {
+func MeasureReplay(ctx context.Context, paths []string, runs int, progress func(run int, r ReplayRun), opts ...replayer.Option) (*ReplayResult, error) {
 	if runs < 1 {
 		return nil, fmt.Errorf("bench: measure replay: runs %d, want at least 1", runs)
 	}
@@ -52,7 +52,7 @@ func MeasureReplay(ctx context.Context, paths []string, runs int, progress func(
 	noop := replayer.SubscriberFunc(func(*replayer.Event) error { return nil })
 	var ms runtime.MemStats
 	for i := 0; i < runs; i++ {
-		r, err := replayer.New(paths)
+		r, err := replayer.New(paths, opts...)
 		if err != nil {
 			return nil, err
 		}

@@ -16,8 +16,9 @@ import (
 type ReaderOption func(*readerOptions)
 
 type readerOptions struct {
-	strict   bool
-	allKinds bool
+	strict      bool
+	allKinds    bool
+	skipDamaged bool
 }
 
 // WithStrict makes a torn tail an error (*CorruptionError) even when the
@@ -96,12 +97,24 @@ type Reader struct {
 	trunc   *Truncation
 	err     error
 	done    bool
+
+	// Continuity from one block to the next (checkBlock).
+	lastOK    bool   // the fields below describe the last block read
+	fromStart bool   // nothing read yet since Open: the first seq is 1
+	lastSeq   uint64 // of the last block's last record
+	lastWall  int64
+	lastGap   bool // that record is a gap record (a seq jump after it is explained)
+	lastFile  string
+
+	pend   *pendingDamage // damage waiting for the next good block
+	damage []Damage
+	gapBuf []byte
 }
 
 // Open opens the dataset in dir for reading. It reads the manifest and lists
 // the segments; blocks are read as Next advances.
 func Open(dir string, opts ...ReaderOption) (*Reader, error) {
-	r := &Reader{dir: dir}
+	r := &Reader{dir: dir, fromStart: true}
 	for _, opt := range opts {
 		opt(&r.o)
 	}
@@ -166,7 +179,7 @@ func (r *Reader) Next() bool {
 		r.seeking = r.seeking && r.f != nil && r.sr.n == 0 // only the first block after Seek is filtered
 		if r.f == nil {
 			if !r.openSegment(r.si+1, 0) {
-				return false
+				return r.done && r.err == nil && r.endDamage()
 			}
 			continue
 		}
@@ -175,9 +188,19 @@ func (r *Reader) Next() bool {
 			r.closeFile()
 			continue
 		}
-		if err != nil {
-			r.fail(err)
+		if err == nil {
+			if r.checkBlock() {
+				return true // a gap record standing for what was lost
+			}
+			continue
+		}
+		var ce *CorruptionError
+		if !errors.As(err, &ce) {
+			r.err = err
 			return false
+		}
+		if !r.damaged(ce) {
+			return r.done && r.err == nil && r.endDamage()
 		}
 	}
 	return false
@@ -213,13 +236,19 @@ func (r *Reader) openSegment(i int, off int64) bool {
 	}
 	// The header and dictionary are read even when seeking into the middle.
 	r.sr.reset(f, s.path, 0, s.size)
-	if sh, err := r.sr.readSegmentHeader(); err != nil {
+	sh, err := r.sr.readSegmentHeader()
+	if err != nil {
 		// The stream cannot step over a first dictionary copy whose header
 		// is damaged; the file can: look for the other copy.
 		dataOff, ok := recoverDict(f, s.size, sh, &r.sr)
 		if !ok {
-			r.fail(err)
-			return false
+			var ce *CorruptionError
+			if !errors.As(err, &ce) {
+				r.err = err
+				return false
+			}
+			r.sr.reset(f, s.path, 0, s.size)
+			return r.damaged(ce)
 		}
 		if off < dataOff {
 			off = dataOff
@@ -231,6 +260,11 @@ func (r *Reader) openSegment(i int, off int64) bool {
 		r.sr.reset(f, s.path, off, s.size)
 		return true
 	}
+	if sh.Number != s.num {
+		r.err = &CorruptionError{File: s.path, Err: fmt.Errorf("%w: segment header says segment %d, the file name %d",
+			ErrSegmentOrder, sh.Number, s.num)}
+		return false
+	}
 	if off > r.sr.off {
 		if _, err := f.Seek(off, io.SeekStart); err != nil {
 			r.err = fmt.Errorf("datasets: seek %s: %w", s.path, err)
@@ -239,25 +273,6 @@ func (r *Reader) openSegment(i int, off int64) bool {
 		r.sr.reset(f, s.path, off, s.size)
 	}
 	return true
-}
-
-// fail records err, turning damage in the last segment of an unclean dataset
-// into a clean stop with a Truncation.
-func (r *Reader) fail(err error) {
-	var ce *CorruptionError
-	if errors.As(err, &ce) && r.tornTail(r.si) && !r.o.strict {
-		if r.segs[r.si].size == 0 {
-			// A segment the writer has created but not yet written to.
-			r.done = true
-			r.closeFile()
-			return
-		}
-		r.trunc = &Truncation{File: ce.File, Offset: ce.Offset, Bytes: r.segs[r.si].size - ce.Offset, Err: ce.Err}
-		r.done = true
-		r.closeFile()
-		return
-	}
-	r.err = err
 }
 
 func (r *Reader) tornTail(si int) bool { return !r.man.Clean && si == len(r.segs)-1 }
@@ -299,6 +314,7 @@ func (r *Reader) SeekTime(wallNs int64) error {
 	for attempt := 0; ; attempt++ {
 		r.closeFile()
 		r.done, r.trunc, r.seeking, r.changed = false, nil, false, false
+		r.lastOK, r.fromStart, r.pend = false, false, nil
 		i, off, found, err := r.locate(wallNs)
 		if err != nil {
 			r.err = err

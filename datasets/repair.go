@@ -11,28 +11,17 @@ import (
 // the dataset; Repair writes its gap records with it.
 const ConnAll = ^uint32(0)
 
-// Dropped is one damaged stretch Repair removed.
+// Dropped is one damaged stretch Repair removed: the Damage (FromNs and
+// ToNs bound the lost records' wall-clock receive times by the last good
+// record before and the first good one after, or the damaged block's own
+// range; RecordsKnown is false when the count could not be determined, a
+// torn tail without a readable header).
 type Dropped struct {
-	File   string `json:"file"`
-	Offset int64  `json:"offset"` // where the damage starts in File (before repair)
-	Bytes  int64  `json:"bytes"`  // bytes removed
-	// Records is how many records were lost; RecordsKnown is false when
-	// that could not be determined (a torn tail without a readable header).
-	Records      uint64 `json:"records"`
-	RecordsKnown bool   `json:"records_known"`
-	FirstSeq     uint64 `json:"first_seq,omitempty"` // seq range lost, 0 if unknown
-	LastSeq      uint64 `json:"last_seq,omitempty"`
-	// FromNs and ToNs bound the lost records' wall-clock receive times: the
-	// last good record before and the first good one after (or the damaged
-	// block's own range), 0 if unknown.
-	FromNs int64  `json:"from_ns,omitempty"`
-	ToNs   int64  `json:"to_ns,omitempty"`
-	Reason string `json:"reason"`
+	Damage
 	// Tail is true for a torn tail: the file was cut there and nothing put
 	// in its place. Otherwise GapSeq is the seq of the KindGap record that
 	// now stands for the loss (0 if the loss held no sequence numbers).
-	Tail   bool   `json:"tail"`
-	GapSeq uint64 `json:"gap_seq,omitempty"`
+	Tail bool `json:"tail"`
 }
 
 // RepairReport says what Repair changed.
@@ -153,7 +142,7 @@ func Repair(dir string) (*RepairReport, error) {
 				lastWall = rg.Hdr.LastWall
 				continue
 			}
-			d := &Dropped{File: segs[si].path, Offset: rg.Off, Bytes: rg.End - rg.Off, Reason: rg.Err.Err.Error()}
+			d := &Dropped{Damage: Damage{File: segs[si].path, Offset: rg.Off, Bytes: rg.End - rg.Off, Reason: rg.Err.Err.Error()}}
 			next, nextOK := nextGood(segs, si, ri)
 			if prev.ok {
 				d.FromNs = prev.wall

@@ -38,10 +38,11 @@ func damagedDataset(t *testing.T) (dir, seg string) {
 	return dir, segs[0]
 }
 
-// TestRunStopsAtCorruption flips a byte in the middle of a segment: the
-// replay delivers what precedes the damage, then stops with an error that
-// names the file and offset, and with the summary so far.
-func TestRunStopsAtCorruption(t *testing.T) {
+// TestRunStepsOverCorruption flips a byte in the middle of a segment: the
+// replay steps over the damaged block, delivers a gap record in its place
+// (a loss for every connection) and every record after it, lists what was
+// skipped, and returns ErrDamaged unless WithSkipDamaged(true).
+func TestRunStepsOverCorruption(t *testing.T) {
 	dir, seg := damagedDataset(t)
 	data, err := os.ReadFile(seg)
 	if err != nil {
@@ -51,16 +52,33 @@ func TestRunStopsAtCorruption(t *testing.T) {
 	if err := os.WriteFile(seg, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := newFakeReplayer(t, []string{dir})
-	var delivered uint64
-	r.Subscribe(Key{}, SubscriberFunc(func(*Event) error { delivered++; return nil }))
-	s, err := r.Run(context.Background())
-	var ce *datasets.CorruptionError
-	if !errors.As(err, &ce) || ce.File != seg {
-		t.Fatalf("Run error %v, want a *datasets.CorruptionError in %s", err, seg)
-	}
-	if s == nil || s.Frames == 0 || s.Frames >= 2000 || delivered != s.Frames {
-		t.Fatalf("frames %d, delivered %d: want the records before the damage", s.Frames, delivered)
+	for _, skip := range []bool{false, true} {
+		r := newFakeReplayer(t, []string{dir}, WithSkipDamaged(skip))
+		var frames, gaps uint64
+		r.Subscribe(Key{}, SubscriberFunc(func(e *Event) error {
+			switch e.Kind {
+			case datasets.KindFrame:
+				frames++
+			case datasets.KindGap:
+				gaps++
+			}
+			return nil
+		}))
+		s, err := r.Run(context.Background())
+		if skip != (err == nil) || (!skip && !errors.Is(err, ErrDamaged)) {
+			t.Fatalf("skip %v: Run error %v", skip, err)
+		}
+		d := s.Damaged
+		if d == nil || d.Stretches != 1 || !d.RecordsExact || d.Records == 0 || d.Bytes == 0 || d.FromNs == 0 || d.ToNs <= d.FromNs {
+			t.Fatalf("damaged %+v", d)
+		}
+		if len(s.Datasets[0].Damage) != 1 || s.Datasets[0].Damage[0].File != seg {
+			t.Fatalf("dataset damage %+v", s.Datasets[0].Damage)
+		}
+		// Nothing good is dropped: every frame but the lost ones is replayed.
+		if s.Frames != 2000-d.Records || frames == 0 || gaps == 0 || s.Losses["gap"] != 1 {
+			t.Fatalf("frames %d (delivered %d), lost %d, gap events %d, losses %v", s.Frames, frames, d.Records, gaps, s.Losses)
+		}
 	}
 }
 

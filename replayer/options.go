@@ -23,6 +23,8 @@ type options struct {
 	// manifest's venue; tests swap in fakes.
 	newDecoder func(venueName string, hashCheck bool) (venue.Decoder, error)
 	hashCheck  bool
+	// skipDamaged makes damage stepped over a warning instead of Run's error.
+	skipDamaged bool
 }
 
 // defaults are the options of a Replayer with none given.
@@ -83,6 +85,19 @@ func WithHashCheck(on bool) Option {
 func withDecoders(f func(venueName string) (venue.Decoder, error)) Option {
 	return func(o *options) error {
 		o.newDecoder = func(name string, _ bool) (venue.Decoder, error) { return f(name) }
+		return nil
+	}
+}
+
+// WithSkipDamaged sets whether damage in a dataset (a bad block, a missing
+// segment) is tolerated. Either way the reader steps over it to the next
+// intact block, the loss reaches subscribers as a gap record (every book of
+// that dataset invalid until its next snapshot) and the Summary lists what
+// was skipped; without it (the default) Run then returns an error wrapping
+// ErrDamaged with that Summary.
+func WithSkipDamaged(on bool) Option {
+	return func(o *options) error {
+		o.skipDamaged = on
 		return nil
 	}
 }

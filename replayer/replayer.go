@@ -20,6 +20,11 @@ import (
 // ErrNoDatasets means New was given no paths.
 var ErrNoDatasets = errors.New("replayer: no datasets")
 
+// ErrDamaged means a dataset was damaged (see Summary.Damaged): Run stepped
+// over the damage, delivered a gap record for it and replayed the rest, but
+// the result lacks what was lost. WithSkipDamaged(true) tolerates it.
+var ErrDamaged = errors.New("replayer: damaged data skipped")
+
 // ErrReused means Run was called a second time; a Replayer runs once.
 var ErrReused = errors.New("replayer: Run already called")
 
@@ -182,6 +187,7 @@ type runState struct {
 	losses                                                 [256]uint64
 	seeks                                                  int
 	truncated                                              []string
+	readers                                                []*datasets.Reader // the current pass's
 }
 
 // conn returns the state of (ds, c), creating its decoder on first use.
@@ -240,13 +246,14 @@ func (r *Replayer) refreshSubs() {
 func (r *Replayer) openAll() ([]*datasets.Reader, *Merger, error) {
 	rds := make([]*datasets.Reader, 0, len(r.paths))
 	for _, p := range r.paths {
-		rd, err := datasets.Open(p)
+		rd, err := datasets.Open(p, datasets.WithSkipDamaged())
 		if err != nil {
 			closeAll(rds)
 			return nil, nil, fmt.Errorf("replayer: open %s: %w", p, err)
 		}
 		rds = append(rds, rd)
 	}
+	r.run.readers = rds
 	return rds, NewMerger(rds), nil
 }
 
@@ -389,7 +396,11 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 		st.unknownKinds += rd.SkippedUnknown()
 	}
 	r.flushAll()
-	return r.summary(start), nil
+	s := r.summary(start)
+	if d := s.Damaged; d != nil && !r.opts.skipDamaged {
+		return s, fmt.Errorf("%w: %s", ErrDamaged, d)
+	}
+	return s, nil
 }
 
 // takeSeek consumes a pending seek and says whether it goes backward from
@@ -653,6 +664,10 @@ func (r *Replayer) summary(start time.Time) *Summary {
 		d := DatasetSummary{Path: p, Venue: r.manifests[i].Venue}
 		if i < len(st.truncated) {
 			d.Truncated = st.truncated[i]
+		}
+		if i < len(st.readers) {
+			d.Damage = st.readers[i].Damaged()
+			s.Damaged = s.Damaged.add(d.Damage)
 		}
 		s.Datasets = append(s.Datasets, d)
 	}

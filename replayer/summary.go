@@ -1,6 +1,9 @@
 package replayer
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/venue"
 )
@@ -42,7 +45,10 @@ type Summary struct {
 	ControlErrors     uint64        `json:"control_errors"`                // control payloads that were not valid JSON (delivered empty)
 	RESTUndecoded     uint64        `json:"rest_undecoded"`                // REST bodies the venue decoder does not take (delivered as control records only)
 
-	Losses map[string]uint64 `json:"losses"` // loss records (Kind.IsLoss) by kind name
+	Losses map[string]uint64 `json:"losses"` // loss records (Kind.IsLoss) by kind name, including the gap records standing for damage
+	// Damaged sums the damage the readers stepped over (DatasetSummary.Damage
+	// lists it); nil when none.
+	Damaged *Damaged `json:"damaged,omitempty"`
 
 	HashChecked    uint64 `json:"hash_checked"`
 	HashOK         uint64 `json:"hash_ok"`
@@ -71,6 +77,59 @@ type DatasetSummary struct {
 	// Truncated describes the torn tail the reader stopped at, "" when
 	// none: the bytes after it could not be read.
 	Truncated string `json:"truncated,omitempty"`
+	// Damage lists the stretches the reader could not read and stepped
+	// over, each replaced by a gap record.
+	Damage []datasets.Damage `json:"damage,omitempty"`
+}
+
+// Damaged is what damage cost a replay: the records lost (a lower bound
+// unless RecordsExact), the bytes skipped, and the wall time span around
+// them.
+type Damaged struct {
+	Stretches    int    `json:"stretches"`
+	Records      uint64 `json:"records"`
+	RecordsExact bool   `json:"records_exact"`
+	Bytes        int64  `json:"bytes"`
+	FromNs       int64  `json:"from_ns,omitempty"`
+	ToNs         int64  `json:"to_ns,omitempty"`
+}
+
+// add sums ds into d (nil: none yet); nil stays nil for no damage.
+func (d *Damaged) add(ds []datasets.Damage) *Damaged {
+	if len(ds) == 0 {
+		return d
+	}
+	recs, exact, bytes, from, to := datasets.DamageTotals(ds)
+	if d == nil {
+		return &Damaged{Stretches: len(ds), Records: recs, RecordsExact: exact, Bytes: bytes, FromNs: from, ToNs: to}
+	}
+	d.Stretches += len(ds)
+	d.Records += recs
+	d.RecordsExact = d.RecordsExact && exact
+	d.Bytes += bytes
+	if from != 0 && (d.FromNs == 0 || from < d.FromNs) {
+		d.FromNs = from
+	}
+	d.ToNs = max(d.ToNs, to)
+	return d
+}
+
+// String says what was skipped in one line.
+func (d *Damaged) String() string {
+	recs := fmt.Sprintf("%d records", d.Records)
+	if !d.RecordsExact {
+		recs = "at least " + recs
+	}
+	return fmt.Sprintf("%s (%d bytes) lost in %d damaged stretch(es) between %s and %s",
+		recs, d.Bytes, d.Stretches, fmtWall(d.FromNs), fmtWall(d.ToNs))
+}
+
+// fmtWall formats wall ns as RFC 3339 UTC; 0 is "?".
+func fmtWall(ns int64) string {
+	if ns == 0 {
+		return "?"
+	}
+	return time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
 }
 
 // eventCounts turns per-type counts into the Summary map.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tapedeck/tapedeck/bench"
 	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/replayer"
 )
 
 // benchOptions are the parsed flags of `replay bench`.
@@ -19,6 +21,8 @@ type benchOptions struct {
 	Paths []string
 	Runs  int
 	JSON  bool
+	// SkipDamaged tolerates damaged datasets (replayer.WithSkipDamaged).
+	SkipDamaged bool
 
 	Out, ErrOut io.Writer
 	TTY         bool // human table on Out, progress on ErrOut
@@ -58,6 +62,7 @@ The replay digest is printed too: every run must produce the same one.`,
 	}
 	cmd.Flags().IntVar(&opts.Runs, "runs", 3, "replays to measure (the medians are reported)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&opts.SkipDamaged, "skip-damaged", false, skipDamagedUsage)
 	return cmd
 }
 
@@ -71,7 +76,10 @@ func runBench(ctx context.Context, opts *benchOptions) error {
 			fmt.Fprintf(opts.ErrOut, "run %d/%d: %d frames in %v\n", i, opts.Runs, r.Frames, time.Duration(r.WallNs).Round(time.Millisecond))
 		}
 	}
-	res, err := bench.MeasureReplay(ctx, opts.Paths, opts.Runs, progress)
+	res, err := bench.MeasureReplay(ctx, opts.Paths, opts.Runs, progress, replayer.WithSkipDamaged(opts.SkipDamaged))
+	if errors.Is(err, replayer.ErrDamaged) {
+		return damagedError("bench", nil, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -22,6 +23,7 @@ type booksOptions struct {
 	Instruments []string
 	Depth       int    // levels per side; 0 = all
 	Format      string // "json" or "table"
+	SkipDamaged bool
 
 	Out, ErrOut io.Writer
 	Progress    bool // a progress bar on ErrOut
@@ -87,6 +89,7 @@ terminal, a table when it is.`,
 	cmd.Flags().StringArrayVar(&opts.Instruments, "instrument", nil, "only this instrument (asset id or coin); repeatable")
 	cmd.Flags().IntVar(&opts.Depth, "depth", 0, "levels per side to print; 0 prints all")
 	cmd.Flags().StringVar(&opts.Format, "format", "", "json or table (default: table on a terminal, json otherwise)")
+	cmd.Flags().BoolVar(&opts.SkipDamaged, "skip-damaged", false, skipDamagedUsage)
 	return cmd
 }
 
@@ -114,16 +117,21 @@ func runBooks(ctx context.Context, opts *booksOptions) error {
 	if opts.AtNs != 0 {
 		ropts = append(ropts, replayer.WithWindow(0, opts.AtNs+1))
 	}
+	ropts = append(ropts, replayer.WithSkipDamaged(opts.SkipDamaged))
 	r, err := replayer.New(opts.Paths, ropts...)
 	if err != nil {
 		return err
 	}
 	stop := startProgress(r, opts.Progress, opts.ErrOut, 0, opts.AtNs)
-	_, err = r.Run(ctx)
+	s, err := r.Run(ctx)
 	stop()
+	if errors.Is(err, replayer.ErrDamaged) {
+		return damagedError("books", s, err)
+	}
 	if err != nil {
 		return err
 	}
+	warnDamaged(opts.ErrOut, s)
 	books := collectBooks(r.Books(), opts.Instruments, opts.Depth)
 	for _, id := range opts.Instruments {
 		if !slices.ContainsFunc(books, func(b bookJSON) bool { return b.Instrument == id }) {

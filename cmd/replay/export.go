@@ -38,6 +38,7 @@ type exportOptions struct {
 	Quality     bool
 	Out         string
 	Force       bool
+	SkipDamaged bool
 
 	Stderr   io.Writer
 	Stdout   io.Writer
@@ -120,6 +121,7 @@ flags always give byte-identical files.`,
 	f.BoolVar(&opts.Quality, "quality-columns", false, "csv depth/quotes: append the quality flags after the Tardis columns")
 	f.StringVarP(&opts.Out, "out", "o", "", "output file, - for stdout (required)")
 	f.BoolVarP(&opts.Force, "force", "f", false, "overwrite --out if it exists")
+	f.BoolVar(&opts.SkipDamaged, "skip-damaged", false, skipDamagedUsage)
 	return cmd
 }
 
@@ -333,6 +335,7 @@ func exportTable(ctx context.Context, o *exportOptions, w io.Writer) error {
 	if o.FromNs != 0 || o.ToNs != 0 {
 		ropts = append(ropts, replayer.WithWindow(o.FromNs, o.ToNs))
 	}
+	ropts = append(ropts, replayer.WithSkipDamaged(o.SkipDamaged))
 	r, err := replayer.New(o.Datasets, ropts...)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
@@ -377,9 +380,13 @@ func exportTable(ctx context.Context, o *exportOptions, w io.Writer) error {
 	}
 	sum, err := r.Run(ctx)
 	stop()
+	if errors.Is(err, replayer.ErrDamaged) {
+		return damagedError("export: nothing written", sum, err)
+	}
 	if err != nil {
 		return fmt.Errorf("export: replay: %w", err)
 	}
+	warnDamaged(o.Stderr, sum)
 	for _, f := range sum.SubscriberFailures {
 		// The sink is the only subscriber: its failure is the export's.
 		return fmt.Errorf("export: %s", f.Err)

@@ -28,6 +28,7 @@ type runOptions struct {
 	Speed        replayer.Speed
 	JSON         bool
 	HashCheck    bool
+	SkipDamaged  bool
 
 	Out, ErrOut io.Writer
 	Progress    bool // a progress bar on ErrOut
@@ -83,6 +84,7 @@ exact from the first reported event on.`,
 	cmd.Flags().StringVar(&to, "to", "", "end of the window, exclusive (`T`, as --from)")
 	cmd.Flags().StringVar(&speed, "speed", "max", "pacing: max, 1x (wire speed), 10x, 0.5x, …")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the summary as JSON")
+	cmd.Flags().BoolVar(&opts.SkipDamaged, "skip-damaged", false, skipDamagedUsage)
 	cmd.Flags().BoolVar(&opts.HashCheck, "hash-check", true, "verify venue book hashes where the recording makes them checkable (false is faster; books are the same)")
 	return cmd
 }
@@ -92,7 +94,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		ctx = context.Background()
 	}
 	r, err := replayer.New(opts.Paths, replayer.WithWindow(opts.FromNs, opts.ToNs),
-		replayer.WithSpeed(opts.Speed), replayer.WithHashCheck(opts.HashCheck))
+		replayer.WithSpeed(opts.Speed), replayer.WithHashCheck(opts.HashCheck), replayer.WithSkipDamaged(opts.SkipDamaged))
 	if err != nil {
 		return err
 	}
@@ -103,7 +105,8 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	stop := startProgress(r, opts.Progress, opts.ErrOut, opts.FromNs, opts.ToNs)
 	s, err := r.Run(ctx)
 	stop()
-	if s == nil || (err != nil && !errors.Is(err, context.Canceled)) {
+	damaged := errors.Is(err, replayer.ErrDamaged)
+	if s == nil || (err != nil && !errors.Is(err, context.Canceled) && !damaged) {
 		return err
 	}
 	if opts.JSON {
@@ -115,10 +118,33 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	} else if perr := printSummary(opts.Out, s); perr != nil {
 		return perr
 	}
+	if damaged {
+		return damagedError("replay", s, err)
+	}
 	if err != nil {
 		return fmt.Errorf("interrupted: the summary covers the replay so far")
 	}
+	warnDamaged(opts.ErrOut, s)
 	return nil
+}
+
+// skipDamagedUsage is the help of every replaying verb's --skip-damaged.
+const skipDamagedUsage = "tolerate damaged data (exit 0): the damage is always stepped over, reported and replayed as a gap (books invalid until the next snapshot); without this the exit status is 3"
+
+// damagedError is the exit-3 error of a replay that stepped over damage
+// without --skip-damaged.
+func damagedError(what string, s *replayer.Summary, err error) error {
+	if s != nil && s.Damaged != nil {
+		err = fmt.Errorf("%s: damaged data: %s (\"replay verify\" lists it, \"replay repair\" makes the loss explicit on disk, --skip-damaged tolerates it)", what, s.Damaged)
+	}
+	return &cli.ProblemError{Err: err}
+}
+
+// warnDamaged tells stderr what a tolerated damage cost.
+func warnDamaged(w io.Writer, s *replayer.Summary) {
+	if s != nil && s.Damaged != nil && w != nil {
+		fmt.Fprintf(w, "warning: damaged data skipped (--skip-damaged): %s\n", s.Damaged)
+	}
 }
 
 // printSummary writes the human form of a Summary.
@@ -142,6 +168,14 @@ func printSummary(w io.Writer, s *replayer.Summary) error {
 	fmt.Fprintf(tw, "events\t%s\n", countList(s.Events))
 	fmt.Fprintf(tw, "instruments\t%d\n", s.Instruments)
 	fmt.Fprintf(tw, "losses\t%s\n", countList(s.Losses))
+	if s.Damaged != nil {
+		fmt.Fprintf(tw, "DAMAGED\t%s\n", s.Damaged)
+		for _, d := range s.Datasets {
+			for _, dm := range d.Damage {
+				fmt.Fprintf(tw, "\t%s\n", dm.String())
+			}
+		}
+	}
 	fmt.Fprintf(tw, "decode errors\t%d\n", s.DecodeErrors)
 	for _, e := range s.FirstDecodeErrors {
 		fmt.Fprintf(tw, "\tdataset %d conn %d seq %d: %s\n", e.Dataset, e.Conn, e.Seq, e.Err)

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/internal/cli"
+)
+
+// crashedCopy copies a sample and marks it as a capture that was killed
+// (no clean flag, no end), as issue 13 item 1 found it.
+func crashedCopy(t *testing.T, venueName string) string {
+	t.Helper()
+	dir := sampleCopy(t, venueName)
+	mp := filepath.Join(dir, datasets.ManifestName)
+	b, err := os.ReadFile(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "clean")
+	delete(m, "end_ns")
+	delete(m, "checksum")
+	b, _ = json.Marshal(m)
+	if err := os.WriteFile(mp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+type runJSON struct {
+	Records uint64            `json:"records"`
+	Frames  uint64            `json:"frames"`
+	Losses  map[string]uint64 `json:"losses"`
+	Damaged *struct {
+		Records      uint64 `json:"records"`
+		RecordsExact bool   `json:"records_exact"`
+		Bytes        int64  `json:"bytes"`
+		FromNs       int64  `json:"from_ns"`
+		ToNs         int64  `json:"to_ns"`
+	} `json:"damaged"`
+}
+
+// TestDamagedReplayVerbs: one flipped byte before the tail of a crashed
+// capture is a loss, not a torn tail. run, books, export and bench step over
+// the damaged block, replay everything after it, say what was skipped and
+// exit 3; --skip-damaged makes it a warning and exit 0.
+func TestDamagedReplayVerbs(t *testing.T) {
+	good := crashedCopy(t, "polymarket")
+	bad := crashedCopy(t, "polymarket")
+	damage(t, bad)
+
+	code, out, errs := execReplay(t, "run", "--json", good)
+	var g runJSON
+	if err := json.Unmarshal([]byte(out), &g); code != 0 || err != nil || g.Damaged != nil {
+		t.Fatalf("undamaged: exit %d %v\n%s%s", code, err, out, errs)
+	}
+
+	code, out, errs = execReplay(t, "run", "--json", bad)
+	var b runJSON
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if code != cli.ExitProblem || !strings.Contains(errs, "damaged data") || !strings.Contains(errs, "--skip-damaged") {
+		t.Fatalf("damaged: exit %d, stderr %s", code, errs)
+	}
+	d := b.Damaged
+	if d == nil || d.Records == 0 || !d.RecordsExact || d.Bytes == 0 || d.FromNs == 0 || d.ToNs <= d.FromNs {
+		t.Fatalf("damaged summary %+v", d)
+	}
+	// Nothing good is dropped: every record but the lost ones, plus the gap
+	// record standing for them.
+	if b.Records != g.Records-d.Records+1 || b.Frames >= g.Frames || b.Frames+d.Records < g.Frames || b.Losses["gap"] != g.Losses["gap"]+1 {
+		t.Fatalf("records %d (undamaged %d, lost %d), frames %d of %d, losses %v", b.Records, g.Records, d.Records, b.Frames, g.Frames, b.Losses)
+	}
+
+	code, out, errs = execReplay(t, "run", "--skip-damaged", bad)
+	if code != cli.ExitOK || !strings.Contains(out, "DAMAGED") || !strings.Contains(errs, "warning: damaged data skipped") {
+		t.Fatalf("--skip-damaged: exit %d\n%s%s", code, out, errs)
+	}
+
+	for _, verb := range [][]string{{"books"}, {"bench", "--runs", "1"}} {
+		if code, _, errs := execReplay(t, append(verb, bad)...); code != cli.ExitProblem || !strings.Contains(errs, "damaged") {
+			t.Fatalf("%s: exit %d, %s", verb[0], code, errs)
+		}
+		if code, _, errs := execReplay(t, append(verb, "--skip-damaged", bad)...); code != cli.ExitOK {
+			t.Fatalf("%s --skip-damaged: exit %d, %s", verb[0], code, errs)
+		}
+	}
+
+	outFile := filepath.Join(t.TempDir(), "trades.csv")
+	if code, _, errs := execReplay(t, "export", bad, "--table", "trades", "--out", outFile); code != cli.ExitProblem || !strings.Contains(errs, "nothing written") {
+		t.Fatalf("export: exit %d, %s", code, errs)
+	}
+	if _, err := os.Stat(outFile); !os.IsNotExist(err) {
+		t.Fatalf("export of a damaged dataset left %s: %v", outFile, err)
+	}
+	if code, _, errs := execReplay(t, "export", "--skip-damaged", bad, "--table", "trades", "--out", outFile); code != cli.ExitOK || !strings.Contains(errs, "warning") {
+		t.Fatalf("export --skip-damaged: exit %d, %s", code, errs)
+	}
+	if fi, err := os.Stat(outFile); err != nil || fi.Size() == 0 {
+		t.Fatalf("export --skip-damaged wrote nothing: %v", err)
+	}
+}
