@@ -176,9 +176,10 @@ func peekBlockHeader(f io.ReaderAt, off, size int64) (blockHeader, bool) {
 }
 
 // checkBlock checks the block just decoded against the one before it:
-// sequence numbers must continue (a jump is allowed right after a gap
-// record, which explains it), and damage waiting for a good block is closed
-// here. It returns true when it filled r.rec with a gap record to return
+// sequence numbers must continue (a jump is allowed next to a gap record,
+// which explains it: Repair writes it at the first lost seq, a writer that
+// could not write records at the next seq after them), and damage waiting
+// for a good block is closed here. It returns true when it filled r.rec with a gap record to return
 // before the block's records.
 func (r *Reader) checkBlock() bool {
 	h := &r.sr.h
@@ -208,7 +209,7 @@ func (r *Reader) checkBlock() bool {
 			d.Records = p.hdrRecs
 		}
 		d.ToNs = h.FirstWall
-	case known && h.FirstSeq != expect && !r.lastGap:
+	case known && h.FirstSeq != expect && !r.lastGap && Kind(r.sr.cKind[0]) != KindGap:
 		d = &Damage{File: s.path, Offset: r.sr.blockOff, Records: h.FirstSeq - expect, RecordsKnown: true,
 			FirstSeq: expect, LastSeq: h.FirstSeq - 1, ToNs: h.FirstWall,
 			Reason: fmt.Sprintf("%v: seq jumps from %d to %d%s", ErrMissingRecords, expect-1, h.FirstSeq, r.missingSegments())}
