@@ -9,12 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/datasets/interchange"
@@ -91,7 +89,7 @@ an error.`,
 	f.StringVar(&opts.OutDir, "out", "", "`DATASET` directory to create (required)")
 	f.BoolVarP(&opts.Force, "force", "f", false, "replace an existing dataset at --out")
 	f.BoolVar(&opts.Merge, "merge", false, "interleave the files by receive time instead of appending them in order")
-	f.StringVar(&start, "start", "", "ndjson without times: first assigned receive time (`T`: RFC 3339 or unix ns; default 0)")
+	f.StringVar(&start, "start", "", "ndjson without times: first assigned receive time (`T`: RFC 3339 or unix time, 10 digits s, 13 ms, 16 µs, 19 ns, or with a unit; default 0)")
 	f.DurationVar(&opts.Step, "step", interchange.DefaultAssignedStep, "ndjson without times: spacing of assigned receive times")
 	f.StringVar(&opts.Note, "note", "", "free text stored in the manifest's notes")
 	f.BoolVar(&opts.JSON, "json", false, "print the summary as JSON")
@@ -124,7 +122,7 @@ func (o *importOptions) validate(cmd *cobra.Command, format, start string) error
 		return cli.FlagErrorf("--step must be positive, not %v", o.Step)
 	}
 	if start != "" {
-		if o.StartNs, err = parseTime(start); err != nil {
+		if o.StartNs, err = cli.ParseTime(start, 0, false); err != nil {
 			return cli.FlagErrorf("--start: %v", err)
 		}
 	}
@@ -180,18 +178,6 @@ func checkOutDir(dir string, force bool) error {
 	return nil
 }
 
-// parseTime reads RFC 3339 or unix nanoseconds.
-func parseTime(s string) (int64, error) {
-	if ns, err := strconv.ParseInt(s, 10, 64); err == nil && ns >= 0 {
-		return ns, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is neither RFC 3339 nor unix ns", s)
-	}
-	return t.UnixNano(), nil
-}
-
 func runImport(o *importOptions) error {
 	if o.Force {
 		// checkOutDir made sure this is a dataset (it holds a manifest).
@@ -211,7 +197,7 @@ func runImport(o *importOptions) error {
 	if o.Merge {
 		iopts = append(iopts, interchange.WithMerge())
 	}
-	var bar *progressbar.ProgressBar
+	var bar *cli.Progress
 	if o.Progress {
 		var total int64
 		for _, p := range o.Files {
@@ -219,21 +205,17 @@ func runImport(o *importOptions) error {
 				total += fi.Size()
 			}
 		}
-		bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(o.ErrOut),
-			progressbar.OptionSetDescription("import"), progressbar.OptionShowBytes(true),
-			progressbar.OptionClearOnFinish())
+		bar = cli.NewProgress(o.ErrOut, "import", total, true)
 		read := map[string]int64{} // per file: merged imports read them in turns
 		var sum int64
 		iopts = append(iopts, interchange.WithProgress(func(path string, n, size int64) {
 			sum += n - read[path]
 			read[path] = n
-			bar.Set64(sum)
+			bar.Set(sum)
 		}))
 	}
 	st, err := interchange.ImportFiles(o.OutDir, m, o.Format, o.Files, iopts...)
-	if bar != nil {
-		bar.Finish()
-	}
+	bar.Finish()
 	if st != nil && st.Records > 0 {
 		if other := looksLikeOtherVenue(o.OutDir, o.Venue); other != "" {
 			fmt.Fprintf(o.ErrOut, "warning: the first frames look like %s, not %s (check --venue)\n", other, o.Venue)

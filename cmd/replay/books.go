@@ -85,7 +85,7 @@ terminal, a table when it is.`,
 			return runBooks(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&at, "at", "end", "the moment (`T`: end, RFC 3339, unix ms or ns, or +DURATION)")
+	cmd.Flags().StringVar(&at, "at", "end", "the moment (`T`: end, or "+cli.TimeSyntax+")")
 	cmd.Flags().StringArrayVar(&opts.Instruments, "instrument", nil, "only this instrument (asset id or coin); repeatable")
 	cmd.Flags().IntVar(&opts.Depth, "depth", 0, "levels per side to print; 0 prints all")
 	cmd.Flags().StringVar(&opts.Format, "format", "", "json or table (default: table on a terminal, json otherwise)")

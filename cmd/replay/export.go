@@ -9,11 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/datasets"
@@ -114,8 +112,8 @@ flags always give byte-identical files.`,
 	f.IntVar(&opts.Levels, "levels", 25, "depth: levels per side")
 	f.StringVar(&interval, "interval", "", "depth: sample the book at the end of every bucket of this duration (e.g. 100ms, 1s)")
 	f.BoolVar(&everyEvent, "every-event", false, "depth: a row on every book change (the default)")
-	f.StringVar(&from, "from", "", "start of the window (inclusive): RFC 3339, unix ms or ns, or +DURATION after the start")
-	f.StringVar(&to, "to", "", "end of the window (exclusive): RFC 3339, unix ms or ns, or +DURATION after the start")
+	f.StringVar(&from, "from", "", "start of the window, inclusive (`T`: "+cli.TimeSyntax+")")
+	f.StringVar(&to, "to", "", "end of the window, exclusive (`T`, as --from)")
 	f.BoolVar(&opts.Exact, "exact", false, "prices and sizes as decimal128 at the venue's scale instead of float64")
 	f.StringVar(&compression, "compression", "", "zstd, snappy (Parquet only) or none; default snappy for Parquet (zstd: smaller, slower), none for Arrow (Arrow JS lacks zstd)")
 	f.BoolVar(&opts.Quality, "quality-columns", false, "csv depth/quotes: append the quality flags after the Tardis columns")
@@ -221,8 +219,7 @@ func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interv
 		}
 	}
 	var err error
-	// The same T syntax as every replay verb (run.go): RFC 3339, unix ms or
-	// ns, or +DURATION after the recording's start.
+	// The T grammar of every command (cli.ParseTime).
 	if o.FromNs, o.ToNs, err = parseWindow(o.Datasets, from, to); err != nil {
 		return err
 	}
@@ -374,10 +371,7 @@ func exportTable(ctx context.Context, o *exportOptions, w io.Writer) error {
 	}
 	r.Subscribe(replayer.Key{}, sink)
 
-	stop := func() {}
-	if o.Progress {
-		stop = showProgress(o.Stderr, r)
-	}
+	stop := cli.FollowTime(o.Progress, o.Stderr, "export", r.StartNs(), r.EndNs(), r.Position)
 	sum, err := r.Run(ctx)
 	stop()
 	if errors.Is(err, replayer.ErrDamaged) {
@@ -398,41 +392,6 @@ func exportTable(ctx context.Context, o *exportOptions, w io.Writer) error {
 		fmt.Fprintf(o.Stderr, "%s: %d rows from %d frames\n", o.Out, sink.Rows(), sum.Frames)
 	}
 	return nil
-}
-
-// showProgress draws a bar on the terminal from the replay's position within
-// the recording's time span, and returns a func that stops and clears it.
-func showProgress(stderr io.Writer, r *replayer.Replayer) func() {
-	start, end := r.StartNs(), r.EndNs()
-	if end <= start {
-		return func() {}
-	}
-	bar := progressbar.NewOptions64(1000, progressbar.OptionSetWriter(stderr),
-		progressbar.OptionSetDescription("export"), progressbar.OptionClearOnFinish(),
-		progressbar.OptionThrottle(100*time.Millisecond))
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if p := r.Position(); p > start {
-					_ = bar.Set64(min(1000, (p-start)*1000/(end-start)))
-				}
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		wg.Wait()
-		_ = bar.Finish()
-	}
 }
 
 func exportRaw(o *exportOptions, w io.Writer) error {

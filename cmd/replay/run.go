@@ -9,12 +9,10 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/cli"
@@ -80,7 +78,7 @@ exact from the first reported event on.`,
 			return runRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&from, "from", "", "start of the window (`T`: RFC 3339, unix ms or ns, or +DURATION)")
+	cmd.Flags().StringVar(&from, "from", "", "start of the window (`T`: "+cli.TimeSyntax+")")
 	cmd.Flags().StringVar(&to, "to", "", "end of the window, exclusive (`T`, as --from)")
 	cmd.Flags().StringVar(&speed, "speed", "max", "pacing: max, 1x (wire speed), 10x, 0.5x, …")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the summary as JSON")
@@ -265,36 +263,12 @@ func recordingStart(paths []string) (int64, error) {
 	return start, nil
 }
 
-// parseTime parses T: RFC 3339, unix ms (13 digits), unix ns (19 digits),
-// or "+DURATION" after startNs.
-func parseTime(s string, startNs int64) (int64, error) {
-	if rest, ok := strings.CutPrefix(s, "+"); ok {
-		d, err := time.ParseDuration(rest)
-		if err != nil || d < 0 {
-			return 0, fmt.Errorf("%q: want +DURATION such as +90s or +5m", s)
-		}
-		return startNs + int64(d), nil
-	}
-	if s != "" && strings.Trim(s, "0123456789") == "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		switch {
-		case err != nil:
-		case len(s) == 13:
-			return n * int64(time.Millisecond), nil
-		case len(s) == 19:
-			return n, nil
-		}
-		return 0, fmt.Errorf("%q: unix time must be 13 digits (ms) or 19 digits (ns)", s)
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return 0, fmt.Errorf("%q: want RFC 3339, unix ms or ns, or +DURATION", s)
-	}
-	return t.UnixNano(), nil
-}
+// parseTime parses T in the grammar every command shares (cli.ParseTime),
+// +DURATION after startNs.
+func parseTime(s string, startNs int64) (int64, error) { return cli.ParseTime(s, startNs, true) }
 
-// startProgress shows a bar with ETA on a terminal, following the replay's
-// position through the recorded time span; stop ends it.
+// startProgress shows the replay's bar (cli.FollowTime) on a terminal,
+// over the recorded span within [fromNs, toNs); stop ends it.
 func startProgress(r *replayer.Replayer, on bool, w io.Writer, fromNs, toNs int64) (stop func()) {
 	start, end := r.StartNs(), r.EndNs()
 	if fromNs > start {
@@ -303,35 +277,5 @@ func startProgress(r *replayer.Replayer, on bool, w io.Writer, fromNs, toNs int6
 	if toNs > 0 && (end == 0 || toNs < end) {
 		end = toNs
 	}
-	if !on || end <= start {
-		return func() {}
-	}
-	bar := progressbar.NewOptions64((end-start)/int64(time.Millisecond),
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription("replay"),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionClearOnFinish(),
-		progressbar.OptionThrottle(100*time.Millisecond))
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				bar.Finish()
-				return
-			case <-t.C:
-				if p := r.Position(); p > start {
-					bar.Set64((min(p, end) - start) / int64(time.Millisecond))
-				}
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-	}
+	return cli.FollowTime(on, w, "replay", start, end, r.Position)
 }

@@ -94,7 +94,7 @@ func TestRunFlags(t *testing.T) {
 		{name: "rfc3339", args: []string{"--from", "2025-10-23T00:38:03.5Z", dir}, from: time.Date(2025, 10, 23, 0, 38, 3, 5e8, time.UTC).UnixNano()},
 		{name: "no dataset", args: nil, wantErr: "at least one DATASET", usage: true},
 		{name: "bad speed", args: []string{"--speed", "fast", dir}, wantErr: "--speed", usage: true},
-		{name: "10 digit time", args: []string{"--from", "1761179883", dir}, wantErr: "13 digits (ms) or 19 digits (ns)", usage: true},
+		{name: "11 digit time", args: []string{"--from", "17611798830", dir}, wantErr: "10 digits (s), 13 (ms), 16 (µs) or 19 (ns)", usage: true},
 		{name: "to before from", args: []string{"--from", "+2s", "--to", "+1s", dir}, wantErr: "is not after --from", usage: true},
 		{name: "bad duration", args: []string{"--to", "+soon", dir}, wantErr: "--to", usage: true},
 		{name: "not a dataset", args: []string{"--from", "+1s", t.TempDir()}, wantErr: "read "},
