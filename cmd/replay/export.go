@@ -223,6 +223,9 @@ func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interv
 	if o.FromNs, o.ToNs, err = parseWindow(o.Datasets, from, to); err != nil {
 		return err
 	}
+	if err := outsideInputs("export", o.Out, o.Datasets); err != nil {
+		return err
+	}
 	if o.Out != "-" && !o.Force {
 		if _, err := os.Stat(o.Out); err == nil {
 			return cli.FlagErrorf("export: %s exists (use -f/--force to overwrite)", o.Out)
