@@ -32,7 +32,8 @@ func ParseChannel(s string) (Channel, bool) {
 // ChannelOf maps a decoded event type to the channel it is routed on.
 func ChannelOf(t venue.EventType) Channel {
 	switch t {
-	case venue.EventSnapshot, venue.EventLevel:
+	case venue.EventSnapshot, venue.EventLevel, venue.EventReject:
+		// A rejected message invalidates the books it would have changed.
 		return ChannelBook
 	case venue.EventTrade:
 		return ChannelTrades

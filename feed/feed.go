@@ -17,7 +17,7 @@ type Channel uint8
 // Channels. ChannelAll in a Key matches every channel.
 const (
 	ChannelAll     Channel = iota
-	ChannelBook            // snapshots and level changes
+	ChannelBook            // snapshots, level changes, rejected messages (venue.EventReject: the book they invalidated)
 	ChannelTrades          // trades
 	ChannelQuotes          // best bid/ask messages
 	ChannelControl         // connection and loss records: connect, disconnect, gap, stall, overload, …

@@ -182,7 +182,7 @@ type runState struct {
 
 	records, frames, bytes, warmup, controls, unknownKinds uint64
 	decodeErrors, controlErrors, restUndecoded             uint64
-	firstErrors                                            []DecodeError
+	firstErrors, firstRESTErrors                           []DecodeError
 	events                                                 [venue.NumEventTypes]uint64
 	losses                                                 [256]uint64
 	seeks                                                  int
@@ -289,6 +289,9 @@ func addStats(dst *venue.Stats, s venue.Stats) {
 	dst.TopChecked += s.TopChecked
 	dst.TopMismatch += s.TopMismatch
 	dst.CrossedBatches += s.CrossedBatches
+	dst.Rejected += s.Rejected
+	dst.Invalidated += s.Invalidated
+	dst.Unsnapshotted += s.Unsnapshotted
 }
 
 // Run replays every record in order, calling subscribers, until the end of
@@ -443,12 +446,14 @@ func (r *Replayer) process(ds int, rec *datasets.Record, live bool) error {
 			st.warmup++
 		}
 		if err := cs.dec.Decode(rec.Payload, rec.WallNs, &cs.frame); err != nil {
+			// The frame's messages that did apply, and the rejected ones
+			// (venue.EventReject, with the books they invalidated), are
+			// still delivered below.
 			st.decodeErrors++
 			if len(st.firstErrors) < maxDecodeErrors {
 				st.firstErrors = append(st.firstErrors, DecodeError{
 					Dataset: ds, Conn: rec.Conn, Seq: rec.Seq, RecvNs: rec.WallNs, Err: err.Error()})
 			}
-			return nil
 		}
 		if live {
 			r.emitFrame(cs, ds, datasets.KindFrame, rec.Seq, rec.WallNs, rec.Payload)
@@ -484,19 +489,37 @@ func (r *Replayer) process(ds int, rec *datasets.Record, live bool) error {
 		decErr := cs.dec.Decode(rec.Payload, rec.WallNs, &cs.frame)
 		if decErr != nil {
 			st.restUndecoded++
+			if len(st.firstRESTErrors) < maxDecodeErrors {
+				st.firstRESTErrors = append(st.firstRESTErrors, DecodeError{
+					Dataset: ds, Conn: rec.Conn, Seq: rec.Seq, RecvNs: rec.WallNs, Err: decErr.Error()})
+			}
 		}
 		if !live {
 			return nil
 		}
 		r.controlRecord(cs, ds, rec)
 		r.emitControl(cs, rec, r.decodeControl(rec), r.route(cs, ""), nil)
-		if decErr == nil {
+		// A /books body applies summary by summary: what applied is
+		// delivered even when another summary was rejected.
+		if len(cs.frame.Events) > 0 {
 			r.emitFrame(cs, ds, datasets.KindRESTResponse, rec.Seq, rec.WallNs, rec.Payload)
 		}
 	case k == datasets.KindSent || isControlKind(k):
 		if k == datasets.KindCleanClose && rec.Conn != 0 {
 			if cs := st.byDS[ds][rec.Conn]; cs != nil {
 				cs.closed = true
+			}
+		}
+		if k == datasets.KindSent {
+			// Decoders that learn from subscribes see every sent frame,
+			// delivered or not, so the books and flags do not depend on
+			// the window.
+			cs, err := r.conn(ds, rec.Conn)
+			if err != nil {
+				return err
+			}
+			if so, ok := cs.dec.(venue.SentObserver); ok {
+				so.Sent(rec.Payload, rec.WallNs)
 			}
 		}
 		if !live {
@@ -656,8 +679,8 @@ func (r *Replayer) summary(start time.Time) *Summary {
 		Records: st.records, Frames: st.frames, Bytes: st.bytes, WarmupFrames: st.warmup,
 		Events: eventCounts(&st.events), Controls: st.controls, UnknownKinds: st.unknownKinds,
 		DecodeErrors: st.decodeErrors, FirstDecodeErrors: st.firstErrors, ControlErrors: st.controlErrors,
-		RESTUndecoded: st.restUndecoded,
-		Losses:        lossCounts(&st.losses), SubscriberFailures: st.failures, Seeks: st.seeks,
+		RESTUndecoded: st.restUndecoded, FirstRESTErrors: st.firstRESTErrors,
+		Losses: lossCounts(&st.losses), SubscriberFailures: st.failures, Seeks: st.seeks,
 		WallNs: int64(wall), Speed: r.opts.speed.String(),
 	}
 	for i, p := range r.paths {
@@ -685,6 +708,7 @@ func (r *Replayer) summary(start time.Time) *Summary {
 	s.HashChecked, s.HashOK = stats.HashChecked, stats.HashOK
 	s.TopChecked, s.TopMismatch = stats.TopChecked, stats.TopMismatch
 	s.CrossedBatches = stats.CrossedBatches
+	s.RejectedMessages, s.BooksInvalidated = stats.Rejected, stats.Invalidated
 	if sec := wall.Seconds(); sec > 0 {
 		s.FramesPerSec = float64(st.frames) / sec
 		s.MBPerSec = float64(st.bytes) / 1e6 / sec

@@ -12,8 +12,9 @@ import (
 // rest are only counted.
 const maxDecodeErrors = 20
 
-// DecodeError is one frame a decoder rejected; its books were left untouched
-// and the replay went on.
+// DecodeError is one frame a decoder rejected, wholly or some of its
+// messages: no level changed, the books the rejected messages would have
+// changed are invalid until their next snapshot, and the replay went on.
 type DecodeError struct {
 	Dataset int    `json:"dataset"`
 	Conn    uint32 `json:"conn"`
@@ -40,10 +41,13 @@ type Summary struct {
 	Instruments  int               `json:"instruments"`   // distinct (venue, instrument) seen
 	UnknownKinds uint64            `json:"unknown_kinds"` // records of kinds this version does not know, skipped
 
-	DecodeErrors      uint64        `json:"decode_errors"`
+	DecodeErrors      uint64        `json:"decode_errors"`                 // frames with at least one rejected message
 	FirstDecodeErrors []DecodeError `json:"first_decode_errors,omitempty"` // the first 20
+	RejectedMessages  uint64        `json:"rejected_messages"`             // messages rejected in frames and REST bodies (a frame may reject several)
+	BooksInvalidated  uint64        `json:"books_invalidated"`             // book invalidations those rejections caused
 	ControlErrors     uint64        `json:"control_errors"`                // control payloads that were not valid JSON (delivered empty)
-	RESTUndecoded     uint64        `json:"rest_undecoded"`                // REST bodies the venue decoder does not take (delivered as control records only)
+	RESTUndecoded     uint64        `json:"rest_undecoded"`                // REST bodies the decoder rejected, wholly or some of their summaries
+	FirstRESTErrors   []DecodeError `json:"first_rest_errors,omitempty"`   // the first 20
 
 	Losses map[string]uint64 `json:"losses"` // loss records (Kind.IsLoss) by kind name, including the gap records standing for damage
 	// Damaged sums the damage the readers stepped over (DatasetSummary.Damage

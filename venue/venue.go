@@ -30,10 +30,11 @@ const (
 	EventCandle                    // Hyperliquid candle
 	EventMarket                    // Polymarket new_market / market_resolved (Text = event_type)
 	EventControl                   // acks, pong, error, post, greetings (Text = channel or text)
+	EventReject                    // a rejected message (Text = the error); Book, when set, was invalidated by it
 )
 
 var eventTypeNames = [...]string{"unknown", "snapshot", "level", "trade", "quote",
-	"tick_size", "mids", "asset_ctx", "candle", "market", "control"}
+	"tick_size", "mids", "asset_ctx", "candle", "market", "control", "rejected"}
 
 // String returns a stable lower-case name used in summaries and exports.
 func (t EventType) String() string {
@@ -44,7 +45,7 @@ func (t EventType) String() string {
 }
 
 // NumEventTypes is the number of defined event types, for arrays indexed by EventType.
-const NumEventTypes = int(EventControl) + 1
+const NumEventTypes = int(EventReject) + 1
 
 // Event is one decoded message. All fixed-point values are at the decoder's
 // Scale. Strings are interned by the decoder and stay valid for its lifetime;
@@ -68,13 +69,17 @@ type Event struct {
 	// does not touch a book. It is owned by the decoder.
 	Book *book.Book
 
-	// ID is the venue's own identifier of a trade (Hyperliquid tid,
-	// Polymarket trade id) as it appears in the frame; nil if it sent none.
-	// Borrowed like Raw.
+	// ID is the venue's own identifier of a trade as it appears in the
+	// frame, nil if it sent none: Hyperliquid's tid (decimal digits, the
+	// bare JSON number's text), Polymarket's transaction_hash of a
+	// last_trade_price event (the only trade identifier that channel sends;
+	// optional). Borrowed like Raw. Exports write it to the trades table's id
+	// column.
 	ID []byte
 	// Backfill marks a trade the venue replayed from before the subscription
-	// (Hyperliquid's first trades frame after a subscribe): history, not a
-	// live print. Anything that treats trades as live skips it unless asked.
+	// (Hyperliquid's first trades frame after a subscribe, per coin and
+	// connection): history, not a live print. Anything that treats trades as
+	// live (backtest fills, feed latency) skips it unless asked.
 	Backfill bool
 
 	Text []byte // event_type / channel name of Unknown, Market and Control events
@@ -102,7 +107,10 @@ type Quality struct {
 // Stats counts what a decoder has seen.
 type Stats struct {
 	Frames         uint64
-	Errors         uint64 // frames rejected with an error (books untouched)
+	Errors         uint64 // frames Decode returned an error for (wholly or some of their messages)
+	Rejected       uint64 // messages rejected (one frame may reject several and apply others)
+	Invalidated    uint64 // books invalidated by a rejected message that would have changed them
+	Unsnapshotted  uint64 // level changes for an instrument that never had a snapshot (applied to its invalid book)
 	Events         [NumEventTypes]uint64
 	UnknownTypes   uint64 // messages of an event type or channel we skip
 	NonJSON        uint64 // PING/PONG and other text that is not JSON
@@ -122,8 +130,14 @@ type Decoder interface {
 	Scale() book.Scale
 	// Decode parses one raw frame received at recvNs (wall clock, ns) and
 	// applies it. It truncates out.Events and appends the frame's events.
-	// On error the books are exactly as before, out.Events is empty and the
-	// error names what and where (offset) in the frame.
+	// Independent messages of one frame (the books of an initial dump, the
+	// summaries of a REST /books body) are applied or rejected each on its
+	// own, each atomically. A rejected message changes no level; a book it
+	// would have changed becomes invalid until its next snapshot (all the
+	// connection's books when its instrument cannot be told), and it yields
+	// EventReject events (one per book invalidated, else one with no
+	// Instrument). The error names what and where (offset) in the frame; the
+	// events of the messages that did apply are in out.Events beside it.
 	Decode(frame []byte, recvNs int64, out *Frame) error
 	// Flush completes any pending timestamp batch (crossed-book and top-of-book
 	// checks); the replayer calls it at the end of a stream and before a gap.
@@ -139,4 +153,14 @@ type Decoder interface {
 	Quality(instrument string) Quality
 	// Stats returns the counters so far.
 	Stats() Stats
+}
+
+// SentObserver is implemented by decoders that learn from what the client
+// sent on their connection (a KindSent record: subscribe and unsubscribe
+// frames). Hyperliquid's marks the first trades frame after a trades
+// subscribe as backfill. Replay and live capture call Sent for every sent
+// frame of the connection, in order with its received frames, whether or not
+// events are being delivered.
+type SentObserver interface {
+	Sent(frame []byte, sentNs int64)
 }

@@ -27,6 +27,7 @@ type runOptions struct {
 	JSON         bool
 	HashCheck    bool
 	SkipDamaged  bool
+	AllowRejects bool // exit 0 despite rejected frames
 
 	Out, ErrOut io.Writer
 	Progress    bool // a progress bar on ErrOut
@@ -48,7 +49,14 @@ Times (--from, --to) are RFC 3339 ("2026-09-24T10:00:00Z"), unix milliseconds
 (13 digits), unix nanoseconds (19 digits), or a duration after the start of
 the recording ("+90s", "+5m"). The window is [from, to): records before
 --from are applied to the books without being reported, so the books are
-exact from the first reported event on.`,
+exact from the first reported event on.
+
+A frame the decoder rejects (malformed, or a value outside the venue's
+domain) changes no level; the books it would have changed are invalid until
+their next snapshot. Independent messages of one frame (each book of an
+initial dump, each summary of a REST /books body) stand alone. Rejected
+frames and REST bodies are listed in the summary and make the command exit 3
+unless --allow-rejects is given.`,
 		Example: `  # Replay a recording flat out and print the summary
   $ replay run datasets/samples/polymarket
 
@@ -83,6 +91,7 @@ exact from the first reported event on.`,
 	cmd.Flags().StringVar(&speed, "speed", "max", "pacing: max, 1x (wire speed), 10x, 0.5x, …")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the summary as JSON")
 	cmd.Flags().BoolVar(&opts.SkipDamaged, "skip-damaged", false, skipDamagedUsage)
+	cmd.Flags().BoolVar(&opts.AllowRejects, "allow-rejects", false, "exit 0 even if the decoder rejected frames or REST bodies (they are still listed)")
 	cmd.Flags().BoolVar(&opts.HashCheck, "hash-check", true, "verify venue book hashes where the recording makes them checkable (false is faster; books are the same)")
 	return cmd
 }
@@ -123,7 +132,19 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return fmt.Errorf("interrupted: the summary covers the replay so far")
 	}
 	warnDamaged(opts.ErrOut, s)
-	return nil
+	return rejectProblem(s, opts.AllowRejects)
+}
+
+// rejectProblem is the exit policy for rejected data: the replay completes
+// and the summary lists what was rejected, but a frame or REST body the
+// decoder rejected is data the books do not reflect, so the command reports
+// a problem (exit 3) unless --allow-rejects says the caller expects some.
+func rejectProblem(s *replayer.Summary, allow bool) error {
+	if allow || s.DecodeErrors == 0 && s.RESTUndecoded == 0 {
+		return nil
+	}
+	return &cli.ProblemError{Err: fmt.Errorf("%d frames and %d REST bodies were rejected (%d messages, %d book invalidations); "+
+		"see the summary, or pass --allow-rejects", s.DecodeErrors, s.RESTUndecoded, s.RejectedMessages, s.BooksInvalidated)}
 }
 
 // skipDamagedUsage is the help of every replaying verb's --skip-damaged.
@@ -175,8 +196,14 @@ func printSummary(w io.Writer, s *replayer.Summary) error {
 		}
 	}
 	fmt.Fprintf(tw, "decode errors\t%d\n", s.DecodeErrors)
-	for _, e := range s.FirstDecodeErrors {
-		fmt.Fprintf(tw, "\tdataset %d conn %d seq %d: %s\n", e.Dataset, e.Conn, e.Seq, e.Err)
+	printDecodeErrors(tw, s.FirstDecodeErrors)
+	if s.RejectedMessages > 0 || s.BooksInvalidated > 0 {
+		fmt.Fprintf(tw, "rejected\t%d messages; %d book invalidations (invalid until the next snapshot)\n",
+			s.RejectedMessages, s.BooksInvalidated)
+	}
+	if s.RESTUndecoded > 0 {
+		fmt.Fprintf(tw, "REST bodies rejected\t%d\n", s.RESTUndecoded)
+		printDecodeErrors(tw, s.FirstRESTErrors)
 	}
 	fmt.Fprintf(tw, "hash checks\t%d ok of %d\n", s.HashOK, s.HashChecked)
 	fmt.Fprintf(tw, "top of book\t%d mismatches of %d checks\n", s.TopMismatch, s.TopChecked)
@@ -193,6 +220,15 @@ func printSummary(w io.Writer, s *replayer.Summary) error {
 	}
 	fmt.Fprintf(tw, "digest\t%s\n", s.Digest)
 	return tw.Flush()
+}
+
+// printDecodeErrors lists errors one line each; an error of several
+// rejected messages (one per line) is indented under its record.
+func printDecodeErrors(tw io.Writer, errs []replayer.DecodeError) {
+	for _, e := range errs {
+		msg := strings.ReplaceAll(e.Err, "\n", "\n\t    ")
+		fmt.Fprintf(tw, "\tdataset %d conn %d seq %d: %s\n", e.Dataset, e.Conn, e.Seq, msg)
+	}
 }
 
 // countList formats counts as "a 1, b 2" in name order, or "none".

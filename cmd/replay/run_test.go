@@ -204,3 +204,47 @@ func runExamples(t *testing.T, example string) {
 }
 
 func TestRunExamples(t *testing.T) { runExamples(t, newRunCmd(nil).Example) }
+
+// Rejected frames and REST bodies are printed in the text summary and make
+// `replay run` exit 3 unless --allow-rejects.
+func TestRunReportsRejects(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "replayer", "testdata", "polypy_hash_vector_ws_2025-10.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := bytes.SplitN(data, []byte("\n"), 2)[0]
+	dir := filepath.Join(t.TempDir(), "pm")
+	w, err := datasets.Create(dir, datasets.Manifest{Venue: venue.Polymarket, Endpoint: "test", StartNs: fixtureBaseNs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range []datasets.Record{
+		{Kind: datasets.KindFrame, Payload: good},
+		{Kind: datasets.KindFrame, Payload: bytes.Replace(good, []byte(`"bids":[`), []byte(`"bids":[{"price":"7","size":"1"},`), 1)},
+		{Kind: datasets.KindRESTResponse, Payload: []byte(`[{"asset_id":"55","market":"0x1","bids":[{"price":"0.5","size":"buy"}],"asks":[]}]`)},
+	} {
+		r.WallNs = fixtureBaseNs + int64(i)*int64(time.Millisecond)
+		r.MonoNs = r.WallNs
+		if _, err := w.Append(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := execReplay(t, "run", dir)
+	if code != cli.ExitProblem {
+		t.Fatalf("exit %d, want %d; stderr %s", code, cli.ExitProblem, stderr)
+	}
+	for _, want := range []string{"bids[0].price", "not in (0, 1]", "REST bodies rejected", "asset 55", "2 messages; 1 book invalidations"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(stderr, "--allow-rejects") {
+		t.Fatalf("stderr %q", stderr)
+	}
+	if code, _, stderr := execReplay(t, "run", "--allow-rejects", dir); code != cli.ExitOK {
+		t.Fatalf("--allow-rejects: exit %d %s", code, stderr)
+	}
+}

@@ -18,9 +18,11 @@ import (
 //   - price_change: one EventLevel per price_changes entry, applied in array
 //     order (entries may touch two assets of one market); an asset without a
 //     snapshot yet gets a new, invalid book that the changes are applied to;
-//   - last_trade_price: EventTrade (Side is the taker's side);
+//   - last_trade_price: EventTrade (Side is the taker's side; ID the
+//     transaction_hash when sent);
 //   - tick_size_change: EventTickSize (Price = new tick);
-//   - best_bid_ask: EventQuote (prices only; "0" is an empty side);
+//   - best_bid_ask: EventQuote (prices only; "0", "" and, for asks, "1"
+//     are an empty side: see NOTES.md);
 //   - new_market, market_resolved: EventMarket;
 //   - any other event_type: EventUnknown, counted in Stats.UnknownTypes.
 //
@@ -42,8 +44,15 @@ import (
 // Quality.Crossed is re-evaluated (as it is after each snapshot); a crossed
 // book inside a batch is normal during a match. No check ever rejects data.
 //
-// On error nothing is applied, out.Events is empty and the error is a
-// *DecodeError with the offset and field. Pre-2025-09-15 price_change schemas
+// The messages of an array frame are independent: each is validated and
+// applied on its own, atomically, and a bad one is rejected alone. A
+// rejected message changes no level; the books it would have changed are
+// invalidated until their next snapshot and it yields EventReject events
+// (NOTES.md has the rules). The error is then a *DecodeError naming the
+// message's event, asset id, field and offset (several are joined with
+// errors.Join), and out.Events holds the events of the messages that
+// applied beside the EventReject ones. Values outside the venue's domain
+// are ErrDomain, ErrSide or ErrType; pre-2025-09-15 price_change schemas
 // are ErrLegacyChanges or ErrLegacyFlat.
 func (d *Decoder) Decode(frame []byte, recvNs int64, out *venue.Frame) error {
 	if out == nil {
@@ -53,6 +62,8 @@ func (d *Decoder) Decode(frame []byte, recvNs int64, out *venue.Frame) error {
 	d.stats.Frames++
 	if err := d.parse(frame); err != nil {
 		d.stats.Errors++
+		d.stats.Rejected++
+		d.rejectFrame(frame, err, out)
 		return err
 	}
 	if err := d.apply(out); err != nil {
@@ -62,15 +73,116 @@ func (d *Decoder) Decode(frame []byte, recvNs int64, out *venue.Frame) error {
 	return nil
 }
 
+// rejectFrame handles a frame rejected as a whole (malformed JSON, not a
+// frame at all): nothing of it is applied. If it may have carried levels
+// (it names bids, asks or price_change), the update it carried is lost, and
+// which books it touched cannot be told: every book of the connection is
+// invalid until its next snapshot. A non-frame (null, [], "str", 42) changes
+// no book.
+func (d *Decoder) rejectFrame(frame []byte, err error, out *venue.Frame) {
+	out.Events = out.Events[:0]
+	d.errText = append(d.errText[:0], err.Error()...)
+	var de *DecodeError
+	bookish := errors.As(err, &de) && !errors.Is(err, ErrFrame) &&
+		(bytes.Contains(frame, []byte(`"bids"`)) || bytes.Contains(frame, []byte(`"asks"`)) ||
+			bytes.Contains(frame, []byte(`price_change`)))
+	n := 0
+	if bookish {
+		d.Flush(nil)
+		for _, in := range d.list {
+			d.invalidate(in)
+			d.rejectEvent(out, in, 0, len(frame), d.errText)
+			n++
+		}
+	}
+	if n == 0 {
+		d.rejectEvent(out, nil, 0, len(frame), d.errText)
+	}
+}
+
+// invalidate marks one instrument's book invalid until its next snapshot.
+func (d *Decoder) invalidate(in *instrument) {
+	d.closeBatch(in)
+	in.book.Invalidate()
+	in.gap = true
+	in.q.AfterGap = true
+	d.stats.Invalidated++
+}
+
+// rejectEvent appends an EventReject for instrument in (nil: none).
+func (d *Decoder) rejectEvent(out *venue.Frame, in *instrument, start, end int, text []byte) {
+	d.stats.Events[venue.EventReject]++
+	ev := venue.Event{Type: venue.EventReject, Text: text, Raw: d.frame[start:end]}
+	if in != nil {
+		ev.Instrument, ev.Market, ev.Book = in.id, in.market, in.book
+	}
+	out.Events = append(out.Events, ev)
+}
+
+// rejectMsg handles one rejected message of a frame whose other messages
+// apply. A book or price_change that failed would have changed books: the
+// asset's (a book), or its market's (a price_change: every entry is an asset
+// of that market), or, when neither can be read, all of them.
+func (d *Decoder) rejectMsg(m *msg, out *venue.Frame) {
+	d.stats.Rejected++
+	lo := len(d.errText)
+	d.errText = append(d.errText, m.err.Error()...)
+	text := d.errText[lo:len(d.errText):len(d.errText)]
+	n := 0
+	switch m.want {
+	case kBook, kPriceChange:
+		if m.want == kBook && len(m.asset.b) > 0 {
+			// The asset alone; one never seen has no book to invalidate.
+			if in := d.lookup(m.asset.b); in != nil {
+				d.invalidate(in)
+				d.rejectEvent(out, in, m.start, m.end, text)
+				n++
+			}
+			break
+		}
+		if len(m.market) > 0 {
+			for _, in := range d.list {
+				if in.market == string(m.market) {
+					d.invalidate(in)
+					d.rejectEvent(out, in, m.start, m.end, text)
+					n++
+				}
+			}
+		}
+		if n == 0 {
+			for _, in := range d.list {
+				d.invalidate(in)
+				d.rejectEvent(out, in, m.start, m.end, text)
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		d.rejectEvent(out, nil, m.start, m.end, text)
+	}
+}
+
 // errInternal reports a snapshot the validation pass accepted but the book
 // rejected: a bug in this package, never bad input.
 var errInternal = errors.New("polymarket: internal error: book rejected a validated snapshot")
 
-// apply is the second pass: it cannot fail on anything parse accepted.
+// apply is the second pass: it cannot fail on anything parse accepted. It
+// returns the errors of the messages parse rejected, after applying the
+// others in frame order.
 func (d *Decoder) apply(out *venue.Frame) error {
+	var first error
+	var more []error
+	d.errText = d.errText[:0]
 	for i := range d.msgs {
 		m := &d.msgs[i]
 		switch m.kind {
+		case kRejected:
+			d.rejectMsg(m, out)
+			if first == nil {
+				first = m.err
+			} else {
+				more = append(more, m.err)
+			}
 		case kText:
 			d.stats.NonJSON++
 			ev := d.newEvent(out, venue.EventControl, m)
@@ -98,10 +210,13 @@ func (d *Decoder) apply(out *venue.Frame) error {
 			if m.negRisk >= 0 {
 				in.negRisk, in.negKnown = m.negRisk == 1, true
 			}
-			if m.pLtp > 0 {
+			switch {
+			case m.pLtp > 0:
 				in.ltp = m.pLtp
+			case m.ltpEmpty:
+				in.ltp = -1
 			}
-			in.q.AfterGap, in.gap = in.gap, false
+			in.q.AfterGap, in.gap, in.snapped = in.gap, false, true
 			in.q.Crossed = in.book.Crossed()
 			d.checkHash(in, m.ts.b, m.hash)
 			ev := d.newEvent(out, venue.EventSnapshot, m)
@@ -118,6 +233,9 @@ func (d *Decoder) apply(out *venue.Frame) error {
 				if !in.inPending {
 					in.inPending = true
 					d.pending = append(d.pending, in)
+				}
+				if !in.snapped {
+					d.stats.Unsnapshotted++
 				}
 				// Set fails only on negative values, which parse rejects.
 				g0 := in.book.Generation()
@@ -138,6 +256,9 @@ func (d *Decoder) apply(out *venue.Frame) error {
 			ev := d.newEvent(out, venue.EventTrade, m)
 			ev.Instrument, ev.Market = in.id, in.market
 			ev.Side, ev.Price, ev.Size = m.pSide, m.pPrice, m.pSize
+			if len(m.txHash) > 0 {
+				ev.ID = m.txHash
+			}
 		case kTick:
 			in := d.instrumentOf(m.inst, m.asset.b, m.market)
 			d.closeIfNewTs(in, m)
@@ -152,7 +273,10 @@ func (d *Decoder) apply(out *venue.Frame) error {
 			ev.BidPrice, ev.AskPrice, ev.HasBid, ev.HasAsk = m.pBid, m.pAsk, m.hasBid, m.hasAsk
 		}
 	}
-	return nil
+	if len(more) > 0 {
+		return errors.Join(append([]error{first}, more...)...)
+	}
+	return first
 }
 
 // instrumentOf returns the instrument parse found, or interns the asset: it
@@ -233,8 +357,8 @@ func (d *Decoder) checkHash(in *instrument, ts, want []byte) {
 	if !d.opts.hashCheck || !in.hashable() || !decodeHash40(&sum, want) {
 		return
 	}
-	ok := d.hashForm(in, ts, &sum, in.ltpFirst && in.ltp > 0)
-	if !ok && in.ltp > 0 {
+	ok := d.hashForm(in, ts, &sum, in.ltpFirst && in.ltp != 0)
+	if !ok && in.ltp != 0 {
 		if ok = d.hashForm(in, ts, &sum, !in.ltpFirst); ok {
 			in.ltpFirst = !in.ltpFirst
 		}
@@ -269,7 +393,9 @@ func (d *Decoder) hashForm(in *instrument, ts []byte, want *[sha1.Size]byte, wit
 		buf = appendDecimal(buf, tk.tick, priceDecimals)
 		buf = appendHashTail(buf, tk.negRisk, withLtp)
 		if withLtp {
-			buf = appendDecimal(buf, tk.ltp, priceDecimals)
+			if tk.ltp > 0 { // -1: present and empty, "last_trade_price":""
+				buf = appendDecimal(buf, tk.ltp, priceDecimals)
+			}
 			buf = append(buf, `"}`...)
 		}
 		c.tail, c.tailKey, c.tailOK = buf, tk, true

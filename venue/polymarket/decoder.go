@@ -3,8 +3,12 @@
 // typed events, and holds what a capture session needs to talk to it.
 //
 // The Decoder reads raw frames in place (no JSON DOM, no encoding/json) and
-// applies each frame atomically: it parses and validates the whole frame
-// first and touches the books only when all of it is good. In steady state it
+// applies each message atomically: it parses and validates the whole frame
+// first and touches a book only with a message that is good; the messages of
+// an initial dump or a REST /books body stand alone, and a rejected one
+// invalidates the books it would have changed. NOTES.md documents the
+// shapes accepted (empty strings, empty-side sentinels) and the venue domain
+// enforced. In steady state it
 // allocates nothing per frame. It verifies the venue's book hashes where every
 // hashed field is known and checks the local top of book against the
 // best_bid/best_ask of each timestamp batch of price changes, counting the
@@ -92,6 +96,7 @@ type Decoder struct {
 	changes []change
 	sortBuf []book.Level
 	hashBuf []byte       // a hash input's head, up to the bids
+	errText []byte       // the texts of this frame's EventReject events
 	topBuf  []book.Level // levels for a hash cache rebuild
 	sha     hash.Hash    // SHA-1, reset or restored for every hash check
 }
@@ -122,11 +127,14 @@ type instrument struct {
 	book   *book.Book
 	q      venue.Quality
 	gap    bool // invalidated since the last snapshot
+	// snapped: a snapshot was ever applied; level changes before that go
+	// to an invalid book and are counted in Stats.Unsnapshotted.
+	snapped bool
 
 	// Hashed fields not in the levels, fixed-point; 0 means unknown.
 	minOrder  int64 // size scale
 	tick      int64 // price scale
-	ltp       int64 // last trade price, price scale
+	ltp       int64 // last trade price, price scale; -1 = sent as "" (no trade yet)
 	negRisk   bool
 	negKnown  bool
 	ltpFirst  bool // the last matching hash had last_trade_price appended

@@ -132,13 +132,19 @@ func assertBook(t *testing.T, b *book.Book, jb jsonBook) {
 }
 
 // digest hashes every book of d (ids, validity, levels) to compare states.
-func digest(d *Decoder) [32]byte {
+func digest(d *Decoder) [32]byte { return digestOf(d, true) }
+
+// levelsDigest is digest without validity: a rejected message may
+// invalidate books, never change their levels.
+func levelsDigest(d *Decoder) [32]byte { return digestOf(d, false) }
+
+func digestOf(d *Decoder, validity bool) [32]byte {
 	h := sha256.New()
 	var buf []book.Level
 	for _, id := range d.Instruments(nil) {
 		b := d.Book(id)
 		h.Write([]byte(id))
-		if b.Valid() {
+		if validity && b.Valid() {
 			h.Write([]byte{1})
 		}
 		for _, side := range []book.Side{book.Bid, book.Ask} {
@@ -458,11 +464,11 @@ func TestLegacySchemas(t *testing.T) {
 	if !errors.Is(err, ErrLegacyChanges) {
 		t.Fatalf("changes legacy: %v", err)
 	}
-	if got, want := err.Error(), `polymarket: legacy price_change schema (pre-2025-09-15 "changes" array) at offset 0`; got != want {
+	if got, want := err.Error(), `polymarket: asset 1: legacy price_change schema (pre-2025-09-15 "changes" array) at offset 0`; got != want {
 		t.Fatalf("message %q, want %q", got, want)
 	}
-	if len(out.Events) != 0 || len(d.Instruments(nil)) != 0 {
-		t.Fatal("legacy frame left state")
+	if len(out.Events) != 1 || out.Events[0].Type != venue.EventReject || len(d.Instruments(nil)) != 0 {
+		t.Fatalf("legacy frame: events %v, instruments %v", out.Events, d.Instruments(nil))
 	}
 }
 
@@ -555,7 +561,25 @@ func TestBadInput(t *testing.T) {
 		{"overflow", bookHead + `"bids":[],"asks":[{"price":"0.5","size":"99999999999999999999"}]}`, book.ErrRange, "asks[0].size"},
 		{"too-many-decimals", bookHead + `"bids":[{"price":"0.75001","size":"1"}],"asks":[]}`, book.ErrPrecision, "bids[0].price"},
 		{"size-decimals", bookHead + `"bids":[{"price":"0.75","size":"1.0000001"}],"asks":[]}`, book.ErrPrecision, "bids[0].size"},
-		{"number-price", bookHead + `"bids":[{"price":0.5,"size":true}],"asks":[]}`, ErrType, "bids[0].size"},
+		{"number-price", bookHead + `"bids":[{"price":0.5,"size":"1"}],"asks":[]}`, ErrType, "bids[0].price"},
+		{"bool-size", bookHead + `"bids":[{"price":"0.5","size":true}],"asks":[]}`, ErrType, "bids[0].size"},
+		{"price-above-1", bookHead + `"bids":[{"price":"922337203685477.5807","size":"1"}],"asks":[]}`, ErrDomain, "bids[0].price"},
+		{"price-zero", bookHead + `"bids":[],"asks":[{"price":"0","size":"1"}]}`, ErrDomain, "asks[0].price"},
+		{"size-huge", bookHead + `"bids":[{"price":"0.5","size":"9200000000000"}],"asks":[]}`, ErrDomain, "bids[0].size"},
+		{"tick-odd", bookHead + `"bids":[],"asks":[],"tick_size":"0.05"}`, ErrDomain, "tick_size"},
+		{"ltp-number", bookHead + `"bids":[],"asks":[],"last_trade_price":0.5}`, ErrType, "last_trade_price"},
+		{"null", "null", ErrFrame, "offset 0"},
+		{"empty-array", " [ ] ", ErrFrame, "empty array"},
+		{"string", `"str"`, ErrFrame, ""},
+		{"true", "true", ErrFrame, ""},
+		{"pc-lower-side", pc(`{"asset_id":"1","price":"0.5","size":"1","side":"buy"}`), ErrSide, "price_changes[1].side"},
+		{"pc-number-price", pc(`{"asset_id":"1","price":0.5,"size":"1","side":"BUY"}`), ErrType, "price_changes[1].price"},
+		{"pc-price-above-1", pc(`{"asset_id":"1","price":"1.5","size":"1","side":"BUY"}`), ErrDomain, "price_changes[1].price"},
+		{"pc-size-huge", pc(`{"asset_id":"1","price":"0.5","size":"1000000001","side":"SELL"}`), ErrDomain, "price_changes[1].size"},
+		{"trade-lower-side", `{"event_type":"last_trade_price","asset_id":"1","price":"0.5","size":"1","side":"sell"}`, ErrSide, "side"},
+		{"trade-number-size", `{"event_type":"last_trade_price","asset_id":"1","price":"0.5","size":1,"side":"SELL"}`, ErrType, "size"},
+		{"trade-price-above-1", `{"event_type":"last_trade_price","asset_id":"1","price":"2","size":"1","side":"SELL"}`, ErrDomain, "price"},
+		{"quote-above-1", `{"event_type":"best_bid_ask","asset_id":"1","best_bid":"1.01","best_ask":""}`, ErrDomain, "best_bid"},
 		{"object-price", bookHead + `"bids":[{"price":{},"size":"1"}],"asks":[]}`, ErrType, "bids[0].price"},
 		{"bids-not-array", bookHead + `"bids":"x","asks":[]}`, ErrType, "bids"},
 		{"level-not-object", bookHead + `"bids":["0.5"],"asks":[]}`, ErrType, "bids[0]"},
@@ -596,9 +620,10 @@ func TestBadInput(t *testing.T) {
 			var out venue.Frame
 			mustDecode(t, d, base, &out)
 			mustDecode(t, d, []byte(pc(`{"asset_id":"`+pyAsset+`","price":"0.31","size":"3","side":"BUY"}`)), &out)
-			before := digest(d)
+			before := levelsDigest(d)
 			ids := len(d.Instruments(nil))
 			err := d.Decode([]byte(c.frame), 0, &out)
+			partial := strings.HasPrefix(c.name, "second-message")
 			var de *DecodeError
 			if !errors.As(err, &de) {
 				t.Fatalf("err = %v, want *DecodeError", err)
@@ -612,11 +637,21 @@ func TestBadInput(t *testing.T) {
 			if de.Offset < 0 || de.Offset > len(c.frame) {
 				t.Fatalf("offset %d outside frame of %d bytes", de.Offset, len(c.frame))
 			}
-			if len(out.Events) != 0 {
-				t.Fatalf("%d events on error", len(out.Events))
+			rejects := 0
+			for i, ev := range out.Events {
+				switch {
+				case ev.Type == venue.EventReject:
+					rejects++
+				case partial && i == 0 && ev.Type == venue.EventSnapshot:
+				default:
+					t.Fatalf("event %d on error: %v", i, ev.Type)
+				}
 			}
-			if digest(d) != before || len(d.Instruments(nil)) != ids {
-				t.Fatal("books changed on error")
+			if rejects == 0 {
+				t.Fatal("no EventReject on error")
+			}
+			if !partial && (levelsDigest(d) != before || len(d.Instruments(nil)) != ids) {
+				t.Fatal("levels changed on error")
 			}
 			if st := d.Stats(); st.Errors != 1 {
 				t.Fatalf("stats %+v", st)

@@ -23,8 +23,13 @@ var (
 	ErrType = errors.New("polymarket: wrong JSON type")
 	// ErrMissingField means a field the event needs is absent.
 	ErrMissingField = errors.New("polymarket: missing field")
-	// ErrSide means a side is neither "BUY" nor "SELL".
+	// ErrSide means a side is neither "BUY" nor "SELL" (the venue's spelling:
+	// "buy" is rejected too).
 	ErrSide = errors.New("polymarket: side is not BUY or SELL")
+	// ErrDomain means a well-formed value the venue never sends: a price
+	// outside (0, 1], a size above MaxSize, a tick size that is not one of
+	// the venue's four (see NOTES.md).
+	ErrDomain = errors.New("polymarket: value outside the venue's domain")
 	// ErrTimestamp means a timestamp is not a non-negative integer of at most
 	// 18 digits.
 	ErrTimestamp = errors.New("polymarket: timestamp is not a non-negative integer")
@@ -44,11 +49,13 @@ var (
 // carries at most about 500 assets (PROTOCOLS.md §1.10).
 const MaxInstruments = 1 << 16
 
-// DecodeError reports a frame Decode rejected. The books are exactly as they
-// were before the call.
+// DecodeError reports a message (or a whole frame) Decode rejected. The
+// levels of every book are as they were; a book the message would have
+// changed is invalid until its next snapshot (see Decoder.Decode).
 type DecodeError struct {
 	Offset int    // byte offset in the frame where the problem was found
 	Event  string // event_type of the offending message, "" if not known
+	Asset  string // asset id of the offending message or price_changes entry, "" if not known
 	Field  string // path of the offending field, e.g. "bids[3].price"; "" if none
 	Err    error  // one of the ErrXxx sentinels or a wrapped book sentinel
 }
@@ -59,6 +66,11 @@ func (e *DecodeError) Error() string {
 	b.WriteString("polymarket: ")
 	if e.Event != "" {
 		b.WriteString(e.Event)
+		b.WriteString(": ")
+	}
+	if e.Asset != "" {
+		b.WriteString("asset ")
+		b.WriteString(e.Asset)
 		b.WriteString(": ")
 	}
 	msg := strings.TrimPrefix(e.Err.Error(), "polymarket: ")

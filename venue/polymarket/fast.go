@@ -263,6 +263,7 @@ func scanChange(b []byte, i int) (c change, end int, ok bool) {
 	if c.bestAsk, j, ok = scanDec(b, j+len(chBestAsk), priceDecimals); !ok || !hasAt(b, j, `"}`) {
 		return c, 0, false
 	}
+	c.bestAsk = emptyAsk(c.bestAsk)
 	c.hasTop = c.bestBid != 0 || c.bestAsk != 0
 	return c, j + 2, true
 }

@@ -2,6 +2,7 @@ package polymarket
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,9 +11,10 @@ import (
 	"github.com/tapedeck/tapedeck/venue"
 )
 
-// FuzzDecode: never panics; a rejected frame leaves every book as it was and
-// yields no events; an accepted one leaves every book sorted with positive
-// sizes; an object decodes the same alone and wrapped in an array.
+// FuzzDecode: never panics; a rejected object or non-array frame changes
+// no level and yields only EventReject events; every book stays sorted with
+// positive sizes; an object decodes the same alone and wrapped in an array,
+// accepted or rejected.
 func FuzzDecode(f *testing.F) {
 	for _, dir := range []string{"real", "bench"} {
 		files, err := filepath.Glob(filepath.Join("testdata", dir, "*json*"))
@@ -32,6 +34,12 @@ func FuzzDecode(f *testing.F) {
 		}
 	}
 	f.Add([]byte("PONG"))
+	for _, seed := range []string{"null", "[]", `"str"`, "[null]", "true", "[1,{}]",
+		`[{"asset_id":"1","market":"0x1","bids":[],"asks":[],"last_trade_price":""},{"asset_id":"2","bids":[{"price":"0.5","size":"-1"}],"asks":[]}]`,
+		`{"event_type":"price_change","market":"0x1","price_changes":[{"asset_id":"1","price":"0.5","size":"1","side":"BUY","hash":"","best_bid":"","best_ask":"1"}]}`,
+		`{"event_type":"best_bid_ask","asset_id":"1","best_bid":"","best_ask":"1"}`} {
+		f.Add([]byte(seed))
+	}
 	f.Add([]byte(`{"event_type":"book","asset_id":"1","bids":[{"price":".5","size":"1"}, {"price":"0.40","size":"2.000000"}],"asks":[]}`))
 	base := readLines(f, "real/polypy_hash_vector_ws_2025-10.ndjson")[0]
 	newDecoder := func() *Decoder {
@@ -47,31 +55,39 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		d := newDecoder()
-		before := digest(d)
+		before := levelsDigest(d)
 		out := venue.Frame{Events: make([]venue.Event, 3)}
 		err := d.Decode(frame, 0, &out)
+		trimmed := bytes.TrimSpace(frame)
+		array := len(trimmed) > 0 && trimmed[0] == '['
 		if err != nil {
-			if len(out.Events) != 0 {
-				t.Fatalf("%d events with error %v", len(out.Events), err)
-			}
-			if digest(d) != before {
-				t.Fatalf("books changed by rejected frame: %v", err)
-			}
-			if _, ok := err.(*DecodeError); !ok {
+			var de *DecodeError
+			if !errors.As(err, &de) {
 				t.Fatalf("error %T %v is not a *DecodeError", err, err)
 			}
-			return
+			if !array {
+				for _, ev := range out.Events {
+					if ev.Type != venue.EventReject {
+						t.Fatalf("%v event with error %v", ev.Type, err)
+					}
+				}
+				if levelsDigest(d) != before {
+					t.Fatalf("levels changed by rejected frame: %v", err)
+				}
+			}
 		}
 		d.Flush(nil)
 		for _, id := range d.Instruments(nil) {
 			checkInvariants(t, d.Book(id))
 		}
-		if trimmed := bytes.TrimSpace(frame); len(trimmed) > 0 && trimmed[0] == '{' {
+		if len(trimmed) > 0 && trimmed[0] == '{' {
 			d2 := newDecoder()
 			wrapped := append(append([]byte("["), frame...), ']')
-			if err := d2.Decode(wrapped, 0, &venue.Frame{}); err != nil {
-				t.Fatalf("object accepted but rejected inside an array: %v", err)
+			err2 := d2.Decode(wrapped, 0, &venue.Frame{})
+			if (err == nil) != (err2 == nil) {
+				t.Fatalf("object alone: %v; inside an array: %v", err, err2)
 			}
+			d2.Flush(nil)
 			if digest(d2) != digest(d) {
 				t.Fatal("object and [object] gave different books")
 			}

@@ -19,10 +19,15 @@ type HashFields struct {
 	MinOrderSize string // as the REST /book summary gives it, e.g. "5"
 	TickSize     string // e.g. "0.01"
 	NegRisk      bool
-	// LastTradePrice, when not empty, is appended as "last_trade_price": the
-	// form the server has used since about 2025-12. Empty selects the older
+	// LastTradePrice, when not empty or when LastTradePricePresent is set,
+	// is appended as "last_trade_price": the form the server has used since
+	// about 2025-12. Empty without LastTradePricePresent selects the older
 	// nine-field form.
 	LastTradePrice string
+	// LastTradePricePresent writes the tenth field even when LastTradePrice
+	// is empty: an asset that never traded has "last_trade_price":"", and
+	// the venue hashes it so (fixture nautilus_rest_book_empty_ltp_2026-08).
+	LastTradePricePresent bool
 }
 
 // BookHash appends the Polymarket hash of book b with fields f to dst: 40
@@ -41,8 +46,9 @@ func BookHash(dst []byte, f HashFields, b *book.Book) []byte {
 	buf = append(buf, f.MinOrderSize...)
 	buf = append(buf, `","tick_size":"`...)
 	buf = append(buf, f.TickSize...)
-	buf = appendHashTail(buf, f.NegRisk, f.LastTradePrice != "")
-	if f.LastTradePrice != "" {
+	withLtp := f.LastTradePrice != "" || f.LastTradePricePresent
+	buf = appendHashTail(buf, f.NegRisk, withLtp)
+	if withLtp {
 		buf = append(buf, f.LastTradePrice...)
 		buf = append(buf, `"}`...)
 	}

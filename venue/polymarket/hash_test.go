@@ -177,6 +177,9 @@ func TestHashFormMatchesBookHash(t *testing.T) {
 			ts++
 		case 1:
 			in.ltp = 100 * (1 + r.Int64N(99))
+			if r.IntN(4) == 0 {
+				in.ltp = -1 // "last_trade_price":""
+			}
 		case 2:
 			in.negRisk = !in.negRisk
 		case 3:
@@ -195,9 +198,12 @@ func TestHashFormMatchesBookHash(t *testing.T) {
 			MinOrderSize: book.FormatDecimal(in.minOrder, sizeDecimals),
 			TickSize:     book.FormatDecimal(in.tick, priceDecimals), NegRisk: in.negRisk,
 		}
-		withLtp := r.IntN(2) == 0 && in.ltp > 0
+		withLtp := r.IntN(2) == 0 && in.ltp != 0
 		if withLtp {
-			f.LastTradePrice = book.FormatDecimal(in.ltp, priceDecimals)
+			f.LastTradePricePresent = true
+			if in.ltp > 0 {
+				f.LastTradePrice = book.FormatDecimal(in.ltp, priceDecimals)
+			}
 		}
 		var want [sha1.Size]byte
 		if _, err := hex.Decode(want[:], BookHash(nil, f, in.book)); err != nil {

@@ -27,6 +27,7 @@ const (
 	kcAsks
 	kcPriceChanges
 	kcChanges
+	kcTxHash
 	numKeyCodes
 )
 
@@ -51,6 +52,7 @@ var keyNames = [numKeyCodes]string{
 	kcAsks:         "asks",
 	kcPriceChanges: "price_changes",
 	kcChanges:      "changes",
+	kcTxHash:       "transaction_hash",
 }
 
 // keysByFirst lists the codes whose key starts with a given byte.
@@ -170,6 +172,8 @@ func quotedKeyAt(b []byte, i int) (keyCode, int) {
 			return kcTimestamp, len(`"timestamp"`)
 		case hasAt(b, i, `"tick_size"`):
 			return kcTickSize, len(`"tick_size"`)
+		case hasAt(b, i, `"transaction_hash"`):
+			return kcTxHash, len(`"transaction_hash"`)
 		}
 	}
 	return kcOther, 0

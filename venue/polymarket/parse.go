@@ -26,12 +26,14 @@ const (
 	kTick
 	kQuote
 	kMarket
+	kRejected // a message of one of the kinds above that failed validation: msg.want, msg.err
 )
 
 // val is a raw scalar of a message: its text (nil when absent) and offset.
 type val struct {
 	b   []byte
 	off int
+	str bool // a JSON string (else a bare number)
 }
 
 // msg is one parsed message of a frame. Byte slices point into the frame.
@@ -58,6 +60,14 @@ type msg struct {
 
 	deferred error       // first semantic problem, reported only for kinds we decode
 	inst     *instrument // the asset's instrument if it existed at parse time
+	txHash   []byte      // last_trade_price's transaction_hash, the trade's id
+	ltpEmpty bool        // "last_trade_price":"" (present, empty: no trade yet)
+
+	// A rejected message (kind kRejected): the kind it would have been, its
+	// error, and the asset id of the price_changes entry that failed.
+	want     kind
+	err      error
+	errAsset []byte
 
 	// Parsed scalars.
 	pPrice, pSize, pBid, pAsk, pTick, pMinOrder, pLtp int64
@@ -72,8 +82,8 @@ type change struct {
 	price, size      int64
 	side             book.Side
 	hash             []byte
-	bestBid, bestAsk int64       // 0 = side empty
-	hasTop           bool        // both best_bid and best_ask given and not both "0"
+	bestBid, bestAsk int64       // 0 = side empty (the sentinels "0", "" and, for asks, "1")
+	hasTop           bool        // both best_bid and best_ask given and not both empty
 	inst             *instrument // the asset's instrument if it existed at parse time
 }
 
@@ -100,7 +110,9 @@ func (d *Decoder) parse(frame []byte) error {
 			return err
 		}
 	case c == '[':
+		start := s.Offset()
 		s.BeginArray()
+		n := 0
 		for first := true; ; first = false {
 			ok, err := s.NextElem(first)
 			if err != nil {
@@ -109,14 +121,30 @@ func (d *Decoder) parse(frame []byte) error {
 			if !ok {
 				break
 			}
+			n++
 			if s.Peek() != '{' {
-				return &DecodeError{Offset: s.Offset(), Err: ErrType}
+				// Not a message: rejected alone, like any bad element.
+				off := s.Offset()
+				if _, err := s.Skip(); err != nil {
+					return d.syntax(err, "")
+				}
+				d.msgs = append(d.msgs, msg{kind: kRejected, start: off, end: s.Offset(),
+					err: &DecodeError{Offset: off, Err: ErrType}})
+				continue
 			}
 			if err := d.parseMsg(&newIDs); err != nil {
 				return err
 			}
 		}
+		if n == 0 && s.AtEnd() {
+			return &DecodeError{Offset: start, Err: fmt.Errorf("%w: an empty array", ErrFrame)}
+		}
 	case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z':
+		t := trimRight(frame[s.Offset():])
+		switch string(t) {
+		case "null", "true", "false":
+			return &DecodeError{Offset: s.Offset(), Err: fmt.Errorf("%w: JSON %s", ErrFrame, t)}
+		}
 		// PONG, PING and other server text such as "INVALID OPERATION".
 		d.msgs = append(d.msgs, msg{kind: kText, start: s.Offset(), end: len(trimRight(frame))})
 		return nil
@@ -235,6 +263,8 @@ func (d *Decoder) parseMsg(newIDs *int) error {
 		case kcChanges:
 			m.legacyChanges = true
 			_, err = s.Skip()
+		case kcTxHash:
+			m.txHash, err = d.rawString(m, "transaction_hash")
 		default:
 			_, err = s.Skip()
 		}
@@ -243,7 +273,22 @@ func (d *Decoder) parseMsg(newIDs *int) error {
 		}
 	}
 	m.end = s.Offset()
-	return d.classify(m, newIDs)
+	// A semantic problem rejects this message alone: the frame's other
+	// messages still apply (each book of an initial dump stands alone).
+	saved := *newIDs
+	if err := d.classify(m, newIDs); err != nil {
+		*newIDs = saved
+		if de, ok := err.(*DecodeError); ok && de.Asset == "" {
+			switch {
+			case len(m.errAsset) > 0:
+				de.Asset = string(m.errAsset)
+			case len(m.asset.b) > 0:
+				de.Asset = string(m.asset.b)
+			}
+		}
+		m.want, m.err, m.kind = m.kind, err, kRejected
+	}
+	return nil
 }
 
 // rawString reads a string value (or null, as absent). Another type is held
@@ -270,11 +315,11 @@ func (d *Decoder) rawScalar(m *msg, v *val, field string) error {
 	switch c := s.Peek(); {
 	case c == '"':
 		b, err := d.str()
-		v.b = b
+		v.b, v.str = b, true
 		return err
 	case c == '-' || c >= '0' && c <= '9':
 		b, err := s.Number()
-		v.b = b
+		v.b, v.str = b, false
 		return err
 	case c == 'n':
 		if s.IsNull() {
@@ -342,6 +387,10 @@ func (d *Decoder) parseSide(m *msg, name string) (lo, hi int, ord order, err err
 			m.hold(off, fmt.Sprintf("%s[%d].size", name, idx), book.ErrBadLevel)
 			return d.abandonArray(arr, lo)
 		}
+		if field, err := checkLevel(price, size); err != nil {
+			m.hold(off, fmt.Sprintf("%s[%d].%s", name, idx, field), err)
+			return d.abandonArray(arr, lo)
+		}
 		if idx > 0 {
 			if price <= prev {
 				ord &^= orderUp
@@ -385,14 +434,13 @@ func (d *Decoder) slowLevel() (price, size int64, field string, herr, err error)
 		}
 		switch string(key) {
 		case "price", "size":
-			at := s.Offset()
 			t, isStr, err := d.scalarText()
 			if err != nil {
 				return 0, 0, "", nil, err
 			}
 			f := "." + string(key)
 			if !isStr {
-				return 0, 0, f, decimalErr(f[1:], s.Bytes()[at:s.Offset()], ErrType), nil
+				return 0, 0, f, ErrType, nil
 			}
 			dec := uint8(priceDecimals)
 			if key[0] == 's' {
@@ -400,7 +448,7 @@ func (d *Decoder) slowLevel() (price, size int64, field string, herr, err error)
 			}
 			v, perr := book.ParseDecimal(t, dec)
 			if perr != nil {
-				return 0, 0, f, decimalErr(f[1:], t, perr), nil
+				return 0, 0, f, book.NewDecimalError(f[1:], t, perr), nil
 			}
 			if key[0] == 's' {
 				size, hasS = v, true
@@ -422,27 +470,17 @@ func (d *Decoder) slowLevel() (price, size int64, field string, herr, err error)
 	return price, size, "", nil, nil
 }
 
-// scalarText reads a string or number and returns its text; isStr is false
-// (with the value skipped) for any other type.
+// scalarText reads a string and returns its text; isStr is false (with the
+// value skipped) for any other type: the venue sends every price and size as
+// a string, so a bare number is as wrong as an object.
 func (d *Decoder) scalarText() (t []byte, isStr bool, err error) {
 	s := &d.s
-	switch c := s.Peek(); {
-	case c == '"':
+	if s.Peek() == '"' {
 		t, err = d.str()
-		return t, true, err
-	case c == '-' || c >= '0' && c <= '9':
-		t, err = s.Number()
 		return t, true, err
 	}
 	_, err = s.Skip()
 	return nil, false, err
-}
-
-func decimalErr(field string, text []byte, err error) error {
-	if err == ErrType {
-		return ErrType
-	}
-	return book.NewDecimalError(field, text, err)
 }
 
 // parseChanges parses a price_changes array into d.changes.
@@ -465,17 +503,24 @@ func (d *Decoder) parseChanges(m *msg) (lo, hi int, err error) {
 			break
 		}
 		off := s.Offset()
-		if c, end, ok := scanChange(d.frame, off); ok {
+		c, end, fast := scanChange(d.frame, off)
+		var field string
+		var herr error
+		if fast {
 			s.SetOffset(end)
-			c.start, c.end = off, end
-			d.changes = append(d.changes, c)
-			continue
+		} else {
+			c, field, herr, err = d.parseChange()
+			if err != nil {
+				return lo, lo, err
+			}
 		}
-		c, field, herr, err := d.parseChange()
-		if err != nil {
-			return lo, lo, err
+		if herr == nil {
+			if f, derr := checkChange(&c); derr != nil {
+				field, herr = "."+f, derr
+			}
 		}
 		if herr != nil {
+			m.errAsset = c.asset
 			if f, ok := herr.(*DecodeError); ok {
 				f.Field = fmt.Sprintf("price_changes[%d].%s", idx, f.Field)
 				m.hold(f.Offset, f.Field, f.Err)
@@ -552,6 +597,9 @@ func (d *Decoder) parseChange() (c change, field string, herr, err error) {
 			if kc == kcSize {
 				dec = sizeDecimals
 			}
+			if len(t) == 0 && (kc == kcBestBid || kc == kcBestAsk) {
+				t = zeroText // "" is the venue's empty side
+			}
 			v, perr := parseDec(t, dec)
 			if perr != nil {
 				return c, "", &DecodeError{Offset: at, Field: k, Err: book.NewDecimalError(k, t, perr)}, nil
@@ -584,18 +632,94 @@ func (d *Decoder) parseChange() (c change, field string, herr, err error) {
 	case !hasSide:
 		return c, ".side", ErrMissingField, nil
 	}
+	c.bestAsk = emptyAsk(c.bestAsk)
 	c.hasTop = hasBB && hasBA && (c.bestBid != 0 || c.bestAsk != 0)
 	return c, "", nil, nil
 }
 
+var zeroText = []byte("0")
+
+// emptyAsk maps the venue's empty-ask sentinel "1" (no price is ever 1: the
+// valid prices run from one tick to 1 − tick) to 0, the decoder's empty side.
+// An empty bid is "0" already; "" has been read as "0".
+func emptyAsk(ask int64) int64 {
+	if ask == maxPrice {
+		return 0
+	}
+	return ask
+}
+
+// sideOf reads a side as the venue spells it: upper case only.
 func sideOf(t []byte) (book.Side, bool) {
 	switch string(t) {
-	case "BUY", "buy", "Buy":
+	case "BUY":
 		return book.Bid, true
-	case "SELL", "sell", "Sell":
+	case "SELL":
 		return book.Ask, true
 	}
 	return 0, false
+}
+
+// The venue's domain (see NOTES.md): prices are probabilities, sizes shares.
+const (
+	maxPrice = 10_000 // 1 at Scale.PriceDecimals
+	// MaxSize bounds any size or min_order_size, in shares: a billion
+	// shares at one level is far beyond any real book (the largest seen are
+	// in the millions) and keeps size × price inside int64 at Scale.
+	MaxSize = 1_000_000_000
+	maxSize = MaxSize * 1_000_000
+)
+
+// checkLevel validates a snapshot level against the venue's domain and
+// returns the offending sub-field.
+func checkLevel(price, size int64) (string, error) {
+	if err := checkPrice(price); err != nil {
+		return "price", err
+	}
+	if size > maxSize {
+		return "size", sizeErr(size)
+	}
+	return "", nil
+}
+
+// checkChange validates a price_changes entry, parsed by either path.
+func checkChange(c *change) (string, error) {
+	switch {
+	case checkPrice(c.price) != nil:
+		return "price", checkPrice(c.price)
+	case c.size > maxSize:
+		return "size", sizeErr(c.size)
+	case c.bestBid > maxPrice:
+		return "best_bid", priceErr(c.bestBid)
+	case c.bestAsk > maxPrice:
+		return "best_ask", priceErr(c.bestAsk)
+	}
+	return "", nil
+}
+
+// checkPrice accepts a level or trade price in (0, 1].
+func checkPrice(p int64) error {
+	if p <= 0 || p > maxPrice {
+		return priceErr(p)
+	}
+	return nil
+}
+
+func priceErr(p int64) error {
+	return fmt.Errorf("%w: price %s is not in (0, 1]", ErrDomain, book.FormatDecimal(p, priceDecimals))
+}
+
+func sizeErr(z int64) error {
+	return fmt.Errorf("%w: size %s is above %d", ErrDomain, book.FormatDecimal(z, sizeDecimals), MaxSize)
+}
+
+// checkTick accepts the venue's tick sizes: 0.1, 0.01, 0.001, 0.0001.
+func checkTick(t int64) error {
+	switch t {
+	case 1, 10, 100, 1000:
+		return nil
+	}
+	return fmt.Errorf("%w: tick size %s is not 0.1, 0.01, 0.001 or 0.0001", ErrDomain, book.FormatDecimal(t, priceDecimals))
 }
 
 // parseDec is book.ParseDecimal with a fast path for the short plain
@@ -721,21 +845,44 @@ func (d *Decoder) classify(m *msg, newIDs *int) error {
 		if err := d.checkDistinct(m.askLo, m.askHi, m.askOrder, m.askOff, "asks"); err != nil {
 			return fail(err)
 		}
+		// "" is present and empty (an asset that never traded has
+		// "last_trade_price":""): accepted, and hashed as the venue does.
 		if m.pTick, err = optDec(m.tickSize, "tick_size", priceDecimals); err != nil {
 			return fail(err)
+		}
+		if m.pTick != 0 {
+			if err := checkTick(m.pTick); err != nil {
+				return fail(&DecodeError{Offset: m.tickSize.off, Field: "tick_size", Err: err})
+			}
 		}
 		if m.pMinOrder, err = optDec(m.minOrder, "min_order_size", sizeDecimals); err != nil {
 			return fail(err)
 		}
+		if m.pMinOrder > maxSize {
+			return fail(&DecodeError{Offset: m.minOrder.off, Field: "min_order_size", Err: sizeErr(m.pMinOrder)})
+		}
 		if m.pLtp, err = optDec(m.ltp, "last_trade_price", priceDecimals); err != nil {
 			return fail(err)
+		}
+		m.ltpEmpty = m.ltp.b != nil && len(m.ltp.b) == 0
+		if m.pLtp != 0 {
+			if err := checkPrice(m.pLtp); err != nil {
+				return fail(&DecodeError{Offset: m.ltp.off, Field: "last_trade_price", Err: err})
+			}
 		}
 	case kTrade:
 		if m.pPrice, err = reqDec(m.price, m.start, "price", priceDecimals); err != nil {
 			return fail(err)
 		}
+		if err := checkPrice(m.pPrice); err != nil {
+			return fail(&DecodeError{Offset: m.price.off, Field: "price", Err: err})
+		}
 		if m.pSize, err = reqDec(m.size, m.start, "size", sizeDecimals); err != nil {
 			return fail(err)
+		}
+		if m.pSize <= 0 || m.pSize > maxSize {
+			return fail(&DecodeError{Offset: m.size.off, Field: "size", Err: fmt.Errorf("%w: trade size %s is not in (0, %d]",
+				ErrDomain, book.FormatDecimal(m.pSize, sizeDecimals), MaxSize)})
 		}
 		if m.side.b == nil {
 			return fail(&DecodeError{Offset: m.start, Field: "side", Err: ErrMissingField})
@@ -749,13 +896,24 @@ func (d *Decoder) classify(m *msg, newIDs *int) error {
 		if m.pTick, err = reqDec(m.newTick, m.start, "new_tick_size", priceDecimals); err != nil {
 			return fail(err)
 		}
+		if err := checkTick(m.pTick); err != nil {
+			return fail(&DecodeError{Offset: m.newTick.off, Field: "new_tick_size", Err: err})
+		}
 	case kQuote:
+		// "0", "" (either side) and "1" (asks) are the venue's empty side.
 		if m.pBid, err = optDec(m.bestBid, "best_bid", priceDecimals); err != nil {
 			return fail(err)
 		}
 		if m.pAsk, err = optDec(m.bestAsk, "best_ask", priceDecimals); err != nil {
 			return fail(err)
 		}
+		if m.pBid > maxPrice {
+			return fail(&DecodeError{Offset: m.bestBid.off, Field: "best_bid", Err: priceErr(m.pBid)})
+		}
+		if m.pAsk > maxPrice {
+			return fail(&DecodeError{Offset: m.bestAsk.off, Field: "best_ask", Err: priceErr(m.pAsk)})
+		}
+		m.pAsk = emptyAsk(m.pAsk)
 		m.hasBid, m.hasAsk = m.pBid > 0, m.pAsk > 0
 	}
 	if m.inst = d.lookup(m.asset.b); m.inst == nil {
@@ -810,9 +968,16 @@ func (d *Decoder) checkDistinct(lo, hi int, ord order, off int, name string) err
 	return nil
 }
 
-// optDec parses an optional decimal field; absent is 0.
+// optDec parses an optional decimal field; absent and "" are 0. The venue
+// sends decimals as strings: a bare number is ErrType.
 func optDec(v val, field string, dec uint8) (int64, error) {
 	if v.b == nil {
+		return 0, nil
+	}
+	if !v.str {
+		return 0, &DecodeError{Offset: v.off, Field: field, Err: fmt.Errorf("%w: a bare number where the venue sends a string", ErrType)}
+	}
+	if len(v.b) == 0 {
 		return 0, nil
 	}
 	x, err := parseDec(v.b, dec)
@@ -822,9 +987,9 @@ func optDec(v val, field string, dec uint8) (int64, error) {
 	return x, nil
 }
 
-// reqDec parses a required decimal field.
+// reqDec parses a required decimal field; "" is missing.
 func reqDec(v val, msgOff int, field string, dec uint8) (int64, error) {
-	if v.b == nil {
+	if v.b == nil || v.str && len(v.b) == 0 {
 		return 0, &DecodeError{Offset: msgOff, Field: field, Err: ErrMissingField}
 	}
 	return optDec(v, field, dec)
