@@ -30,6 +30,9 @@ type Info struct {
 	Losses []Loss `json:"losses"`
 	// Truncated is the torn tail the reader stopped at, if any.
 	Truncated *Truncation `json:"truncated,omitempty"`
+	// Damage lists what the reader stepped over (each also a gap record
+	// in Losses): run Verify and Repair.
+	Damage []Damage `json:"damage,omitempty"`
 	// Err is set when the dataset could not be read to the end (damage:
 	// run Verify and Repair); the counts cover what came before.
 	Err string `json:"error,omitempty"`
@@ -63,10 +66,11 @@ type Loss struct {
 }
 
 // Inspect reads the whole dataset in dir and summarises it. Damage does not
-// make it fail: Info.Err says where reading stopped. The error is for a
+// make it fail: it is stepped over (Info.Damage, a gap record in Losses),
+// and Info.Err says where reading stopped when it could not go on. The error is for a
 // directory that is not a dataset or cannot be read.
 func Inspect(dir string) (*Info, error) {
-	r, err := Open(dir, WithAllKinds())
+	r, err := Open(dir, WithAllKinds(), WithSkipDamaged())
 	if err != nil {
 		return nil, err
 	}
@@ -130,6 +134,7 @@ func Inspect(dir string) (*Info, error) {
 		info.Err = err.Error()
 	}
 	info.Truncated = r.Truncated()
+	info.Damage = r.Damaged()
 	for _, c := range conns {
 		info.Conns = append(info.Conns, *c)
 	}

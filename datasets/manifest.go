@@ -31,6 +31,10 @@ type Manifest struct {
 	Source string `json:"source,omitempty"`
 	// Clean is true once the writer closed the dataset cleanly.
 	Clean bool `json:"clean,omitempty"`
+	// Recovered is true once Repair closed a dataset whose writer died: the
+	// tail the crash tore is cut (and stands as a gap record), EndNs is set,
+	// and damage in its last segment is no longer taken for a torn tail.
+	Recovered bool `json:"recovered,omitempty"`
 	// Notes is free text (for samples: which parts are real and which generated).
 	Notes string `json:"notes,omitempty"`
 }

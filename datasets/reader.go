@@ -275,7 +275,9 @@ func (r *Reader) openSegment(i int, off int64) bool {
 	return true
 }
 
-func (r *Reader) tornTail(si int) bool { return !r.man.Clean && si == len(r.segs)-1 }
+func (r *Reader) tornTail(si int) bool {
+	return !r.man.Clean && !r.man.Recovered && si == len(r.segs)-1
+}
 
 func (r *Reader) closeFile() {
 	if r.f != nil {

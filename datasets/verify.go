@@ -120,7 +120,10 @@ func Verify(dir string) (*VerifyReport, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			// A segment that cannot be read (permissions, I/O error) is a
+			// problem of the dataset like damage: its records are unreadable.
+			rep.Problems = append(rep.Problems, Problem{File: s.path, What: fmt.Sprintf("segment unreadable: %v", err)})
+			continue
 		}
 		if idx, err := readIndex(dir, s.num, size); err != nil {
 			rep.Warnings = append(rep.Warnings, Problem{File: filepath.Join(dir, indexName(s.num)), What: "index missing or stale (rebuilt on read; repair rewrites it)"})

@@ -59,13 +59,26 @@ func runLs(opts *lsOptions) error {
 	if err != nil {
 		return err
 	}
+	bad := 0
+	for _, in := range infos {
+		if infoProblem(in) != nil {
+			bad++
+		}
+	}
+	var problem error
+	if bad > 0 {
+		problem = &cli.ProblemError{Err: fmt.Errorf("ls: %d of %d datasets are damaged or unreadable", bad, len(infos))}
+	}
 	if opts.Format == "json" {
 		if infos == nil {
 			infos = []*datasets.Info{}
 		}
 		enc := json.NewEncoder(opts.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(infos)
+		if err := enc.Encode(infos); err != nil {
+			return err
+		}
+		return problem
 	}
 	w := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "DATASET\tVENUE\tSTART\tDURATION\tSIZE\tRATIO\tRECORDS\tLOSSES\tSTATE")
@@ -78,13 +91,20 @@ func runLs(opts *lsOptions) error {
 		switch {
 		case in.Err != "":
 			state = "damaged: " + in.Err
+		case len(in.Damage) > 0:
+			state = "damaged: " + infoProblem(in).Error()
 		case in.Truncated != nil:
 			state = "torn tail"
+		case in.Manifest.Recovered:
+			state = "recovered"
 		case !in.Manifest.Clean:
 			state = "open or crashed"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%d\t%s\n", in.Dir, in.Manifest.Venue, fmtNs(in.StartNs),
 			time.Duration(in.EndNs-in.StartNs).Round(time.Millisecond), fmtBytes(in.DiskBytes), in.Ratio, in.Records, len(in.Losses), state)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return problem
 }

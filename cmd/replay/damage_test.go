@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/cli"
@@ -107,5 +108,69 @@ func TestDamagedReplayVerbs(t *testing.T) {
 	}
 	if fi, err := os.Stat(outFile); err != nil || fi.Size() == 0 {
 		t.Fatalf("export --skip-damaged wrote nothing: %v", err)
+	}
+}
+
+// TestInspectAndLsExitOnDamage: inspect and ls read past damage, show it and
+// exit 3; a sound dataset stays exit 0.
+func TestInspectAndLsExitOnDamage(t *testing.T) {
+	root := t.TempDir()
+	good := filepath.Join(root, "good")
+	bad := filepath.Join(root, "bad")
+	for _, d := range []string{good, bad} {
+		if err := os.CopyFS(d, os.DirFS(filepath.Join("..", "..", "datasets", "samples", "polymarket"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seg := damage(t, bad)
+	if code, out, errs := execReplay(t, "inspect", "--format", "table", good); code != cli.ExitOK || strings.Contains(out, "DAMAGED") {
+		t.Fatalf("inspect sound: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs := execReplay(t, "inspect", "--format", "table", bad)
+	if code != cli.ExitProblem || !strings.Contains(out, "DAMAGED (1)") || !strings.Contains(out, seg) || !strings.Contains(errs, "damaged") {
+		t.Fatalf("inspect damaged: exit %d\n%s%s", code, out, errs)
+	}
+	// The loss shows among the losses as the gap record standing for it.
+	if !strings.Contains(out, "gap") {
+		t.Fatalf("inspect damaged: no gap among the losses\n%s", out)
+	}
+	code, out, errs = execReplay(t, "ls", "--format", "table", root)
+	if code != cli.ExitProblem || !strings.Contains(out, "damaged") || !strings.Contains(errs, "1 of 2 datasets") {
+		t.Fatalf("ls: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := execReplay(t, "ls", good); code != cli.ExitOK {
+		t.Fatalf("ls sound: exit %d %s", code, errs)
+	}
+}
+
+// TestVerifyUnreadableSegment: a segment that cannot be opened is a
+// problem found (exit 3), listed with the others, not a failure to verify.
+func TestVerifyUnreadableSegment(t *testing.T) {
+	dir := sampleCopy(t, "hyperliquid")
+	seg2 := filepath.Join(dir, "00000002.seg")
+	if err := os.Symlink(filepath.Join(dir, "gone"), seg2); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := execReplay(t, "verify", dir)
+	if code != cli.ExitProblem || !strings.Contains(out, seg2) || !strings.Contains(out, "unreadable") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestRunFromPastTheEnd: a window that starts after the last record
+// replays nothing; that is said and is exit 3, not a silent success.
+func TestRunFromPastTheEnd(t *testing.T) {
+	dir := sampleCopy(t, "hyperliquid")
+	m, err := datasets.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Unix(0, m.EndNs+int64(time.Hour)).UTC().Format(time.RFC3339)
+	code, _, errs := execReplay(t, "run", "--from", from, dir)
+	if code != cli.ExitProblem || !strings.Contains(errs, "past the last record") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if code, _, errs := execReplay(t, "run", "--from", "+1s", dir); code != cli.ExitOK {
+		t.Fatalf("--from +1s: exit %d: %s", code, errs)
 	}
 }

@@ -67,9 +67,30 @@ func runInspect(opts *inspectOptions) error {
 	if opts.Format == "json" {
 		enc := json.NewEncoder(opts.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(info)
+		err = enc.Encode(info)
+	} else {
+		err = printInfo(opts.Out, info)
 	}
-	return printInfo(opts.Out, info)
+	if err != nil {
+		return err
+	}
+	return infoProblem(info)
+}
+
+// infoProblem is the exit-3 error for a dataset Inspect found damaged.
+func infoProblem(info *datasets.Info) error {
+	switch {
+	case info.Err != "":
+		return &cli.ProblemError{Err: fmt.Errorf("%s: %s (run \"replay verify\")", info.Dir, info.Err)}
+	case len(info.Damage) > 0:
+		recs, exact, bytes, _, _ := datasets.DamageTotals(info.Damage)
+		n := fmt.Sprint(recs)
+		if !exact {
+			n = "at least " + n
+		}
+		return &cli.ProblemError{Err: fmt.Errorf("%s: damaged: %s records, %d bytes unreadable (run \"replay verify\", then \"replay repair\")", info.Dir, n, bytes)}
+	}
+	return nil
 }
 
 func printInfo(out io.Writer, info *datasets.Info) error {
@@ -83,7 +104,10 @@ func printInfo(out io.Writer, info *datasets.Info) error {
 	}
 	fmt.Fprintf(w, "coverage\t%s – %s (%s)\n", fmtNs(info.StartNs), fmtNs(info.EndNs), time.Duration(info.EndNs-info.StartNs))
 	state := "clean"
-	if !m.Clean {
+	switch {
+	case m.Recovered:
+		state = "recovered: the writer died, \"replay repair\" closed it (what was lost is in the losses)"
+	case !m.Clean:
 		state = "not closed cleanly (crashed or still recording)"
 	}
 	fmt.Fprintf(w, "state\t%s\n", state)
@@ -122,6 +146,12 @@ func printInfo(out io.Writer, info *datasets.Info) error {
 		}
 		if err := w.Flush(); err != nil {
 			return err
+		}
+	}
+	if len(info.Damage) > 0 {
+		fmt.Fprintf(out, "\nDAMAGED (%d)\n", len(info.Damage))
+		for _, d := range info.Damage {
+			fmt.Fprintf(out, "  %s\n", d.String())
 		}
 	}
 	if info.Truncated != nil {

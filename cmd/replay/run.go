@@ -132,6 +132,11 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return fmt.Errorf("interrupted: the summary covers the replay so far")
 	}
 	warnDamaged(opts.ErrOut, s)
+	if opts.FromNs != 0 && s.Frames > 0 && s.WarmupFrames == s.Frames {
+		// Every frame was before the window: nothing was replayed.
+		return &cli.ProblemError{Err: fmt.Errorf("--from %s is past the last record: all %d frames were warm-up, nothing was replayed",
+			fmtNs(opts.FromNs), s.Frames)}
+	}
 	return rejectProblem(s, opts.AllowRejects)
 }
 
