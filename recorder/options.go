@@ -129,7 +129,9 @@ func WithInstrumentStallTimeout(d time.Duration) Option {
 
 // WithBackoff sets the reconnect backoff: the delay starts at min, doubles
 // per failed attempt up to max, each draw jittered in [d/2, d] (defaults
-// DefaultBackoffMin, DefaultBackoffMax).
+// DefaultBackoffMin, DefaultBackoffMax). It starts over after a connection
+// that carried data and lived at least max (10 s at most); a shorter-lived
+// one counts as a failed attempt.
 func WithBackoff(min, max time.Duration) Option {
 	return func(o *options) error {
 		if min <= 0 || max < min {

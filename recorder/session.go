@@ -24,6 +24,10 @@ import (
 // this time is dead.
 const writeTimeout = 10 * time.Second
 
+// healthyAfter caps how long a connection must live (carrying data) for the
+// reconnect backoff to start over.
+const healthyAfter = 10 * time.Second
+
 // closeWait is how long a graceful shutdown waits for the server to answer
 // our close frame.
 const closeWait = 2 * time.Second
@@ -204,9 +208,12 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 type readerExit struct{ err error }
 
 // serve subscribes and keeps one connection until it ends. healthy reports
-// whether it carried data (the backoff then starts over).
+// whether it carried data and lived at least the longest backoff, or
+// healthyAfter if shorter (the backoff then starts over): a server that sends a frame and hangs up must
+// not be redialled at the shortest delay forever.
 func (s *slot) serve(ctx context.Context, conn *websocket.Conn) (healthy bool, err error) {
 	r := s.r
+	started := time.Now()
 	conn.SetReadLimit(r.o.maxFrameBytes)
 	s.buildWatch()
 	now := s.mono()
@@ -245,11 +252,13 @@ func (s *slot) serve(ctx context.Context, conn *websocket.Conn) (healthy bool, e
 			lvl = r.log.Info
 		}
 		lvl("disconnected", "conn", s.id, "code", c.Code, "reason", c.Reason, "err", c.Err, "suspect", c.Instruments)
+		// When we ended it (stall, failed send), our reason is the error,
+		// not the reader's "use of closed network connection".
 		var e error = ex.err
-		if e == nil {
+		if e == nil || !waited {
 			e = errors.New(c.Err)
 		}
-		return s.firstData.Load(), e
+		return s.firstData.Load() && time.Since(started) >= min(r.o.backoffMax, healthyAfter), e
 	}
 
 	// sendFailed ends the connection after a failed send: a shutdown, a

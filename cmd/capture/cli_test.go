@@ -102,7 +102,7 @@ func TestConfigKeysAreTheFlags(t *testing.T) {
 		}
 	})
 	cfg["queue"] = 77
-	cfg["rotate_size"] = 12345
+	cfg["rotate_size"] = 12345678
 	cfg["log_format"] = "json"
 	cfg["instrument_stall_timeout"] = "3s"
 	b, _ := json.Marshal(cfg)
@@ -116,7 +116,7 @@ func TestConfigKeysAreTheFlags(t *testing.T) {
 	if err := run.Execute(); err != nil {
 		t.Fatalf("config %s: %v", b, err)
 	}
-	if d, ok := got.InstStall.Get(); got.Queue != 77 || got.RotateSize != 12345 || got.LogFormat != "json" || !ok || d != 3*time.Second {
+	if d, ok := got.InstStall.Get(); got.Queue != 77 || got.RotateSize != 12345678 || got.LogFormat != "json" || !ok || d != 3*time.Second {
 		t.Errorf("config not applied: %+v", got)
 	}
 	plan := newPlanCmd(func(*planOptions) error { return nil })

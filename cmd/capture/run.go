@@ -199,8 +199,8 @@ structured (--log-format text or json) on standard error.`,
 	fs := cmd.Flags()
 	o.sessionFlags.add(fs)
 	fs.StringVar(&o.Out, "out", "", "`DATASET` directory to create (required; never overwritten)")
-	fs.DurationVar(&o.Rotate, "rotate", datasets.DefaultSegmentDuration, "start a new segment file after this much time")
-	fs.Int64Var(&o.RotateSize, "rotate-size", datasets.DefaultSegmentSize, "start a new segment file after this many bytes")
+	fs.DurationVar(&o.Rotate, "rotate", datasets.DefaultSegmentDuration, "start a new segment file after this much time (at least 1m)")
+	fs.Int64Var(&o.RotateSize, "rotate-size", datasets.DefaultSegmentSize, "start a new segment file after this many bytes (at least 1 MiB)")
 	fs.DurationVar(&o.FlushInterval, "flush-interval", recorder.DefaultFlushInterval, "seal and write buffered records at least this often (a kill loses at most this much)")
 	fs.DurationVar(&o.StallTimeout, "stall-timeout", recorder.DefaultStallTimeout, "replace a connection that carried no data for this long")
 	fs.Var(&o.InstStall, "instrument-stall-timeout", "replace a connection when one steady instrument (Hyperliquid l2Book) carried nothing for this long; 0 off (default: --stall-timeout on hyperliquid, off on polymarket)")
@@ -212,6 +212,14 @@ structured (--log-format text or json) on standard error.`,
 	return cmd
 }
 
+// The least values capture run accepts.
+const (
+	minRotate        = time.Minute
+	minRotateSize    = 1 << 20
+	minFlushInterval = 10 * time.Millisecond
+	minStallTimeout  = 100 * time.Millisecond
+)
+
 func (o *runOptions) validate(cmd *cobra.Command) error {
 	if err := o.sessionFlags.load(cmd); err != nil {
 		return err
@@ -222,16 +230,18 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 	if _, err := os.Stat(o.Out); err == nil {
 		return cli.FlagErrorf("--out %s already exists; a recording never overwrites (choose a new directory)", o.Out)
 	}
+	// Minima that keep a typo from turning into a file or syscall storm
+	// (--rotate 1ns made tens of thousands of segments a second).
 	for _, d := range []struct {
-		flag string
-		v    time.Duration
-	}{{"--rotate", o.Rotate}, {"--flush-interval", o.FlushInterval}, {"--stall-timeout", o.StallTimeout}} {
-		if d.v <= 0 {
-			return cli.FlagErrorf("%s must be positive, not %v", d.flag, d.v)
+		flag     string
+		v, least time.Duration
+	}{{"--rotate", o.Rotate, minRotate}, {"--flush-interval", o.FlushInterval, minFlushInterval}, {"--stall-timeout", o.StallTimeout, minStallTimeout}} {
+		if d.v < d.least {
+			return cli.FlagErrorf("%s %v is below the minimum %v", d.flag, d.v, d.least)
 		}
 	}
-	if o.RotateSize <= 0 {
-		return cli.FlagErrorf("--rotate-size must be positive, not %d", o.RotateSize)
+	if o.RotateSize < minRotateSize {
+		return cli.FlagErrorf("--rotate-size %d is below the minimum %d (1 MiB)", o.RotateSize, minRotateSize)
 	}
 	if o.Queue < 1 {
 		return cli.FlagErrorf("--queue must be positive, not %d", o.Queue)
