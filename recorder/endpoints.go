@@ -5,17 +5,16 @@ import (
 	"net"
 	"net/url"
 	"strings"
-
-	"github.com/tapedeck/tapedeck/venue"
 )
 
 // deriveREST keeps a capture on the host its WebSocket endpoint names. When
 // Spec.Endpoint is given and is not the venue's public WebSocket (a fake
 // exchange, a replay server, a private gateway), every REST base the spec
 // leaves empty is derived from it instead of defaulting to the venue's
-// public hosts: the same host and port, http for ws and https for wss;
+// public hosts: the same host and port, http for ws and https for wss, at
+// the paths the venue's driver says (venue.ClientProtocol.Mirror:
 // Polymarket's Gamma discovery and CLOB book summaries at its root,
-// Hyperliquid's info at /info (the endpoint's path with /ws replaced). REST
+// Hyperliquid's info at /info, the endpoint's path with /ws replaced). REST
 // bases given explicitly are kept, but one on a public venue host next to a
 // loopback or private endpoint is logged as a mix.
 func (r *Recorder) deriveREST(publicWS string) error {
@@ -33,19 +32,12 @@ func (r *Recorder) deriveREST(publicWS string) error {
 	}
 	origin := scheme + "://" + u.Host
 	derived := false
-	switch r.spec.Venue {
-	case venue.Polymarket:
-		if r.spec.RESTEndpoint == "" {
-			r.restURL, derived = origin, true
-		}
-		if !r.spec.DisableRESTBooks && r.spec.CLOBEndpoint == "" {
-			r.clobURL, derived = origin, true
-		}
-	case venue.Hyperliquid:
-		if r.spec.RESTEndpoint == "" {
-			p := strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/ws")
-			r.restURL, derived = origin+p+"/info", true
-		}
+	mirror := r.p.Mirror(origin, u.Path)
+	if r.spec.RESTEndpoint == "" && mirror.Discovery != "" {
+		r.restURL, derived = mirror.Discovery, true
+	}
+	if !r.spec.DisableRESTBooks && r.spec.CLOBEndpoint == "" && mirror.Books != "" {
+		r.clobURL, derived = mirror.Books, true
 	}
 	if derived {
 		r.log.Info("REST bases derived from the endpoint", "endpoint", ep, "discovery", r.restURL, "clob", r.clobURL)

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/hyperliquid"
+	"github.com/tapedeck/tapedeck/venue/polymarket"
 )
 
 // nopSink accepts everything and keeps nothing.
@@ -63,7 +66,7 @@ func TestHotPathAllocs(t *testing.T) {
 			// control records.
 			var frames [][]byte
 			for _, f := range fixtureLines(t, tc.file) {
-				if c, _ := r.p.scan(f, func(_, _ []byte) {}); c == classData {
+				if c, _ := r.p.Scan(f, func(_, _ []byte) {}); c == venue.FrameData {
 					frames = append(frames, f)
 				}
 			}
@@ -98,39 +101,39 @@ func TestHotPathAllocs(t *testing.T) {
 
 func TestScanRoutesRealFrames(t *testing.T) {
 	type hit struct{ ch, inst string }
-	scan := func(p proto, f []byte) (frameClass, int64, []hit) {
+	scan := func(p venue.ClientProtocol, f []byte) (venue.FrameClass, int64, []hit) {
 		var hits []hit
-		c, ex := p.scan(f, func(ch, inst []byte) { hits = append(hits, hit{string(ch), string(inst)}) })
+		c, ex := p.Scan(f, func(ch, inst []byte) { hits = append(hits, hit{string(ch), string(inst)}) })
 		return c, ex, hits
 	}
 	pm := fixtureLines(t, "polypy_semisynthetic_stream_single_asset.ndjson")
 	const asset = "72936048731589292555781174533757608024096898681344338816447372274344589246891"
 	for i, f := range pm {
-		c, ex, hits := scan(pmProto{}, f)
-		if c != classData || len(hits) == 0 || hits[0].inst != asset || ex < 1733411269309e6 {
+		c, ex, hits := scan(pmClient, f)
+		if c != venue.FrameData || len(hits) == 0 || hits[0].inst != asset || ex < 1733411269309e6 {
 			t.Errorf("polymarket line %d: class %d, ts %d, hits %v", i+1, c, ex, hits)
 		}
 	}
-	if c, _, _ := scan(pmProto{}, []byte("PONG")); c != classPong {
+	if c, _, _ := scan(pmClient, []byte("PONG")); c != venue.FramePong {
 		t.Error("PONG is not a pong")
 	}
-	if c, _, _ := scan(pmProto{}, []byte("garbage")); c != classOther {
+	if c, _, _ := scan(pmClient, []byte("garbage")); c != venue.FrameOther {
 		t.Error("garbage is not other")
 	}
 	hl := fixtureLines(t, "arbitrage_observatory_probe_2026-09_core.ndjson")
 	want := []struct {
-		c   frameClass
+		c   venue.FrameClass
 		ch  string
 		ins string
-	}{{classAck, "", ""}, {classData, "l2Book", "BTC"}, {classData, "bbo", "BTC"}, {classData, "activeAssetCtx", "BTC"},
-		{classData, "trades", "BTC"}, {classData, "candle", "BTC"}, {classPong, "", ""}}
+	}{{venue.FrameAck, "", ""}, {venue.FrameData, "l2Book", "BTC"}, {venue.FrameData, "bbo", "BTC"}, {venue.FrameData, "activeAssetCtx", "BTC"},
+		{venue.FrameData, "trades", "BTC"}, {venue.FrameData, "candle", "BTC"}, {venue.FramePong, "", ""}}
 	for i, f := range hl {
-		c, _, hits := scan(hlProto{}, f)
-		if c != want[i].c || (c == classData && !slices.Equal(hits, []hit{{want[i].ch, want[i].ins}})) {
+		c, _, hits := scan(hlClient, f)
+		if c != want[i].c || (c == venue.FrameData && !slices.Equal(hits, []hit{{want[i].ch, want[i].ins}})) {
 			t.Errorf("hyperliquid line %d: class %d hits %v, want %+v", i+1, c, hits, want[i])
 		}
 	}
-	if item, ok := (hlProto{}).ackItem(hl[0]); !ok || item != "l2Book+fast@BTC" {
+	if item, ok := hlClient.AckItem(hl[0]); !ok || item != "l2Book+fast@BTC" {
 		t.Errorf("ack names %q", item)
 	}
 }
@@ -150,13 +153,13 @@ func FuzzScan(f *testing.F) {
 		if len(frame) > 1<<20 {
 			return
 		}
-		for _, p := range []proto{pmProto{}, hlProto{}} {
-			p.scan(frame, func(ch, inst []byte) {
+		for _, p := range []venue.ClientProtocol{pmClient, hlClient} {
+			p.Scan(frame, func(ch, inst []byte) {
 				if !bytes.Contains(frame, inst) || !bytes.Contains(frame, ch) {
-					t.Fatalf("%s: instrument %q / channel %q not in the frame", p.venue(), inst, ch)
+					t.Fatalf("%T: instrument %q / channel %q not in the frame", p, inst, ch)
 				}
 			})
-			p.ackItem(frame)
+			p.AckItem(frame)
 		}
 	})
 }
@@ -214,3 +217,8 @@ func TestDeriveREST(t *testing.T) {
 		}
 	}
 }
+
+var (
+	pmClient = polymarket.Driver.Client()
+	hlClient = hyperliquid.Driver.Client()
+)

@@ -4,19 +4,16 @@ import (
 	"fmt"
 
 	"github.com/tapedeck/tapedeck/venue"
-	"github.com/tapedeck/tapedeck/venue/hyperliquid"
-	"github.com/tapedeck/tapedeck/venue/polymarket"
+	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // liveDecoder returns a fresh decoder for one connection slot of the live
-// engine: the decoder replay uses (replayer's venueDecoder), so live and
+// engine: the decoder replay uses (the venue driver's), so live and
 // replayed books are the same.
 func liveDecoder(name string, hashCheck bool) (venue.Decoder, error) {
-	switch name {
-	case venue.Polymarket:
-		return polymarket.NewDecoder(polymarket.WithHashCheck(hashCheck)), nil
-	case venue.Hyperliquid:
-		return hyperliquid.NewDecoder(), nil
+	d, err := registry.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("recorder: no decoder: %w", err)
 	}
-	return nil, fmt.Errorf("recorder: no decoder for venue %q", name)
+	return d.NewDecoder(venue.DecoderOptions{HashCheck: hashCheck}), nil
 }

@@ -273,7 +273,7 @@ func (r *Recorder) slotByID(id uint32) *slot {
 func (s *slot) itemsOf(inst string) []string {
 	var out []string
 	for _, it := range s.snapshotItems() {
-		if ch, in, steady := s.r.p.watchKey(it); in == inst && (steady || ch == "") {
+		if ch, in, steady := s.r.p.WatchKey(it); in == inst && (steady || ch == "") {
 			out = append(out, it)
 		}
 	}
@@ -303,13 +303,13 @@ func (s *slot) resubscribe(ctx context.Context, conn *websocket.Conn, op slotOp)
 		l.stats.resubscribes.Add(1)
 	}
 	r.log.Info("resubscribing to heal a book", "conn", s.id, "items", items, "reason", op.reason, "attempt", op.attempt)
-	for _, f := range r.p.removeFrames(items) {
-		f.items = nil
+	for _, f := range r.p.RemoveFrames(items) {
+		f.Items = nil
 		if err := s.send(ctx, conn, f); err != nil {
 			return err
 		}
 	}
-	for _, f := range r.p.addFrames(items) {
+	for _, f := range r.p.AddFrames(items) {
 		if err := s.send(ctx, conn, f); err != nil {
 			return err
 		}

@@ -1,17 +1,20 @@
 package recorder
 
 import (
+	"cmp"
 	"context"
 	"slices"
-	"time"
 
-	"github.com/tapedeck/tapedeck/venue"
-	"github.com/tapedeck/tapedeck/venue/hyperliquid"
-	"github.com/tapedeck/tapedeck/venue/polymarket"
+	"time"
 )
 
-// manage follows the venue's listing when recording all markets: Polymarket
-// new_market / market_resolved events from any connection, and a periodic
+// listingChange is what one frame said of the venue's listing
+// (venue.ClientProtocol.Listing): items to subscribe and to drop.
+type listingChange struct{ added, removed []string }
+
+// manage follows the venue's listing when recording all markets: listing
+// changes in band from any connection (Polymarket new_market /
+// market_resolved), and a periodic
 // re-run of discovery on both venues. New items go to connections with
 // room (or a new connection); gone items are unsubscribed.
 func (r *Recorder) manage(ctx context.Context) {
@@ -22,11 +25,8 @@ func (r *Recorder) manage(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case l := <-r.lifecycle:
-			if l.Resolved {
-				r.removeItems(l.AssetIDs)
-			} else {
-				r.addItems(ctx, l.AssetIDs)
-			}
+			r.removeItems(l.removed)
+			r.addItems(ctx, l.added)
 		case <-t.C:
 			r.refresh(ctx)
 		}
@@ -72,31 +72,21 @@ func (r *Recorder) refresh(ctx context.Context) {
 
 // itemsFor turns instruments into the items that carry them.
 func (r *Recorder) itemsFor(insts []string) []string {
-	if r.spec.Venue != venue.Hyperliquid || len(insts) == 0 {
-		return insts
-	}
-	subs, err := hyperliquid.ExpandChannels(r.spec.Channels, insts)
+	items, err := r.p.Items(r.spec.Channels, insts)
 	if err != nil {
-		r.log.Warn("new coins", "err", err)
+		r.log.Warn("new instruments", "err", err)
 		return nil
 	}
-	out := make([]string, len(subs))
-	for i, s := range subs {
-		out[i] = s.String()
-	}
-	return out
+	return items
 }
 
 // addItems subscribes items not carried yet: on the slot with the fewest
-// items that has room (and, on Hyperliquid, no subscription with the same
-// socket key), else on a new slot.
+// items that has room (and no item it conflicts with: Hyperliquid's
+// variants of one channel and coin), else on a new slot.
 func (r *Recorder) addItems(ctx context.Context, items []string) {
-	perConn := r.spec.AssetsPerConn
-	if perConn == 0 {
-		perConn = polymarket.DefaultConnAssets
-	}
-	if r.spec.Venue == venue.Hyperliquid {
-		perConn = hyperliquid.MaxSubscriptions
+	perConn := r.facts.MaxConnItems
+	if r.facts.ShardByItems {
+		perConn = cmp.Or(r.spec.AssetsPerConn, r.facts.DefaultConnItems, r.facts.MaxConnItems)
 	}
 	batches := map[*slot][]string{}
 	var fresh [][]string
@@ -110,13 +100,13 @@ func (r *Recorder) addItems(ctx context.Context, items []string) {
 		for _, s := range r.slots {
 			s.mu.Lock()
 			n := len(s.items) + len(batches[s])
-			conflict := r.spec.Venue == venue.Hyperliquid && hasSocketKey(append(slices.Clone(s.items), batches[s]...), it)
+			conflict := r.p.Conflicts(append(slices.Clone(s.items), batches[s]...), it)
 			s.mu.Unlock()
 			if n < perConn && !conflict && (best == nil || n < bestN) {
 				best, bestN = s, n
 			}
 		}
-		if best == nil && r.spec.Venue == venue.Polymarket {
+		if best == nil && r.facts.ShardByItems {
 			if len(fresh) == 0 || len(fresh[len(fresh)-1]) >= perConn {
 				fresh = append(fresh, nil)
 			}
@@ -124,7 +114,7 @@ func (r *Recorder) addItems(ctx context.Context, items []string) {
 			r.assigned[it] = nil
 			continue
 		}
-		if best == nil && len(r.slots)+len(fresh) < hyperliquid.MaxConns {
+		if best == nil && (r.facts.MaxConns == 0 || len(r.slots)+len(fresh) < r.facts.MaxConns) {
 			fresh = append(fresh, []string{it})
 			r.assigned[it] = nil
 			continue
@@ -150,19 +140,6 @@ func (r *Recorder) addItems(ctx context.Context, items []string) {
 		}
 		r.startSlot(ctx, its)
 	}
-}
-
-func hasSocketKey(items []string, it string) bool {
-	s, err := hyperliquid.ParseSubscription(it)
-	if err != nil {
-		return false
-	}
-	for _, x := range items {
-		if o, err := hyperliquid.ParseSubscription(x); err == nil && o.SocketKey() == s.SocketKey() {
-			return true
-		}
-	}
-	return false
 }
 
 // removeItems unsubscribes items from the slots carrying them.

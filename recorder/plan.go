@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/venue"
-	"github.com/tapedeck/tapedeck/venue/hyperliquid"
-	"github.com/tapedeck/tapedeck/venue/polymarket"
 )
 
 // Plan is what a recorder will do: its connections, what each carries, the
@@ -21,9 +19,9 @@ type Plan struct {
 	Endpoint string     `json:"endpoint"`
 	Conns    []ConnPlan `json:"connections"`
 	Pacing   Pacing     `json:"pacing"`
-	// RESTBooks is the Polymarket batch book-summary URL fetched for each
-	// connection's tokens before every (re)connect ("" = none: Hyperliquid,
-	// or Spec.DisableRESTBooks).
+	// RESTBooks is the URL of the REST book snapshots (Polymarket: batch
+	// book summaries) fetched for each connection's items before every
+	// (re)connect ("" = none: Hyperliquid, or Spec.DisableRESTBooks).
 	RESTBooks string `json:"rest_books,omitempty"`
 	// Checked is true when instruments were checked against the venue's
 	// listing (Discover ran); Notes say what was not.
@@ -86,10 +84,10 @@ func (r *Recorder) planFor(ctx context.Context, forRun bool) (*Plan, error) {
 	r.mu.Lock()
 	p, done := r.plan, r.discovered
 	r.mu.Unlock()
-	if p != nil && (done || !forRun || r.spec.Venue != venue.Hyperliquid) {
+	if p != nil && (done || !forRun || !r.facts.DiscoverForRun) {
 		return p, nil
 	}
-	if !done && (r.needsDiscovery() || (forRun && r.spec.Venue == venue.Hyperliquid)) {
+	if !done && (r.needsDiscovery() || (forRun && r.facts.DiscoverForRun)) {
 		if err := r.Discover(ctx); err != nil {
 			return nil, err
 		}
@@ -101,54 +99,27 @@ func (r *Recorder) planFor(ctx context.Context, forRun bool) (*Plan, error) {
 		insts = r.instruments
 	}
 	p = &Plan{Venue: r.spec.Venue, Endpoint: r.endpoint, Checked: r.discovered}
-	switch r.spec.Venue {
-	case venue.Polymarket:
-		cps, err := polymarket.PlanConns(insts, r.spec.AssetsPerConn)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+	cps, err := r.p.Plan(venue.PlanRequest{Channels: r.spec.Channels, Instruments: insts,
+		ConnItems: r.spec.AssetsPerConn, Conns: r.spec.Conns})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+	}
+	for i, c := range cps {
+		books := r.p.BookRequests(r.clobURL, c.Items)
+		cp := ConnPlan{Conn: uint32(i + 1), Instruments: c.Instruments, Items: c.Items, RESTBookRequests: len(books)}
+		if len(books) > 0 {
+			p.RESTBooks = books[0].URL
 		}
-		for i, c := range cps {
-			cp := ConnPlan{Conn: uint32(i + 1), Instruments: c.Assets, Items: c.Assets}
-			if r.clobURL != "" {
-				cp.RESTBookRequests = (len(c.Assets) + polymarket.BooksBatchLimit - 1) / polymarket.BooksBatchLimit
-			}
-			for _, f := range c.Subscribe {
-				cp.Frames = append(cp.Frames, string(f))
-			}
-			p.Conns = append(p.Conns, cp)
+		for _, f := range r.p.SubscribeFrames(c.Items) {
+			cp.Frames = append(cp.Frames, string(f.Data))
 		}
-		if !r.discovered {
-			p.Notes = append(p.Notes, "token ids not checked against the market list (capture plan --check asks the venue)")
-		}
-		p.RESTBooks = r.booksURL()
-		if p.RESTBooks == "" {
-			p.Notes = append(p.Notes, "REST book summaries off: WebSocket books lack min_order_size and neg_risk, so a replay cannot check book hashes")
-		}
-	case venue.Hyperliquid:
-		subs, err := hyperliquid.ExpandChannels(r.spec.Channels, insts)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
-		}
-		conns, err := hyperliquid.PlanConns(subs, r.spec.Conns)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
-		}
-		for i, c := range conns {
-			cp := ConnPlan{Conn: uint32(i + 1)}
-			seen := map[string]bool{}
-			for _, s := range c {
-				cp.Items = append(cp.Items, s.String())
-				cp.Frames = append(cp.Frames, string(s.AppendSubscribe(nil)))
-				if s.Coin != "" && !seen[s.Coin] {
-					seen[s.Coin] = true
-					cp.Instruments = append(cp.Instruments, s.Coin)
-				}
-			}
-			p.Conns = append(p.Conns, cp)
-		}
-		if !r.discovered {
-			p.Notes = append(p.Notes, "coins not checked against meta/spotMeta: an unknown coin makes the venue close the socket with 1006 (capture plan --check asks the venue)")
-		}
+		p.Conns = append(p.Conns, cp)
+	}
+	if !r.discovered && r.facts.UncheckedNote != "" {
+		p.Notes = append(p.Notes, r.facts.UncheckedNote)
+	}
+	if r.clobURL == "" && r.facts.BooksOffNote != "" {
+		p.Notes = append(p.Notes, r.facts.BooksOffNote)
 	}
 	if len(p.Conns) == 0 {
 		return nil, fmt.Errorf("%w: nothing to subscribe", ErrSpec)

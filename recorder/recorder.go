@@ -6,8 +6,9 @@
 // disconnect, stall and write failure is itself a record of the dataset.
 //
 // What the frames mean lives in venue/*; how records are stored lives in
-// datasets. The venue-specific URLs, frames and limits come from the session
-// files of venue/polymarket and venue/hyperliquid.
+// datasets. The venue-specific URLs, frames, limits and discovery come from
+// the venue's driver (venue.Driver.Client, found in venue/registry): the
+// recorder names no venue.
 package recorder
 
 import (
@@ -24,8 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/venue"
-	"github.com/tapedeck/tapedeck/venue/hyperliquid"
-	"github.com/tapedeck/tapedeck/venue/polymarket"
+	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // Sink is what the recorder needs of a dataset writer; *datasets.Writer
@@ -42,7 +42,7 @@ var _ Sink = (*datasets.Writer)(nil)
 
 // Spec says what to record.
 type Spec struct {
-	// Venue is venue.Polymarket or venue.Hyperliquid.
+	// Venue is a venue name of venue/registry ("polymarket", "hyperliquid").
 	Venue string
 	// Endpoint is the WebSocket URL ("" = the venue's public one).
 	Endpoint string
@@ -55,7 +55,8 @@ type Spec struct {
 	Instruments []string
 	// Channels are Hyperliquid channel specs ("l2Book", "l2Book+fast",
 	// "bbo", "trades", "allMids", "activeAssetCtx", "candle+interval=1m"),
-	// crossed with the coins; empty means DefaultHyperliquidChannels.
+	// crossed with the coins; empty means the venue's defaults
+	// (Hyperliquid: l2Book and trades).
 	// Polymarket has one channel and accepts only "market" or nothing.
 	Channels []string
 	// AllMarkets records every listed instrument (Polymarket: every active
@@ -80,9 +81,6 @@ type Spec struct {
 	DisableRESTBooks bool
 }
 
-// DefaultHyperliquidChannels are recorded when Spec.Channels is empty.
-var DefaultHyperliquidChannels = []string{hyperliquid.SubL2Book, hyperliquid.SubTrades}
-
 // ErrSpec reports a Spec that cannot be recorded; the message names the field.
 var ErrSpec = errors.New("recorder: invalid spec")
 
@@ -92,7 +90,9 @@ var ErrSpec = errors.New("recorder: invalid spec")
 type Recorder struct {
 	spec     Spec
 	o        options
-	p        proto
+	drv      venue.Driver
+	p        venue.ClientProtocol
+	facts    venue.ClientFacts
 	endpoint string
 	restURL  string
 	clobURL  string // "" = no REST book summaries
@@ -105,7 +105,6 @@ type Recorder struct {
 	discovered  bool
 	rest        []RESTResponse
 	instruments []string // resolved instruments, in order
-	meta        map[string]hyperliquid.MetaAsset
 	plan        *Plan
 	ran         bool
 	slots       []*slot
@@ -118,7 +117,7 @@ type Recorder struct {
 	runCtx    context.Context
 	wctx      context.Context // ends only when the writer is gone: control records wait on it
 	slotWG    sync.WaitGroup
-	lifecycle chan polymarket.MarketLifecycle
+	lifecycle chan listingChange
 
 	// The live engine of Run (live.go) and the subscriptions it delivers to.
 	lm        *liveMetrics
@@ -140,75 +139,66 @@ func New(spec Spec, opts ...Option) (*Recorder, error) {
 			return nil, err
 		}
 	}
-	p, ok := protoFor(spec.Venue)
-	if !ok {
-		return nil, fmt.Errorf("%w: venue %q (want %s or %s)", ErrSpec, spec.Venue, venue.Polymarket, venue.Hyperliquid)
+	drv, err := registry.Lookup(spec.Venue)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
 	}
-	r := &Recorder{spec: spec, o: o, p: p, base: time.Now(), log: o.logger}
+	p := drv.Client()
+	f := p.Facts()
+	r := &Recorder{spec: spec, o: o, drv: drv, p: p, facts: f, base: time.Now(), log: o.logger}
+	ep := drv.Endpoints()
 	r.endpoint = spec.Endpoint
 	if r.endpoint == "" {
-		r.endpoint = p.defaultEndpoint()
+		r.endpoint = ep.WebSocket
 	}
 	r.restURL = spec.RESTEndpoint
+	if r.restURL == "" {
+		r.restURL = ep.Discovery
+	}
 	if len(spec.Instruments) == 0 && !spec.AllMarkets {
 		return nil, fmt.Errorf("%w: no instruments (give some, or all markets)", ErrSpec)
 	}
-	switch spec.Venue {
-	case venue.Polymarket:
-		if r.restURL == "" {
-			r.restURL = polymarket.GammaEndpoint
-		}
-		for _, c := range spec.Channels {
-			if c != "market" {
-				return nil, fmt.Errorf("%w: channel %q: Polymarket records the market channel only", ErrSpec, c)
-			}
-		}
-		if spec.AssetsPerConn < 0 || spec.AssetsPerConn > polymarket.MaxConnAssets {
-			return nil, fmt.Errorf("%w: %d assets per connection, want 1..%d", ErrSpec, spec.AssetsPerConn, polymarket.MaxConnAssets)
+	if r.spec.Channels, err = p.Channels(spec.Channels); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+	}
+	if f.ShardByItems {
+		if spec.AssetsPerConn < 0 || spec.AssetsPerConn > f.MaxConnItems {
+			return nil, fmt.Errorf("%w: %d assets per connection, want 1..%d", ErrSpec, spec.AssetsPerConn, f.MaxConnItems)
 		}
 		if spec.Conns != 0 {
-			return nil, fmt.Errorf("%w: a connection count applies to Hyperliquid; Polymarket shards by assets per connection", ErrSpec)
+			return nil, fmt.Errorf("%w: a connection count does not apply to %s, which shards by assets per connection", ErrSpec, spec.Venue)
 		}
-		if !o.instStallSet {
-			r.o.instStall = 0
-		}
-		if !spec.DisableRESTBooks {
-			r.clobURL = spec.CLOBEndpoint
-			if r.clobURL == "" {
-				r.clobURL = polymarket.CLOBEndpoint
-			}
-		}
-	case venue.Hyperliquid:
-		if r.restURL == "" {
-			r.restURL = hyperliquid.InfoEndpoint
-		}
+	} else {
 		if spec.AssetsPerConn != 0 {
-			return nil, fmt.Errorf("%w: assets per connection applies to Polymarket", ErrSpec)
+			return nil, fmt.Errorf("%w: assets per connection does not apply to %s, which spreads over a connection count", ErrSpec, spec.Venue)
 		}
-		if spec.Conns < 0 || spec.Conns > hyperliquid.MaxConns {
-			return nil, fmt.Errorf("%w: %d connections, want 0..%d", ErrSpec, spec.Conns, hyperliquid.MaxConns)
+		if spec.Conns < 0 || (f.MaxConns > 0 && spec.Conns > f.MaxConns) {
+			return nil, fmt.Errorf("%w: %d connections, want 0..%d", ErrSpec, spec.Conns, f.MaxConns)
 		}
-		if len(r.spec.Channels) == 0 {
-			r.spec.Channels = slices.Clone(DefaultHyperliquidChannels)
-		}
-		if _, err := hyperliquid.ExpandChannels(r.spec.Channels, []string{"BTC"}); err != nil {
-			return nil, fmt.Errorf("%w: channels: %w", ErrSpec, err)
-		}
-		if !o.instStallSet {
+	}
+	if !o.instStallSet {
+		r.o.instStall = 0
+		if f.SteadyFeeds {
 			r.o.instStall = o.stallTimeout
 		}
 	}
-	if err := r.deriveREST(p.defaultEndpoint()); err != nil {
+	if !spec.DisableRESTBooks && ep.Books != "" {
+		r.clobURL = spec.CLOBEndpoint
+		if r.clobURL == "" {
+			r.clobURL = ep.Books
+		}
+	}
+	if err := r.deriveREST(ep.WebSocket); err != nil {
 		return nil, err
 	}
 	if r.o.pingInterval == 0 {
-		r.o.pingInterval = p.pingInterval()
+		r.o.pingInterval = f.PingInterval
 	}
 	if r.o.maxFrameBytes == 0 {
-		r.o.maxFrameBytes = p.maxFrameBytes()
+		r.o.maxFrameBytes = min(f.MaxFrameBytes, datasets.MaxPayloadSize)
 	}
 	if r.o.subscribePace == nil {
-		r.o.subscribePace = p.pacing()
+		r.o.subscribePace = pacingOf(f.Pacing)
 	}
 	reg := o.registerer
 	if reg == nil {
@@ -238,17 +228,7 @@ func (r *Recorder) Gatherer() prometheus.Gatherer {
 // needsDiscovery reports whether planning needs the network: all markets, or
 // Polymarket instruments named by slug or condition id.
 func (r *Recorder) needsDiscovery() bool {
-	if r.spec.AllMarkets {
-		return true
-	}
-	if r.spec.Venue == venue.Polymarket {
-		for _, id := range r.spec.Instruments {
-			if !polymarket.IsTokenID(id) {
-				return true
-			}
-		}
-	}
-	return false
+	return r.spec.AllMarkets || r.p.NeedsDiscovery(r.spec.Instruments)
 }
 
 // Manifest returns the manifest to create the dataset with: venue,
@@ -269,15 +249,12 @@ func (r *Recorder) Manifest() datasets.Manifest {
 		MonoBaseWallNs: r.base.UnixNano(),
 	}
 	if r.plan != nil {
+		var items []string
 		for _, c := range r.plan.Conns {
 			m.Instruments = append(m.Instruments, c.Instruments...)
-			if r.spec.Venue == venue.Hyperliquid {
-				m.Subscriptions = append(m.Subscriptions, c.Items...)
-			}
+			items = append(items, c.Items...)
 		}
-		if r.spec.Venue == venue.Polymarket {
-			m.Subscriptions = []string{"market"}
-		}
+		m.Subscriptions = r.p.Subscriptions(r.spec.Channels, items)
 		slices.Sort(m.Instruments)
 		m.Instruments = slices.Compact(m.Instruments)
 	}
@@ -372,7 +349,7 @@ func (r *Recorder) Run(ctx context.Context, sink Sink) error {
 		r.pushREST(0, rr)
 	}
 	if r.spec.AllMarkets {
-		r.lifecycle = make(chan polymarket.MarketLifecycle, 1024)
+		r.lifecycle = make(chan listingChange, 1024)
 	}
 	for _, c := range plan.Conns {
 		r.startSlot(runCtx, c.Items)

@@ -17,7 +17,6 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/venue"
-	"github.com/tapedeck/tapedeck/venue/polymarket"
 )
 
 // writeTimeout bounds one send; a socket that cannot take a small frame in
@@ -46,7 +45,7 @@ type slot struct {
 
 	mu         sync.Mutex
 	items      []string
-	pending    map[string]uint64 // Hyperliquid subscriptions sent and not yet acknowledged, with their send order
+	pending    map[string]uint64 // subscriptions sent and not yet acknowledged (venues with acks), with their send order
 	sendSeq    uint64
 	lastSubAt  time.Time
 	lastSubIts []string
@@ -275,7 +274,7 @@ func (s *slot) serve(ctx context.Context, conn *websocket.Conn) (healthy bool, e
 	}
 
 	// Subscribe, paced; a reader exit aborts the wait.
-	for _, f := range r.p.subscribeFrames(s.snapshotItems()) {
+	for _, f := range r.p.SubscribeFrames(s.snapshotItems()) {
 		if err := s.send(connCtx, conn, f); err != nil {
 			return sendFailed("send subscribe", err)
 		}
@@ -295,7 +294,7 @@ func (s *slot) serve(ctx context.Context, conn *websocket.Conn) (healthy bool, e
 		case <-ctx.Done():
 			return s.shutdown(conn, done)
 		case <-ping.C:
-			if err := s.send(connCtx, conn, sendFrame{data: r.p.pingFrame()}); err != nil {
+			if err := s.send(connCtx, conn, venue.SendFrame{Data: r.facts.PingFrame}); err != nil {
 				return sendFailed("send ping", err)
 			}
 		case <-wd.C:
@@ -339,18 +338,18 @@ func (s *slot) shutdown(conn *websocket.Conn, done chan readerExit) (bool, error
 
 // send records a frame as KindSent and writes it. The record goes first so
 // that in the dataset it precedes the venue's answer to it.
-func (s *slot) send(ctx context.Context, conn *websocket.Conn, f sendFrame) error {
+func (s *slot) send(ctx context.Context, conn *websocket.Conn, f venue.SendFrame) error {
 	r := s.r
 	if err := r.sendPacer.Wait(ctx); err != nil {
 		return err
 	}
-	r.q.push(r.wctx, entry{rec: datasets.Record{Kind: datasets.KindSent, Conn: s.id, Payload: f.data}})
-	if len(f.items) > 0 {
+	r.q.push(r.wctx, entry{rec: datasets.Record{Kind: datasets.KindSent, Conn: s.id, Payload: f.Data}})
+	if len(f.Items) > 0 {
 		s.mu.Lock()
 		s.lastSubAt = time.Now()
-		s.lastSubIts = f.items
-		if r.p.venue() == venue.Hyperliquid {
-			for _, it := range f.items {
+		s.lastSubIts = f.Items
+		if r.facts.Acks {
+			for _, it := range f.Items {
 				s.sendSeq++
 				s.pending[it] = s.sendSeq
 			}
@@ -358,7 +357,7 @@ func (s *slot) send(ctx context.Context, conn *websocket.Conn, f sendFrame) erro
 		s.mu.Unlock()
 	}
 	conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	return conn.WriteMessage(websocket.TextMessage, f.data)
+	return conn.WriteMessage(websocket.TextMessage, f.Data)
 }
 
 // describeExit turns a reader's error into a disconnect record, naming the
@@ -389,7 +388,7 @@ func (s *slot) describeExit(err error) datasets.Control {
 	recent := !s.lastSubAt.IsZero() && time.Since(s.lastSubAt) <= s.r.o.suspectWindow && c.Code != websocket.CloseNormalClosure
 	switch {
 	case len(s.pending) > 0:
-		// Hyperliquid answers subscriptions in order: the first one without
+		// A venue with acks (Hyperliquid) answers subscriptions in order: the first one without
 		// an answer is what it choked on (an unknown coin closes the socket
 		// with 1006 and no message); the later ones were never read.
 		var all []string
@@ -403,7 +402,7 @@ func (s *slot) describeExit(err error) datasets.Control {
 			c.Text += fmt.Sprintf(" (first of %d unacknowledged: %s)", len(all), strings.Join(all[:min(len(all), 10)], " "))
 		}
 		note = s.noteSuspect(all[0])
-	case recent && s.r.p.venue() == venue.Polymarket:
+	case recent && !s.r.facts.Acks:
 		// No acknowledgements to go by: name what was just subscribed.
 		c.Instruments = s.lastSubIts
 		c.Text = "connection died " + time.Since(s.lastSubAt).Round(time.Millisecond).String() +
@@ -430,7 +429,7 @@ func (s *slot) buildWatch() {
 	ws := &watchSet{m: map[string]map[string]*atomic.Int64{}, steady: map[*atomic.Int64]string{}}
 	now := s.mono()
 	for _, it := range s.snapshotItems() {
-		ch, inst, steady := s.r.p.watchKey(it)
+		ch, inst, steady := s.r.p.WatchKey(it)
 		m := ws.m[ch]
 		if m == nil {
 			m = map[string]*atomic.Int64{}
@@ -522,13 +521,13 @@ func (s *slot) apply(ctx context.Context, conn *websocket.Conn, op slotOp) error
 	if conn == nil {
 		return nil
 	}
-	for _, f := range s.r.p.removeFrames(rm) {
-		f.items = nil // an unsubscribe cannot be a suspect
+	for _, f := range s.r.p.RemoveFrames(rm) {
+		f.Items = nil // an unsubscribe cannot be a suspect
 		if err := s.send(ctx, conn, f); err != nil {
 			return err
 		}
 	}
-	for _, f := range s.r.p.addFrames(add) {
+	for _, f := range s.r.p.AddFrames(add) {
 		if err := s.send(ctx, conn, f); err != nil {
 			return err
 		}
@@ -579,20 +578,20 @@ func (s *slot) handle(buf []byte, binary bool, now time.Time) {
 	r := s.r
 	mono := int64(now.Sub(r.base))
 	s.nowMono = mono
-	class, exNs := r.p.scan(buf, s.touchFn)
+	class, exNs := r.p.Scan(buf, s.touchFn)
 	// Whatever needs the bytes is taken before the buffer is handed over.
 	var ack string
 	var errText string
-	var life []polymarket.MarketLifecycle
+	var life listingChange
 	switch class {
-	case classAck:
-		ack, _ = r.p.ackItem(buf)
-	case classError:
+	case venue.FrameAck:
+		ack, _ = r.p.AckItem(buf)
+	case venue.FrameError:
 		errText = string(buf[:min(len(buf), 512)])
 	}
-	if r.lifecycle != nil && r.p.venue() == venue.Polymarket {
+	if r.lifecycle != nil {
 		var err error
-		if life, err = polymarket.ParseMarketLifecycle(buf); err != nil {
+		if life.added, life.removed, err = r.p.Listing(buf); err != nil {
 			r.log.Warn("market lifecycle frame", "conn", s.id, "err", err)
 		}
 	}
@@ -618,33 +617,33 @@ func (s *slot) handle(buf []byte, binary bool, now time.Time) {
 	}
 
 	switch class {
-	case classPong:
+	case venue.FramePong:
 		s.lastPong.Store(mono)
-	case classData:
+	case venue.FrameData:
 		s.lastData.Store(mono)
 		if exNs > 0 {
 			s.cm.recvLag.Set(float64(now.UnixNano()-exNs) / 1e9)
 		}
 		if !s.firstData.Load() {
 			s.firstData.Store(true)
-			if r.p.venue() == venue.Polymarket {
+			if !r.facts.Acks {
 				r.control(s.id, datasets.KindSubscribed, datasets.Control{Instruments: s.snapshotItems(),
-					Text: "market channel: first data after subscribe"})
+					Text: "first data after subscribe"})
 			}
 		}
-	case classAck:
+	case venue.FrameAck:
 		s.lastData.Store(mono)
 		s.mu.Lock()
 		delete(s.pending, ack)
 		delete(s.suspects, ack)
 		s.mu.Unlock()
 		r.control(s.id, datasets.KindSubscribed, datasets.Control{Text: ack})
-	case classError:
+	case venue.FrameError:
 		r.log.Warn("venue error", "conn", s.id, "frame", errText)
 	}
-	for _, l := range life {
+	if len(life.added) > 0 || len(life.removed) > 0 {
 		select {
-		case r.lifecycle <- l:
+		case r.lifecycle <- life:
 		case <-r.runCtx.Done():
 		}
 	}

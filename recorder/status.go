@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // Status describes a recorded dataset, finished or still being written: how
@@ -68,7 +70,10 @@ func ReadStatus(dir string) (*Status, error) {
 	defer rd.Close()
 	m := rd.Manifest()
 	st := &Status{Dir: dir, Venue: m.Venue, Clean: m.Clean}
-	p, _ := protoFor(m.Venue)
+	var p venue.ClientProtocol
+	if d, err := registry.Lookup(m.Venue); err == nil {
+		p = d.Client()
+	}
 	var lag lagHist
 	conns := map[uint32]bool{}
 	down := map[uint32]*Gap{} // open disconnect gaps per slot
@@ -97,7 +102,7 @@ func ReadStatus(dir string) (*Status, error) {
 				recent = trimRecent(recent, r.WallNs)
 			}
 			if p != nil {
-				if _, exNs := p.scan(r.Payload, noop); exNs > 0 {
+				if _, exNs := p.Scan(r.Payload, noop); exNs > 0 {
 					lag.add(time.Duration(r.WallNs - exNs))
 				}
 			}

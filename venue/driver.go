@@ -32,6 +32,8 @@ type Driver interface {
 	// is a cheap byte test for telling venues apart in an import, not a
 	// validation: Decode is the judge of a frame.
 	Sniff(frame []byte) bool
+	// Client is the venue's protocol as a capture speaks it.
+	Client() ClientProtocol
 }
 
 // DecoderOptions configure a Driver's decoder. The zero value is a decoder
@@ -65,6 +67,10 @@ type Endpoints struct {
 	WebSocket string
 	// Discovery is the REST base a capture lists instruments from.
 	Discovery string
+	// Books is the REST base a capture fetches book snapshots from before
+	// every connect (ClientProtocol.BookRequests), "" when the venue needs
+	// none.
+	Books string
 	// ServePath is the URL path clients of the venue connect to ("/ws");
 	// a replay server accepts any path and prints this one.
 	ServePath string

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -99,7 +98,7 @@ an error.`,
 // validate checks every flag and path before any work, naming the flag.
 func (o *importOptions) validate(cmd *cobra.Command, format, start string) error {
 	if _, err := registry.Lookup(o.Venue); err != nil {
-		return cli.FlagErrorf("--venue must be one of %s, not %q", strings.Join(registry.Names(), ", "), o.Venue)
+		return cli.FlagErrorf("--venue must be %s, not %q", registry.Choice(), o.Venue)
 	}
 	if format == "" {
 		return cli.FlagErrorf("--format is required (ndjson, tardis or hftbacktest)")

@@ -21,7 +21,7 @@ import (
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/recorder"
-	"github.com/tapedeck/tapedeck/venue/polymarket"
+	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // sessionFlags are what run and plan share: what to record and where from.
@@ -53,7 +53,7 @@ func (f *sessionFlags) add(fs *pflag.FlagSet) {
 	fs.IntVar(&f.AssetsPerConn, "assets-per-conn", 0, "Polymarket assets per connection, 1..500 (default 200)")
 	fs.IntVar(&f.Conns, "conns", 0, "Hyperliquid connections to spread subscriptions over, up to 10 (default: as few as possible)")
 	fs.BoolVar(&f.RESTBooks, "rest-books", true, "Polymarket: before every (re)connect, store the connection's REST book summaries so a replay can check book hashes (ignored for hyperliquid)")
-	fs.StringVar(&f.CLOBEndpoint, "clob-endpoint", "", "Polymarket CLOB REST base `URL` for the book summaries (default "+polymarket.CLOBEndpoint+", or a non-default --endpoint's host)")
+	fs.StringVar(&f.CLOBEndpoint, "clob-endpoint", "", "Polymarket CLOB REST base `URL` for the book summaries (default: the venue's, or a non-default --endpoint's host)")
 }
 
 // load applies the --config file under the flags (its keys are the verb's
@@ -63,8 +63,9 @@ func (f *sessionFlags) load(cmd *cobra.Command, ignored ...string) error {
 	if err := cli.ApplyConfig(cmd.Flags(), f.Config, ignored...); err != nil {
 		return err
 	}
-	if f.Venue != "polymarket" && f.Venue != "hyperliquid" {
-		return cli.FlagErrorf("--venue must be polymarket or hyperliquid, not %q", f.Venue)
+	drv, err := registry.Lookup(f.Venue)
+	if err != nil {
+		return cli.FlagErrorf("--venue must be %s, not %q", registry.Choice(), f.Venue)
 	}
 	if f.InstrumentsFile != "" {
 		ids, err := readInstrumentsFile(f.InstrumentsFile)
@@ -76,14 +77,14 @@ func (f *sessionFlags) load(cmd *cobra.Command, ignored ...string) error {
 	if len(f.Instruments) == 0 && !f.AllMarkets {
 		return cli.FlagErrorf("give --instruments, --instruments-file or --all-markets")
 	}
-	if f.Venue == "polymarket" && f.Conns != 0 {
-		return cli.FlagErrorf("--conns applies to hyperliquid; Polymarket shards with --assets-per-conn")
+	client := drv.Client()
+	if facts := client.Facts(); facts.ShardByItems && f.Conns != 0 {
+		return cli.FlagErrorf("--conns does not apply to %s, which shards with --assets-per-conn", f.Venue)
+	} else if !facts.ShardByItems && f.AssetsPerConn != 0 {
+		return cli.FlagErrorf("--assets-per-conn does not apply to %s, which spreads with --conns", f.Venue)
 	}
-	if f.Venue == "hyperliquid" && f.AssetsPerConn != 0 {
-		return cli.FlagErrorf("--assets-per-conn applies to polymarket; Hyperliquid spreads with --conns")
-	}
-	if f.Venue == "polymarket" && len(f.Channels) > 0 && (len(f.Channels) != 1 || f.Channels[0] != "market") {
-		return cli.FlagErrorf("--channels applies to hyperliquid (Polymarket has the market channel only)")
+	if _, err := client.Channels(f.Channels); err != nil {
+		return cli.FlagErrorf("--channels: %v", err)
 	}
 	for _, u := range []struct{ flag, v string }{{"--endpoint", f.Endpoint}, {"--rest-endpoint", f.RESTEndpoint}, {"--clob-endpoint", f.CLOBEndpoint}} {
 		if u.v != "" && !strings.Contains(u.v, "://") {

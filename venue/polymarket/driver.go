@@ -28,7 +28,7 @@ func (driver) Capabilities() venue.Capabilities {
 }
 
 func (driver) Endpoints() venue.Endpoints {
-	return venue.Endpoints{WebSocket: MarketEndpoint, Discovery: GammaEndpoint, ServePath: "/ws/market"}
+	return venue.Endpoints{WebSocket: MarketEndpoint, Discovery: GammaEndpoint, Books: CLOBEndpoint, ServePath: "/ws/market"}
 }
 
 var (

@@ -5,6 +5,7 @@ package registry
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/tapedeck/tapedeck/venue"
 	"github.com/tapedeck/tapedeck/venue/hyperliquid"
@@ -67,13 +68,13 @@ func Sniff(frames [][]byte) venue.Driver {
 	return drivers[best]
 }
 
-func joined() string {
-	s := ""
-	for i, n := range Names() {
-		if i > 0 {
-			s += ", "
-		}
-		s += n
+// Choice lists the venue names for a message: "a, b or c".
+func Choice() string {
+	n := Names()
+	if len(n) < 2 {
+		return strings.Join(n, "")
 	}
-	return s
+	return strings.Join(n[:len(n)-1], ", ") + " or " + n[len(n)-1]
 }
+
+func joined() string { return strings.Join(Names(), ", ") }
