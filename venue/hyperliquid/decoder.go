@@ -12,6 +12,8 @@
 package hyperliquid
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"slices"
 
@@ -94,6 +96,15 @@ type Decoder struct {
 	coins    [][]byte // coin of out.Events[i], nil when the event has none
 	bboCount [2]int32 // order counts of the pending bbo's bid and ask
 	nonJSON  bool
+	ack      ackInfo // the subscriptionResponse of this frame, if any
+
+	// Backfill: per coin, whether its next trades frame is the venue's
+	// replay of trades from before the subscription (see Sent).
+	subs     map[string]*tradeSub
+	armedN   int         // coins armed: while 0, trades cost nothing extra
+	seenSubs []*tradeSub // armed coins this frame's trades were for
+
+	errText []byte // the text of this frame's EventReject events
 
 	generic bool // tests only: never take the fast path, to compare both
 }
@@ -126,7 +137,10 @@ func (d *Decoder) Scale() book.Scale { return Scale }
 //     the touch is set; a null side means the venue's side is empty and clears
 //     it. Quality.Estimated stays set until the next snapshot.
 //   - trades: one EventTrade per trade (Side is the taker's: "B" = Bid, buy;
-//     "A" = Ask, sell), Raw the trade object.
+//     "A" = Ask, sell), Raw the trade object, ID the tid's text. The first
+//     trades frame for a coin after a trades subscribe (seen by Sent, or by
+//     its subscriptionResponse) replays trades from before the subscription:
+//     its events have Backfill set.
 //   - allMids: one EventMids, Size = the number of mids.
 //   - activeAssetCtx / activeSpotAssetCtx: one EventAssetCtx, Price = markPx
 //     (0 if absent).
@@ -137,14 +151,19 @@ func (d *Decoder) Scale() book.Scale { return Scale }
 //   - text that is not JSON (a legacy greeting): one EventControl, Text = the
 //     text (Stats.NonJSON).
 //
-// Errors are *DecodeError; the books and counters other than Frames and
-// Errors are then exactly as before and out.Events is empty. recvNs is not
-// used: every timestamp the decoder yields is the venue's.
+// Errors are *DecodeError, and nothing of the frame is applied. A frame that
+// would have changed a book (l2Book, bbo, or a malformed frame that names
+// one) invalidates the coin's book until its next snapshot, or every book
+// when the coin cannot be read; out.Events then holds one EventReject per
+// invalidated book (else one without an instrument), Text the error.
+// NOTES.md lists what is validated against the venue's domain. recvNs is
+// not used: every timestamp the decoder yields is the venue's.
 func (d *Decoder) Decode(frame []byte, recvNs int64, out *venue.Frame) error {
 	out.Events = out.Events[:0]
 	d.coins = d.coins[:0]
 	d.stats.Frames++
 	d.frame, d.ch, d.base, d.nonJSON = frame, nil, 0, false
+	d.ack.trades = false
 	err := d.parse(frame, out)
 	if err == nil {
 		err = d.reserve()
@@ -152,13 +171,77 @@ func (d *Decoder) Decode(frame []byte, recvNs int64, out *venue.Frame) error {
 	if err == nil {
 		err = d.commit(out)
 	}
-	d.frame = nil
 	if err != nil {
 		out.Events = out.Events[:0]
 		d.stats.Errors++
-		return err
+		d.stats.Rejected++
+		d.reject(frame, err, out)
 	}
-	return nil
+	d.frame = nil
+	return err
+}
+
+// reject handles a rejected frame: nothing of it is applied, but a book it
+// would have changed (an l2Book or bbo frame, or one that may be one) is
+// invalid until its next snapshot — the coin's when it can be read, every
+// book of the connection when it cannot — and EventReject events say so.
+func (d *Decoder) reject(frame []byte, err error, out *venue.Frame) {
+	d.errText = append(d.errText[:0], err.Error()...)
+	bookish := false
+	switch channelKind(d.ch) {
+	case chL2Book, chBbo:
+		bookish = true
+	case chUnknown:
+		bookish = d.ch == nil && !errors.Is(err, ErrNotObject) && !errors.Is(err, ErrEmptyFrame) &&
+			(bytes.Contains(frame, []byte(`"l2Book"`)) || bytes.Contains(frame, []byte(`"bbo"`)) ||
+				bytes.Contains(frame, []byte(`"levels"`)))
+	}
+	if string(d.ch) == string(infoBody) {
+		bookish = true
+	}
+	n := 0
+	if bookish {
+		if coin, ok := coinOf(frame); ok {
+			if in, found := d.insts[string(coin)]; found {
+				d.invalidate(in, out)
+				n++
+			}
+		} else {
+			for _, name := range d.names {
+				d.invalidate(d.insts[name], out)
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		d.stats.Events[venue.EventReject]++
+		out.Events = append(out.Events, venue.Event{Type: venue.EventReject, Text: d.errText, Raw: frame})
+	}
+}
+
+// invalidate marks a coin's book invalid after a rejected frame and appends
+// its EventReject.
+func (d *Decoder) invalidate(in *instrument, out *venue.Frame) {
+	in.book.Invalidate()
+	in.q.AfterGap, in.gap = true, true
+	d.stats.Invalidated++
+	d.stats.Events[venue.EventReject]++
+	out.Events = append(out.Events, venue.Event{Type: venue.EventReject, Instrument: in.name,
+		Book: in.book, Text: d.errText, Raw: d.frame})
+}
+
+// coinOf finds the first "coin" string of a rejected frame (error path only).
+func coinOf(frame []byte) ([]byte, bool) {
+	i := bytes.Index(frame, []byte(`"coin":"`))
+	if i < 0 {
+		return nil, false
+	}
+	rest := frame[i+len(`"coin":"`):]
+	j := bytes.IndexByte(rest, '"')
+	if j <= 0 || bytes.IndexByte(rest[:j], '\\') >= 0 {
+		return nil, false
+	}
+	return rest[:j], true
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -173,9 +256,10 @@ func (d *Decoder) parse(frame []byte, out *venue.Frame) error {
 	if i == len(frame) {
 		return d.errOff("", i, ErrEmptyFrame)
 	}
-	switch frame[i] {
-	case '{':
-	case '[':
+	switch c := frame[i]; {
+	case c == '{':
+	case c == '[' || c == '"' || c == '-' || c >= '0' && c <= '9' || isLiteral(frame[i:]):
+		// JSON, but not an object: not a frame, whatever the value.
 		return d.errOff("", i, ErrNotObject)
 	default:
 		j := len(frame)
@@ -256,6 +340,12 @@ func (d *Decoder) parse(frame []byte, out *venue.Frame) error {
 	if err := d.end(); err != nil {
 		return err
 	}
+	if !haveCh && !haveData {
+		// An object of another shape, such as the body of POST /info
+		// {"type":"meta"} recorded beside the socket: a message we skip.
+		d.push(out, venue.Event{Type: venue.EventUnknown, Raw: frame}, nil)
+		return nil
+	}
 	if !haveCh {
 		return d.errOff("channel", 0, ErrMissingField)
 	}
@@ -310,6 +400,10 @@ func (d *Decoder) parseData(kind chanKind, out *venue.Frame) error {
 		return d.parseCtx(out)
 	case chCandle:
 		return d.parseCandle(out)
+	case chControl:
+		if string(d.ch) == "subscriptionResponse" {
+			return d.parseAck()
+		}
 	}
 	if _, err := d.sc.Skip(); err != nil {
 		return d.errAt("data", err)
@@ -374,8 +468,31 @@ func (d *Decoder) commit(out *venue.Frame) error {
 			ev.Book = b
 		case venue.EventUnknown:
 			d.stats.UnknownTypes++
+		case venue.EventTrade:
+			if d.armedN > 0 {
+				if sub := d.subs[in.name]; sub != nil && sub.armed {
+					ev.Backfill = true
+					if !sub.seen {
+						sub.seen = true
+						d.seenSubs = append(d.seenSubs, sub)
+					}
+				}
+			}
 		}
 		d.stats.Events[ev.Type]++
+	}
+	if d.armedN > 0 {
+		// A trades frame is the first after the subscribe: its coins'
+		// next frames are live.
+		for _, sub := range d.seenSubs {
+			sub.armed, sub.seen = false, false
+			d.armedN--
+		}
+		clear(d.seenSubs)
+		d.seenSubs = d.seenSubs[:0]
+	}
+	if d.ack.trades {
+		d.acked(d.ack)
 	}
 	if d.nonJSON {
 		d.stats.NonJSON++
@@ -499,4 +616,182 @@ func (d *Decoder) errOff(field string, off int, err error) error {
 		off += d.base
 	}
 	return &DecodeError{Channel: string(d.ch), Field: field, Offset: off, Err: err}
+}
+
+// isLiteral reports whether b starts a JSON literal: true, false or null.
+func isLiteral(b []byte) bool {
+	for _, lit := range [...]string{"true", "false", "null"} {
+		if len(b) >= len(lit) && string(b[:len(lit)]) == lit {
+			rest := b[len(lit):]
+			if len(rest) == 0 || !(rest[0] >= 'a' && rest[0] <= 'z' || rest[0] >= 'A' && rest[0] <= 'Z') {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tradeSub is one coin's trades subscription as far as backfill goes.
+type tradeSub struct {
+	armed    bool // the coin's next trades frame is backfill
+	awaitAck bool // armed by a subscribe Sent; its ack must not re-arm
+	seen     bool // scratch: flagged in the frame being committed
+}
+
+// ackInfo is a trades subscriptionResponse read from a frame.
+type ackInfo struct {
+	trades    bool // a trades subscription was acknowledged
+	subscribe bool // subscribe (else unsubscribe)
+	coin      string
+}
+
+// Sent implements venue.SentObserver: a subscribe to a coin's trades arms
+// backfill for it, an unsubscribe disarms it. The venue answers a trades
+// subscribe with the subscriptionResponse, then one frame of recent trades
+// from before the subscription (seconds to minutes old); that frame's trades
+// are marked Event.Backfill. Without Sent (a recording without sent frames)
+// the acknowledgement arms it instead. Malformed or other frames are ignored.
+func (d *Decoder) Sent(frame []byte, sentNs int64) {
+	var m struct {
+		Method       string `json:"method"`
+		Subscription struct {
+			Type string `json:"type"`
+			Coin string `json:"coin"`
+		} `json:"subscription"`
+	}
+	if json.Unmarshal(frame, &m) != nil || m.Subscription.Type != "trades" || m.Subscription.Coin == "" {
+		return
+	}
+	sub := d.tradeSub(m.Subscription.Coin)
+	if sub == nil {
+		return
+	}
+	switch m.Method {
+	case "subscribe":
+		d.arm(sub, true)
+		sub.awaitAck = true
+	case "unsubscribe":
+		d.arm(sub, false)
+		sub.awaitAck = false
+	}
+}
+
+// acked applies a trades subscriptionResponse: it arms the coin unless a
+// Sent subscribe already did (the ack comes before the data; a late one
+// must not flag live trades).
+func (d *Decoder) acked(a ackInfo) {
+	sub := d.tradeSub(a.coin)
+	if sub == nil {
+		return
+	}
+	switch {
+	case !a.subscribe:
+		d.arm(sub, false)
+		sub.awaitAck = false
+	case sub.awaitAck:
+		sub.awaitAck = false
+	default:
+		d.arm(sub, true)
+	}
+}
+
+func (d *Decoder) arm(sub *tradeSub, on bool) {
+	if sub.armed != on {
+		sub.armed = on
+		if on {
+			d.armedN++
+		} else {
+			d.armedN--
+		}
+	}
+}
+
+// tradeSub returns a coin's subscription state, nil past the instrument bound.
+func (d *Decoder) tradeSub(coin string) *tradeSub {
+	if sub := d.subs[coin]; sub != nil {
+		return sub
+	}
+	if len(d.subs) >= d.opts.maxInstruments {
+		return nil
+	}
+	if d.subs == nil {
+		d.subs = make(map[string]*tradeSub)
+	}
+	sub := &tradeSub{}
+	d.subs[coin] = sub
+	return sub
+}
+
+// parseAck reads a subscriptionResponse's data,
+// {"method":…,"subscription":{"type":…,"coin":…,…}}, for trades
+// subscriptions; any other shape is skipped, as an ack always was.
+func (d *Decoder) parseAck() error {
+	sc := &d.sc
+	if sc.Peek() != '{' {
+		if _, err := sc.Skip(); err != nil {
+			return d.errAt("data", err)
+		}
+		return nil
+	}
+	_ = sc.BeginObject()
+	var method, typ, coin []byte
+	for first := true; ; first = false {
+		key, ok, err := sc.NextKey(first)
+		if err != nil {
+			return d.errAt("data", err)
+		}
+		if !ok {
+			break
+		}
+		switch {
+		case string(key) == "method" && sc.Peek() == '"':
+			if method, err = sc.String(); err != nil {
+				return d.errAt("data.method", err)
+			}
+		case string(key) == "subscription" && sc.Peek() == '{':
+			_ = sc.BeginObject()
+			for first := true; ; first = false {
+				key, ok, err := sc.NextKey(first)
+				if err != nil {
+					return d.errAt("data.subscription", err)
+				}
+				if !ok {
+					break
+				}
+				switch {
+				case string(key) == "type" && sc.Peek() == '"':
+					typ, err = sc.String()
+				case string(key) == "coin" && sc.Peek() == '"':
+					coin, err = sc.String()
+				default:
+					_, err = sc.Skip()
+				}
+				if err != nil {
+					return d.errAt("data.subscription", err)
+				}
+			}
+		default:
+			if _, err := sc.Skip(); err != nil {
+				return d.errAt("data", err)
+			}
+		}
+	}
+	if string(typ) == "trades" && len(coin) > 0 && (string(method) == "subscribe" || string(method) == "unsubscribe") {
+		d.ack = ackInfo{trades: true, subscribe: string(method) == "subscribe", coin: d.internAck(coin)}
+	}
+	return nil
+}
+
+// internAck returns a coin name for an ack without allocating for a coin
+// already known.
+func (d *Decoder) internAck(coin []byte) string {
+	if in, ok := d.insts[string(coin)]; ok {
+		return in.name
+	}
+	for name := range d.subs {
+		if name == string(coin) {
+			return name
+		}
+	}
+	return string(coin)
 }

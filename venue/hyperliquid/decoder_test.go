@@ -397,6 +397,17 @@ func capture(d *Decoder) state {
 	return s
 }
 
+// captureLevels is capture without validity and quality: a rejected frame
+// may invalidate books, never change their levels.
+func captureLevels(d *Decoder) state {
+	s := state{names: d.Instruments(nil), books: map[string]string{}}
+	for _, n := range s.names {
+		b := d.Book(n)
+		s.books[n] = fmt.Sprintf("bids=%v asks=%v", b.Top(book.Bid, nil, -1), b.Top(book.Ask, nil, -1))
+	}
+	return s
+}
+
 func (s state) equal(o state) bool {
 	if !slices.Equal(s.names, o.names) || len(s.books) != len(o.books) {
 		return false
@@ -478,7 +489,7 @@ func TestBadInput(t *testing.T) {
 			d := NewDecoder()
 			mustDecode(t, d, snap)
 			mustDecode(t, d, bbo(`{"px":"100","sz":"9","n":1}`, `null`))
-			before := capture(d)
+			before := captureLevels(d)
 			stats := d.Stats()
 			out := venue.Frame{Events: make([]venue.Event, 3)}
 			err := d.Decode([]byte(tt.frame), 1, &out)
@@ -502,15 +513,23 @@ func TestBadInput(t *testing.T) {
 			if errors.As(err, &decErr) && tt.frame[de.Offset] != '"' {
 				t.Errorf("offset %d is not at the decimal's value: %q", de.Offset, tt.frame[de.Offset:])
 			}
-			if len(out.Events) != 0 {
-				t.Errorf("%d events on error", len(out.Events))
+			if len(out.Events) == 0 {
+				t.Error("no EventReject on error")
 			}
-			if after := capture(d); !before.equal(after) {
-				t.Errorf("state changed:\n%v\n%v", before, after)
+			for _, ev := range out.Events {
+				if ev.Type != venue.EventReject || len(ev.Text) == 0 {
+					t.Errorf("event %v on error", ev.Type)
+				}
+			}
+			if after := captureLevels(d); !before.equal(after) {
+				t.Errorf("levels changed:\n%v\n%v", before, after)
 			}
 			st := d.Stats()
 			stats.Frames++
 			stats.Errors++
+			stats.Rejected++
+			stats.Invalidated = st.Invalidated
+			stats.Events[venue.EventReject] = uint64(len(out.Events))
 			if st != stats {
 				t.Errorf("stats %+v, want %+v", st, stats)
 			}

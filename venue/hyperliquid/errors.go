@@ -13,7 +13,8 @@ import (
 var (
 	// ErrEmptyFrame means the frame held nothing but white space.
 	ErrEmptyFrame = errors.New("hyperliquid: empty frame")
-	// ErrNotObject means the frame is JSON but not an object.
+	// ErrNotObject means the frame is JSON but not an object: an array, a
+	// string, a number, true, false or null.
 	ErrNotObject = errors.New("hyperliquid: frame is not a JSON object")
 	// ErrMissingField means a field the channel requires is absent.
 	ErrMissingField = errors.New("hyperliquid: missing field")
@@ -38,6 +39,9 @@ var (
 	ErrTooManyInstruments = errors.New("hyperliquid: too many instruments")
 	// ErrTrailingData means bytes other than white space follow the JSON value.
 	ErrTrailingData = errors.New("hyperliquid: data after the JSON value")
+	// ErrCrossed means an l2Book snapshot whose best bid is at or above its
+	// best ask: the venue's snapshots are consistent books, so it is not one.
+	ErrCrossed = errors.New("hyperliquid: crossed l2Book snapshot")
 )
 
 // DecodeError is a frame the decoder rejected; the books are exactly as before.

@@ -65,6 +65,12 @@ func (d *Decoder) parseBook(out *venue.Frame) error {
 	if !haveLevels {
 		return d.errAt("levels", ErrMissingField)
 	}
+	if len(d.bids) > 0 && len(d.asks) > 0 && d.bids[0].Price >= d.asks[0].Price {
+		// The venue's snapshot is one consistent book: never crossed or
+		// locked (none in 26,131 real frames, PROTOCOLS.md §2.3).
+		return d.errOff("levels", 0, fmt.Errorf("%w: best bid %s, best ask %s", ErrCrossed,
+			book.FormatDecimal(d.bids[0].Price, Scale.PriceDecimals), book.FormatDecimal(d.asks[0].Price, Scale.PriceDecimals)))
+	}
 	ev := venue.Event{Type: venue.EventSnapshot, ExchangeNs: ns, Raw: d.frame}
 	if len(d.bids) > 0 {
 		ev.BidPrice, ev.BidSize, ev.HasBid = d.bids[0].Price, d.bids[0].Size, true
@@ -499,6 +505,14 @@ func (d *Decoder) parseTrade(ev *venue.Event) (coin []byte, name string, at int,
 				return nil, ".time", at, err
 			}
 			ev.ExchangeNs = ms * 1_000_000
+		case "tid":
+			// The venue's trade id: a bare integer (50 bits), its text kept
+			// as venue.Event.ID; a string is taken as sent.
+			id, err := sc.StringOrNumber()
+			if err != nil {
+				return nil, ".tid", at, err
+			}
+			ev.ID = id
 		default:
 			if _, err := sc.Skip(); err != nil {
 				return nil, "", sc.Offset(), err

@@ -569,7 +569,6 @@ func TestBadInput(t *testing.T) {
 		{"tick-odd", bookHead + `"bids":[],"asks":[],"tick_size":"0.05"}`, ErrDomain, "tick_size"},
 		{"ltp-number", bookHead + `"bids":[],"asks":[],"last_trade_price":0.5}`, ErrType, "last_trade_price"},
 		{"null", "null", ErrFrame, "offset 0"},
-		{"empty-array", " [ ] ", ErrFrame, "empty array"},
 		{"string", `"str"`, ErrFrame, ""},
 		{"true", "true", ErrFrame, ""},
 		{"pc-lower-side", pc(`{"asset_id":"1","price":"0.5","size":"1","side":"buy"}`), ErrSide, "price_changes[1].side"},

@@ -137,7 +137,9 @@ func (d *Decoder) parse(frame []byte) error {
 			}
 		}
 		if n == 0 && s.AtEnd() {
-			return &DecodeError{Offset: start, Err: fmt.Errorf("%w: an empty array", ErrFrame)}
+			// An empty list of messages (a /books body for no assets, an
+			// empty Gamma page): nothing to apply, but not silent.
+			d.msgs = append(d.msgs, msg{kind: kUnknown, start: start, end: s.Offset(), typ: emptyList})
 		}
 	case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z':
 		t := trimRight(frame[s.Offset():])
@@ -638,6 +640,9 @@ func (d *Decoder) parseChange() (c change, field string, herr, err error) {
 }
 
 var zeroText = []byte("0")
+
+// emptyList is the Text of the EventUnknown an empty array frame yields.
+var emptyList = []byte("[]")
 
 // emptyAsk maps the venue's empty-ask sentinel "1" (no price is ever 1: the
 // valid prices run from one tick to 1 − tick) to 0, the decoder's empty side.

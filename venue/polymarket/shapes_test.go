@@ -240,7 +240,6 @@ func TestRejectedFramesInvalidate(t *testing.T) {
 		{"truncated", truncated, []string{pyAsset, pyOther}},
 		{"trade", []byte(`{"event_type":"last_trade_price","asset_id":"` + pyAsset + `","price":"5","size":"1","side":"BUY"}`), nil},
 		{"null", []byte("null"), nil},
-		{"empty-array", []byte("[]"), nil},
 		{"string", []byte(`"str"`), nil},
 	}
 	for _, c := range cases {
@@ -294,6 +293,20 @@ func slicesContains(s []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// An empty array is an empty list of messages: one EventUnknown, counted,
+// no error (a REST /books body for no assets, an empty Gamma page).
+func TestEmptyArray(t *testing.T) {
+	d := NewDecoder()
+	var out venue.Frame
+	mustDecode(t, d, []byte(" [ ] "), &out)
+	if len(out.Events) != 1 || out.Events[0].Type != venue.EventUnknown || string(out.Events[0].Text) != "[]" {
+		t.Fatalf("events %+v", out.Events)
+	}
+	if st := d.Stats(); st.UnknownTypes != 1 || st.Errors != 0 {
+		t.Fatalf("stats %+v", st)
+	}
 }
 
 // A price_change for an asset never snapshotted (not subscribed, or before
