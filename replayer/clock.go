@@ -21,8 +21,23 @@ type Speed float64
 // SpeedMax replays as fast as the CPU allows.
 const SpeedMax Speed = 0
 
-// ErrSpeed means a speed text is not "max", "Nx" or "xN" with a positive finite N.
-var ErrSpeed = errors.New("replayer: invalid speed (want max, 1x, 10x, 0.5x)")
+// MinSpeed and MaxSpeed bound a paced replay's factor: slower than a
+// hundredth of wire speed is a stuck replay, faster than 100000x is max.
+const (
+	MinSpeed Speed = 0.01
+	MaxSpeed Speed = 100_000
+)
+
+// DefaultMaxGap is how long a recorded idle stretch may last in a paced
+// replay by default (in recorded time; see Clock.SetMaxGap).
+const DefaultMaxGap = time.Minute
+
+// ErrSpeed means a speed text is not "max", "Nx" or "xN" with N in
+// [MinSpeed, MaxSpeed].
+var ErrSpeed = errors.New("replayer: invalid speed (want max, or 0.01x to 100000x: 1x, 10x, 0.5x)")
+
+// Valid reports whether s is SpeedMax or a factor within [MinSpeed, MaxSpeed].
+func (s Speed) Valid() bool { return s == SpeedMax || (s >= MinSpeed && s <= MaxSpeed) }
 
 // ParseSpeed parses "max", "1x", "10x", "0.5x" (or "x10"). The error wraps
 // ErrSpeed and quotes the text.
@@ -43,6 +58,9 @@ func ParseSpeed(s string) (Speed, error) {
 	f, err := strconv.ParseFloat(num, 64)
 	if err != nil || !(f > 0) || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("%w: %q", ErrSpeed, s)
+	}
+	if !Speed(f).Valid() {
+		return 0, fmt.Errorf("%w: %q is outside %v..%v", ErrSpeed, s, MinSpeed, MaxSpeed)
 	}
 	return Speed(f), nil
 }
@@ -130,6 +148,11 @@ var errInterrupted = errors.New("replayer: wait interrupted")
 // and Resume shifts it by the time spent paused. At SpeedMax Wait never waits
 // (except while paused) and records no lateness.
 //
+// Two kinds of recorded idle time are not waited out: the stretches around a
+// recorded loss (Loss: a disconnect, gap or stall is skipped at once), and
+// any other stretch longer than the max gap (SetMaxGap), which is cut to it.
+// Skipped counts both.
+//
 // Wait must be called from one goroutine; Pause, Resume, Interrupt and
 // Lateness are safe from any goroutine.
 type Clock struct {
@@ -147,6 +170,10 @@ type Clock struct {
 	wake     chan struct{} // buffered(1): Pause, Resume and Interrupt poke a sleeping Wait
 	intr     bool
 	hist     latencyHist
+	maxGap   int64 // recorded ns; 0 = no cap
+	lastRec  int64 // recorded time of the latest record scheduled
+	skipNext bool  // the stretch to the next later record is a recorded loss
+	skipped  Skipped
 	// attn mirrors paused || intr so an unpaused SpeedMax wait costs one
 	// atomic load instead of a lock.
 	attn atomic.Bool
@@ -165,7 +192,80 @@ func newClock(s Speed, sl Sleeper, precise bool) *Clock {
 	if sl == nil {
 		sl = newRealSleeper(precise)
 	}
-	return &Clock{speed: s, sleeper: sl, wake: make(chan struct{}, 1)}
+	return &Clock{speed: s, sleeper: sl, wake: make(chan struct{}, 1), maxGap: int64(DefaultMaxGap)}
+}
+
+// Skipped is the recorded idle time a paced replay did not wait out.
+type Skipped struct {
+	Losses   uint64 `json:"losses"`    // recorded losses whose stretches were skipped at once
+	LossNs   int64  `json:"loss_ns"`   // the recorded time skipped around them
+	Capped   uint64 `json:"capped"`    // other idle stretches cut to the max gap
+	CappedNs int64  `json:"capped_ns"` // the recorded time cut from them
+}
+
+// SetMaxGap caps every recorded idle stretch (the time between two records)
+// at d of recorded time, so a paced replay of a recording with a long quiet
+// stretch waits d/speed there instead (default DefaultMaxGap; 0 waits every
+// stretch out). Call it before the replay starts.
+func (c *Clock) SetMaxGap(d time.Duration) {
+	c.mu.Lock()
+	c.maxGap = max(int64(d), 0)
+	c.mu.Unlock()
+}
+
+// Loss tells the clock of a recorded loss at recNs (a disconnect, gap,
+// stall or overload record): the stretch from the previous record to it and
+// from it to the next one are recorded time nobody saw data for, and are
+// skipped: the next records are due at once.
+func (c *Clock) Loss(recNs int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.speed == SpeedMax {
+		return
+	}
+	c.skipped.Losses++
+	if c.anchored && recNs > c.lastRec {
+		c.shiftLocked(recNs-c.lastRec, &c.skipped.LossNs)
+		c.lastRec = recNs
+	}
+	c.skipNext = true
+}
+
+// Skipped returns the recorded idle time skipped so far.
+func (c *Clock) Skipped() Skipped {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.skipped
+}
+
+// shiftLocked moves the schedule d recorded ns earlier, counting it in acc.
+func (c *Clock) shiftLocked(d int64, acc *int64) {
+	c.firstNs += d
+	*acc += d
+}
+
+// scheduleLocked anchors the clock on its first record and cuts the stretch
+// before recNs when it follows a loss or is longer than the max gap.
+func (c *Clock) scheduleLocked(recNs int64) {
+	if !c.anchored {
+		now := c.sleeper.Now()
+		c.anchored = true
+		c.firstNs, c.startNs, c.lastDue, c.lastRec = recNs, now, now, recNs
+		return
+	}
+	gap := recNs - c.lastRec
+	if gap <= 0 {
+		return
+	}
+	switch {
+	case c.skipNext:
+		c.shiftLocked(gap, &c.skipped.LossNs)
+		c.skipNext = false
+	case c.maxGap > 0 && gap > c.maxGap:
+		c.shiftLocked(gap-c.maxGap, &c.skipped.CappedNs)
+		c.skipped.Capped++
+	}
+	c.lastRec = recNs
 }
 
 // Speed returns the clock's speed.
@@ -194,6 +294,11 @@ func (c *Clock) wait(ctx context.Context, recNs int64) error {
 	if c.speed == SpeedMax && !c.attn.Load() {
 		return nil
 	}
+	if c.speed != SpeedMax {
+		c.mu.Lock()
+		c.scheduleLocked(recNs)
+		c.mu.Unlock()
+	}
 	for {
 		c.mu.Lock()
 		if c.intr {
@@ -218,9 +323,8 @@ func (c *Clock) wait(ctx context.Context, recNs int64) error {
 			return nil
 		}
 		now := c.sleeper.Now()
-		if !c.anchored {
-			c.anchored = true
-			c.firstNs, c.startNs, c.lastDue = recNs, now, now
+		if !c.anchored { // Reset while paused
+			c.scheduleLocked(recNs)
 		}
 		due := c.startNs + int64(float64(recNs-c.firstNs)/float64(c.speed))
 		// A record stamped before its predecessor (a clock step, another

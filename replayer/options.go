@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/tapedeck/tapedeck/venue"
 )
@@ -18,6 +19,7 @@ var ErrOption = errors.New("replayer: invalid option")
 type options struct {
 	fromNs, toNs int64 // 0 = unbounded
 	speed        Speed
+	maxGap       time.Duration
 	sleeper      Sleeper
 	// newDecoder builds the decoder of one connection slot from the
 	// manifest's venue; tests swap in fakes.
@@ -29,7 +31,7 @@ type options struct {
 
 // defaults are the options of a Replayer with none given.
 func defaults() options {
-	return options{speed: SpeedMax, newDecoder: venueDecoder, hashCheck: true}
+	return options{speed: SpeedMax, maxGap: DefaultMaxGap, newDecoder: venueDecoder, hashCheck: true}
 }
 
 // WithWindow limits delivery to records with fromNs ≤ WallNs < toNs (wall ns
@@ -47,13 +49,28 @@ func WithWindow(fromNs, toNs int64) Option {
 	}
 }
 
-// WithSpeed sets the pacing (see Speed). Default: SpeedMax.
+// WithSpeed sets the pacing (see Speed): SpeedMax or a factor within
+// [MinSpeed, MaxSpeed]. Default: SpeedMax. A paced replay skips the recorded
+// time around loss records at once and cuts other idle stretches to the max
+// gap (WithMaxGap); Summary.Skipped says how much.
 func WithSpeed(s Speed) Option {
 	return func(o *options) error {
-		if s < 0 || math.IsNaN(float64(s)) || math.IsInf(float64(s), 0) {
-			return fmt.Errorf("%w: speed %v", ErrOption, float64(s))
+		if math.IsNaN(float64(s)) || !s.Valid() {
+			return fmt.Errorf("%w: speed %v (want max, or %v to %v)", ErrOption, float64(s), MinSpeed, MaxSpeed)
 		}
 		o.speed = s
+		return nil
+	}
+}
+
+// WithMaxGap caps the recorded idle stretches a paced replay waits out at d
+// of recorded time (default DefaultMaxGap; 0 waits every stretch out).
+func WithMaxGap(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("%w: max gap %v", ErrOption, d)
+		}
+		o.maxGap = d
 		return nil
 	}
 }

@@ -81,6 +81,7 @@ func New(paths []string, opts ...Option) (*Replayer, error) {
 		r.manifests = append(r.manifests, m)
 	}
 	r.clock = newClock(o.speed, o.sleeper, true)
+	r.clock.SetMaxGap(o.maxGap)
 	return r, nil
 }
 
@@ -364,6 +365,9 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 		}
 		live := rec.WallNs >= silentUntil
 		if live {
+			if paced && rec.Kind.IsLoss() {
+				r.clock.Loss(rec.WallNs) // nobody saw data around it: no wait
+			}
 			err := r.clock.wait(ctx, rec.WallNs)
 			if err == errInterrupted && r.seekPending.Load() {
 				// A seek cut the wait short: act on it before this record.
@@ -716,6 +720,9 @@ func (r *Replayer) summary(start time.Time) *Summary {
 	if r.opts.speed != SpeedMax {
 		l := r.clock.Lateness()
 		s.Lateness = &l
+		if sk := r.clock.Skipped(); sk != (Skipped{}) {
+			s.Skipped = &sk
+		}
 	}
 	if st.digest != nil {
 		s.Digest = st.digest.Sum()

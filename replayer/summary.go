@@ -68,6 +68,9 @@ type Summary struct {
 	MBPerSec     float64   `json:"mb_per_sec"` // frame payload bytes, 10^6 per second
 	Speed        string    `json:"speed"`
 	Lateness     *Lateness `json:"lateness,omitempty"` // paced replays only
+	// Skipped is the recorded idle time a paced replay did not wait out
+	// (around losses, and past the max gap); nil when none.
+	Skipped *Skipped `json:"skipped,omitempty"`
 
 	// Digest identifies the emitted stream (see the digest encoding in
 	// the package documentation): same datasets and options, same digest.

@@ -24,6 +24,7 @@ type runOptions struct {
 	Paths        []string
 	FromNs, ToNs int64 // 0 = open
 	Speed        replayer.Speed
+	MaxGap       time.Duration
 	JSON         bool
 	HashCheck    bool
 	SkipDamaged  bool
@@ -80,6 +81,9 @@ unless --allow-rejects is given.`,
 			if opts.FromNs, opts.ToNs, err = parseWindow(args, from, to); err != nil {
 				return err
 			}
+			if opts.MaxGap < 0 {
+				return cli.FlagErrorf("--max-gap %v is negative", opts.MaxGap)
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -88,7 +92,8 @@ unless --allow-rejects is given.`,
 	}
 	cmd.Flags().StringVar(&from, "from", "", "start of the window (`T`: "+cli.TimeSyntax+")")
 	cmd.Flags().StringVar(&to, "to", "", "end of the window, exclusive (`T`, as --from)")
-	cmd.Flags().StringVar(&speed, "speed", "max", "pacing: max, 1x (wire speed), 10x, 0.5x, …")
+	cmd.Flags().StringVar(&speed, "speed", "max", "pacing: max, or 0.01x to 100000x: 1x (wire speed), 10x, 0.5x, …; the time around recorded losses is skipped at once")
+	cmd.Flags().DurationVar(&opts.MaxGap, "max-gap", replayer.DefaultMaxGap, "paced replays: wait at most this much recorded time between two records (0: wait every stretch out)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the summary as JSON")
 	cmd.Flags().BoolVar(&opts.SkipDamaged, "skip-damaged", false, skipDamagedUsage)
 	cmd.Flags().BoolVar(&opts.AllowRejects, "allow-rejects", false, "exit 0 even if the decoder rejected frames or REST bodies (they are still listed)")
@@ -101,7 +106,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		ctx = context.Background()
 	}
 	r, err := replayer.New(opts.Paths, replayer.WithWindow(opts.FromNs, opts.ToNs),
-		replayer.WithSpeed(opts.Speed), replayer.WithHashCheck(opts.HashCheck), replayer.WithSkipDamaged(opts.SkipDamaged))
+		replayer.WithSpeed(opts.Speed), replayer.WithMaxGap(opts.MaxGap), replayer.WithHashCheck(opts.HashCheck), replayer.WithSkipDamaged(opts.SkipDamaged))
 	if err != nil {
 		return err
 	}
@@ -223,8 +228,23 @@ func printSummary(w io.Writer, s *replayer.Summary) error {
 		fmt.Fprintf(tw, "lateness (%s)\tp50 %v, p99 %v, max %v over %d dispatches\n", s.Speed,
 			time.Duration(l.P50Ns), time.Duration(l.P99Ns), time.Duration(l.MaxNs), l.Count)
 	}
+	if k := s.Skipped; k != nil {
+		fmt.Fprintf(tw, "not waited out\t%s\n", skippedText(k))
+	}
 	fmt.Fprintf(tw, "digest\t%s\n", s.Digest)
 	return tw.Flush()
+}
+
+// skippedText says what recorded idle time a paced replay skipped.
+func skippedText(k *replayer.Skipped) string {
+	var parts []string
+	if k.Losses > 0 {
+		parts = append(parts, fmt.Sprintf("%d recorded losses skipped at once (%v of recorded time)", k.Losses, time.Duration(k.LossNs)))
+	}
+	if k.Capped > 0 {
+		parts = append(parts, fmt.Sprintf("%d idle stretches cut to --max-gap (%v of recorded time)", k.Capped, time.Duration(k.CappedNs)))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // printDecodeErrors lists errors one line each; an error of several
