@@ -37,15 +37,17 @@ func newBooksCmd(runF func(context.Context, *booksOptions) error) *cobra.Command
 		Short: "Print the reconstructed order books at a moment",
 		Long: `Replay datasets up to a moment and print every instrument's book as rebuilt
 there: bids and asks best first as plain decimal strings, whether the book is
-valid (false after a disconnect or gap until the next snapshot), whether it is
-crossed, and how many venue hashes were checked and matched. Compare it with a
-venue snapshot to check a reconstruction.
+valid (false after a disconnect, gap or rejected frame until the next
+snapshot), whether it is crossed, whether it is estimated (a Hyperliquid book
+merged with bbo since its last l2Book: the touch is the venue's, deeper levels
+may be stale), and how many venue hashes were checked and matched. Compare it
+with a venue snapshot to check a reconstruction.
 
 --at is "end" (the default) or a time as for "replay run": the books after
 every record received at or before it. The JSON form is a stable contract:
 
   {"books":[{"venue":"polymarket","instrument":"<asset_id or coin>",
-    "valid":true,"crossed":false,"bids":[["0.48","100.25"],…],
+    "valid":true,"crossed":false,"estimated":false,"bids":[["0.48","100.25"],…],
     "asks":[["0.52","90.5"],…],"hash":{"checked":0,"ok":0}}]}
 
 sorted by venue, then instrument. JSON is the default when stdout is not a
@@ -99,6 +101,7 @@ type bookJSON struct {
 	Instrument string      `json:"instrument"`
 	Valid      bool        `json:"valid"`
 	Crossed    bool        `json:"crossed"`
+	Estimated  bool        `json:"estimated"`
 	Bids       [][2]string `json:"bids"`
 	Asks       [][2]string `json:"asks"`
 	Hash       hashJSON    `json:"hash"`
@@ -161,7 +164,7 @@ func collectBooks(states []replayer.BookState, only []string, depth int) []bookJ
 		}
 		bk := st.Book
 		b := bookJSON{Venue: st.Venue, Instrument: st.Instrument, Valid: bk.Valid(), Crossed: st.Quality.Crossed,
-			Hash: hashJSON{Checked: st.Quality.HashChecked, OK: st.Quality.HashOK}}
+			Estimated: st.Quality.Estimated, Hash: hashJSON{Checked: st.Quality.HashChecked, OK: st.Quality.HashOK}}
 		lv = bk.Top(book.Bid, lv[:0], n)
 		b.Bids = levelStrings(lv, st.Scale)
 		lv = bk.Top(book.Ask, lv[:0], n)
@@ -190,6 +193,9 @@ func printBooksTable(w io.Writer, books []bookJSON) error {
 		}
 		if b.Crossed {
 			state += ", CROSSED"
+		}
+		if b.Estimated {
+			state += ", estimated (bbo since the last snapshot)"
 		}
 		fmt.Fprintf(w, "%s %s: %s, hash %d ok of %d\n", b.Venue, b.Instrument, state, b.Hash.OK, b.Hash.Checked)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)

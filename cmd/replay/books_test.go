@@ -25,6 +25,7 @@ type booksOutput struct {
 		Instrument string      `json:"instrument"`
 		Valid      bool        `json:"valid"`
 		Crossed    bool        `json:"crossed"`
+		Estimated  *bool       `json:"estimated"`
 		Bids       [][2]string `json:"bids"`
 		Asks       [][2]string `json:"asks"`
 		Hash       struct {
@@ -165,3 +166,25 @@ func TestBooksFlags(t *testing.T) {
 }
 
 func TestBooksExamples(t *testing.T) { runExamples(t, newBooksCmd(nil).Example) }
+
+// "estimated" is part of the JSON contract: a Hyperliquid book merged with
+// bbo since its last l2Book is estimated; right after the snapshot it is not.
+func TestBooksEstimated(t *testing.T) {
+	hl := fixtureDataset(t, venue.Hyperliquid, "arbitrage_observatory_probe_2026-09_core.ndjson") // ack, l2Book, bbo, …
+	for _, c := range []struct {
+		at   string
+		want bool
+	}{{strconv.FormatInt(fixtureBaseNs+int64(time.Millisecond), 10), false}, {"end", true}} {
+		code, out, errs := execReplay(t, "books", "--format", "json", "--at", c.at, "--instrument", "BTC", hl)
+		if code != cli.ExitOK {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var got booksOutput
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Books) != 1 || got.Books[0].Estimated == nil || *got.Books[0].Estimated != c.want || !got.Books[0].Valid {
+			t.Fatalf("at %s: %s", c.at, out)
+		}
+	}
+}

@@ -43,15 +43,21 @@ const (
 	// snapshots are written so that Tardis consumers rebuild the same books.
 	TableBookChanges
 	// TableTrades is one row per trade: side ("buy" or "sell", the taker's),
-	// price, size.
+	// price, size, backfill (a trade the venue replayed from before the
+	// subscription; the Tardis CSV layout leaves those out unless the
+	// quality columns are asked for).
 	TableTrades
 	// TableQuotes is one row per change of a book's best bid or ask (price,
 	// size or presence) or of its validity: bid_price, bid_size, ask_price,
-	// ask_size (null for an empty side), book_valid.
+	// ask_size (null for an empty side), book_valid, source "book"; and one
+	// row per venue top-of-book message not merged into a book (Polymarket
+	// best_bid_ask), source "venue" (CSV: with the quality columns only).
 	TableQuotes
 	// TableEvents is one row per control record of the datasets: connects,
 	// subscriptions, disconnects, reconnects, stalls, gaps, overloads, write
-	// errors, clock syncs, notes, REST responses, clean closes. Columns:
+	// errors, clock syncs, notes, REST responses, clean closes; and one row
+	// per message a decoder rejected (kind "rejected", error, instruments =
+	// the book it invalidated). Columns:
 	// local_ts_ns, venue, dataset (input index), conn, seq, kind, and the
 	// record's details (url, code, reason, error, attempt, instruments as a
 	// comma-separated list, dropped, from_ns, to_ns, offset_ns, text), null

@@ -107,6 +107,13 @@ func (t *changesTable) onEvent(s *Sink, e *replayer.Event) error {
 		return nil
 	}
 	switch d.Type {
+	case venue.EventReject:
+		// A rejected message invalidated the book: like a loss, the next
+		// snapshot is written as a full block.
+		if in := t.insts[instKey{e.Dataset, e.Instrument}]; in != nil {
+			in.loss = true
+		}
+		return nil
 	case venue.EventLevel:
 		in, _ := t.inst(e)
 		_ = in.mirror.Set(d.Side, d.Price, d.Size, d.Count) // sizes were validated by the decoder
@@ -236,10 +243,16 @@ func appendTimes(b *batch, cExch, cLocal int, e *replayer.Event) {
 	b.i64(cLocal, e.RecvNs)
 }
 
-// tradesTable: one row per trade (Tardis trades).
+// tradesTable: one row per trade (Tardis trades). backfill marks a trade
+// the venue replayed from before the subscription (Hyperliquid's first
+// trades frame after a subscribe; venue.Event.Backfill): history, not a live
+// print. The Tardis CSV layout cannot say so, so it leaves those rows out
+// (as tardis-machine does) unless the quality columns are asked for, which
+// end with backfill.
 type tradesTable struct {
 	cExch, cLocal, cVenue, cInst int
 	cSide, cPrice, cSize         int
+	cBackfill                    int
 	names                        interned
 }
 
@@ -252,11 +265,15 @@ func (t *tradesTable) columns(b *batch, _ string, _ bool) {
 	t.cSide = b.add("side", kString, false)
 	t.cPrice = b.add("price", kPrice, false)
 	t.cSize = b.add("size", kSize, false)
+	t.cBackfill = b.add("backfill", kBool, false)
 }
 
 func (t *tradesTable) onEvent(s *Sink, e *replayer.Event) error {
 	d := e.Decoded
 	if d == nil || d.Type != venue.EventTrade {
+		return nil
+	}
+	if d.Backfill && s.format == FormatCSV && !s.cfg.quality {
 		return nil
 	}
 	b := &s.b
@@ -270,25 +287,36 @@ func (t *tradesTable) onEvent(s *Sink, e *replayer.Event) error {
 	}
 	b.i64(t.cPrice, d.Price)
 	b.i64(t.cSize, d.Size)
+	b.bool(t.cBackfill, d.Backfill)
 	return s.endRow()
 }
 
 func (t *tradesTable) finish(*Sink) error { return nil }
 
-func (t *tradesTable) csvFields(bool) []csvField {
-	return append(tardisHead(t.cExch, t.cLocal, t.cVenue, t.cInst),
+func (t *tradesTable) csvFields(quality bool) []csvField {
+	f := append(tardisHead(t.cExch, t.cLocal, t.cVenue, t.cInst),
 		csvField{"id", -1, csvEmpty, -1}, // venue.Event carries no trade id
 		csvField{"side", t.cSide, csvString, -1},
 		csvField{"price", t.cPrice, csvPrice, -1},
 		csvField{"amount", t.cSize, csvSize, -1})
+	if quality {
+		f = append(f, csvField{"backfill", t.cBackfill, csvBool, -1})
+	}
+	return f
 }
 
 // quotesTable: one row whenever a book's best bid or ask (price, size or
-// presence) or its validity changes (Tardis quotes).
+// presence) or its validity changes (Tardis quotes), source "book"; and one
+// row per top-of-book message of the venue that is not merged into a book
+// (Polymarket best_bid_ask), source "venue", with the venue's prices (sizes
+// null: it sends none; an empty side null). A Hyperliquid bbo is merged into
+// its book, so it shows as a "book" row. The Tardis CSV layout has no source
+// column: venue rows are written only with the quality columns, which end
+// with source.
 type quotesTable struct {
 	cExch, cLocal, cVenue, cInst int
 	cBidP, cBidS, cAskP, cAskS   int
-	cValid                       int
+	cValid, cSource              int
 	names                        interned
 	last                         map[instKey]quoteState
 }
@@ -312,9 +340,16 @@ func (t *quotesTable) columns(b *batch, _ string, _ bool) {
 	t.cAskP = b.add("ask_price", kPrice, true)
 	t.cAskS = b.add("ask_size", kSize, true)
 	t.cValid = b.add("book_valid", kBool, false)
+	t.cSource = b.add("source", kString, false)
 }
 
 func (t *quotesTable) onEvent(s *Sink, e *replayer.Event) error {
+	if d := e.Decoded; d != nil && d.Type == venue.EventQuote && d.Book == nil && e.Instrument != "" {
+		if s.format == FormatCSV && !s.cfg.quality {
+			return nil
+		}
+		return t.venueRow(s, e, d)
+	}
 	if e.Book == nil || e.Instrument == "" {
 		return nil
 	}
@@ -349,6 +384,32 @@ func (t *quotesTable) onEvent(s *Sink, e *replayer.Event) error {
 		b.i64Null(t.cAskS)
 	}
 	b.bool(t.cValid, q.valid)
+	b.str(t.cSource, "book")
+	return s.endRow()
+}
+
+// venueRow writes the venue's own top of book message d.
+func (t *quotesTable) venueRow(s *Sink, e *replayer.Event, d *venue.Event) error {
+	b := &s.b
+	appendTimes(b, t.cExch, t.cLocal, e)
+	b.str(t.cVenue, t.names.get(e.Venue))
+	b.str(t.cInst, t.names.get(e.Instrument))
+	side := func(has bool, px, sz int64, cP, cS int) {
+		if has {
+			b.i64(cP, px)
+		} else {
+			b.i64Null(cP)
+		}
+		if has && sz > 0 {
+			b.i64(cS, sz)
+		} else {
+			b.i64Null(cS)
+		}
+	}
+	side(d.HasBid, d.BidPrice, d.BidSize, t.cBidP, t.cBidS)
+	side(d.HasAsk, d.AskPrice, d.AskSize, t.cAskP, t.cAskS)
+	b.bool(t.cValid, e.Book != nil && e.Book.Valid())
+	b.str(t.cSource, "venue")
 	return s.endRow()
 }
 
@@ -361,7 +422,8 @@ func (t *quotesTable) csvFields(quality bool) []csvField {
 		csvField{"bid_price", t.cBidP, csvPrice, -1},
 		csvField{"bid_amount", t.cBidS, csvSize, -1})
 	if quality {
-		f = append(f, csvField{"book_valid", t.cValid, csvBool, -1})
+		f = append(f, csvField{"book_valid", t.cValid, csvBool, -1},
+			csvField{"source", t.cSource, csvString, -1})
 	}
 	return f
 }
@@ -396,6 +458,9 @@ func (t *eventsTable) columns(b *batch, _ string, _ bool) {
 }
 
 func (t *eventsTable) onEvent(s *Sink, e *replayer.Event) error {
+	if d := e.Decoded; d != nil && d.Type == venue.EventReject {
+		return t.rejectRow(s, e, d)
+	}
 	// A loss record also arrives once per instrument it invalidates, and a
 	// REST response a decoder took also arrives as its decoded snapshot; the
 	// connection-wide control delivery (Instrument "", no Decoded) is the one
@@ -425,6 +490,30 @@ func (t *eventsTable) onEvent(s *Sink, e *replayer.Event) error {
 	optI64(b, t.cTo, c.ToNs)
 	optI64(b, t.cOffset, c.OffsetNs)
 	optStr(b, t.cText, c.Text)
+	return s.endRow()
+}
+
+// rejectRow writes a message the decoder rejected: kind "rejected", error
+// its error, instruments the book it invalidated (null when none).
+func (t *eventsTable) rejectRow(s *Sink, e *replayer.Event, d *venue.Event) error {
+	b := &s.b
+	b.i64(t.cLocal, e.RecvNs)
+	b.str(t.cVenue, t.names.get(e.Venue))
+	b.i32(t.cDataset, int32(e.Dataset))
+	b.i64(t.cConn, int64(e.Conn))
+	b.i64(t.cSeq, int64(e.Seq))
+	b.str(t.cKind, "rejected")
+	b.strNull(t.cURL)
+	b.i32Null(t.cCode)
+	b.strNull(t.cReason)
+	optStr(b, t.cErr, string(d.Text))
+	b.i32Null(t.cAttempt)
+	optStr(b, t.cInstruments, t.names.get(e.Instrument))
+	b.i64Null(t.cDropped)
+	b.i64Null(t.cFrom)
+	b.i64Null(t.cTo)
+	b.i64Null(t.cOffset)
+	b.strNull(t.cText)
 	return s.endRow()
 }
 
