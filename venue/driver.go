@@ -34,6 +34,9 @@ type Driver interface {
 	Sniff(frame []byte) bool
 	// Client is the venue's protocol as a capture speaks it.
 	Client() ClientProtocol
+	// Server is the venue's protocol as its server speaks it, for replay
+	// serve and the test exchange.
+	Server() ServerProtocol
 }
 
 // DecoderOptions configure a Driver's decoder. The zero value is a decoder

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/replayer"
+	"github.com/tapedeck/tapedeck/replayer/serve"
 	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
@@ -91,8 +92,8 @@ server and prints what it served.`,
 	}
 	cmd.Flags().StringVar(&opts.Listen, "listen", "127.0.0.1:8765", "`HOST:PORT` to listen on (port 0 picks a free one)")
 	cmd.Flags().StringVar(&speed, "speed", "1x", "pacing: 1x (wire speed), 10x, 0.5x, or max (as fast as each client reads)")
-	cmd.Flags().IntVar(&opts.Queue, "queue", replayer.DefaultSendQueue, "messages a client may fall behind by before it is disconnected as slow")
-	cmd.Flags().DurationVar(&opts.Window, "subscribe-window", replayer.DefaultSubscribeWindow, "delay from a client's first subscribe to the start of its replay")
+	cmd.Flags().IntVar(&opts.Queue, "queue", serve.DefaultSendQueue, "messages a client may fall behind by before it is disconnected as slow")
+	cmd.Flags().DurationVar(&opts.Window, "subscribe-window", serve.DefaultSubscribeWindow, "delay from a client's first subscribe to the start of its replay")
 	cmd.Flags().BoolVar(&opts.CloseAtEnd, "close-at-end", false, "close each connection (code 1000) once its replay has sent the last frame")
 	return cmd
 }
@@ -115,12 +116,12 @@ func runServe(ctx context.Context, opts *serveCmdOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	sopts := []replayer.ServeOption{replayer.WithServeSpeed(opts.Speed), replayer.WithSendQueue(opts.Queue),
-		replayer.WithSubscribeWindow(opts.Window)}
+	sopts := []serve.Option{serve.WithSpeed(opts.Speed), serve.WithSendQueue(opts.Queue),
+		serve.WithSubscribeWindow(opts.Window)}
 	if opts.CloseAtEnd {
-		sopts = append(sopts, replayer.WithCloseAtEnd())
+		sopts = append(sopts, serve.WithCloseAtEnd())
 	}
-	s, err := replayer.NewServer(opts.Paths, sopts...)
+	s, err := serve.New(opts.Paths, sopts...)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/replayer"
+	"github.com/tapedeck/tapedeck/replayer/serve"
 	"github.com/tapedeck/tapedeck/venue"
 	"github.com/tapedeck/tapedeck/venue/hyperliquid"
 	"go.uber.org/goleak"
@@ -28,8 +29,8 @@ func TestServeFlags(t *testing.T) {
 		check   func(o *serveCmdOptions) bool
 	}{
 		{"defaults", []string{"ds"}, "", func(o *serveCmdOptions) bool {
-			return o.Listen == "127.0.0.1:8765" && o.Speed == 1 && o.Queue == replayer.DefaultSendQueue &&
-				o.Window == replayer.DefaultSubscribeWindow && !o.CloseAtEnd && len(o.Paths) == 1
+			return o.Listen == "127.0.0.1:8765" && o.Speed == 1 && o.Queue == serve.DefaultSendQueue &&
+				o.Window == serve.DefaultSubscribeWindow && !o.CloseAtEnd && len(o.Paths) == 1
 		}},
 		{"all flags", []string{"--listen", "127.0.0.1:0", "--speed", "max", "--queue", "8", "--subscribe-window", "0s",
 			"--close-at-end", "a", "b"}, "", func(o *serveCmdOptions) bool {

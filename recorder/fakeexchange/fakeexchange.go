@@ -1,8 +1,12 @@
 // Package fakeexchange runs loopback stand-ins of the Polymarket market
 // channel and the Hyperliquid WebSocket (plus their REST discovery
-// endpoints and Polymarket's CLOB book summaries) for tests and benchmarks. They speak the real protocol —
-// heartbeats, acknowledgements, snapshots before updates, the 1006 close on
-// an unknown coin — from real captured frames, and can be told to misbehave:
+// endpoints and Polymarket's CLOB book summaries) for tests and benchmarks.
+// Their WebSocket side is the venue driver's server protocol
+// (venue.Driver.Server, the one replay serve speaks): heartbeats,
+// acknowledgements and the venue's errors come from there; this package
+// adds the data, from real captured frames — snapshots before updates, a
+// feed per subscription — and the 1006 close on an unknown coin, and can be
+// told to misbehave:
 // stall while still answering pings, close abruptly or with a code, send
 // garbage or oversized frames, refuse connections. Every frame a server sent
 // is kept per connection so tests can compare it with what was recorded.
@@ -17,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,12 +29,14 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // Venue names, as in package venue.
 const (
-	Polymarket  = "polymarket"
-	Hyperliquid = "hyperliquid"
+	Polymarket  = venue.Polymarket
+	Hyperliquid = venue.Hyperliquid
 )
 
 // Template is a real frame with the instrument it names (a Polymarket token
@@ -70,14 +77,12 @@ type Config struct {
 	// BadCoins close the socket abruptly (1006, no message) when subscribed,
 	// as Hyperliquid does for an unknown coin.
 	BadCoins []string
-	// MaxSubscribeIDs makes Polymarket close the socket on a subscribe
-	// frame with more ids (0 = 100, the real limit).
-	MaxSubscribeIDs int
 }
 
 // Server is one fake venue. Its methods are safe for concurrent use.
 type Server struct {
 	cfg  Config
+	drv  venue.Driver
 	http *httptest.Server
 	up   websocket.Upgrader
 
@@ -103,24 +108,27 @@ type Conn struct {
 
 	wmu   sync.Mutex // one writer at a time
 	mu    sync.Mutex
+	sess  venue.ServerSession
 	sent  [][]byte
 	nSent int64
 	recv  [][]byte
-	subs  []string
+	subs  []venue.Topic
 	dead  bool
 	done  chan struct{}
 	wake  chan struct{}
 }
 
-// New starts a server on 127.0.0.1.
+// New starts a server on 127.0.0.1. It panics on a venue with no driver (a
+// test's own mistake).
 func New(cfg Config) *Server {
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Millisecond
 	}
-	if cfg.MaxSubscribeIDs == 0 {
-		cfg.MaxSubscribeIDs = 100
+	drv, err := registry.Lookup(cfg.Venue)
+	if err != nil {
+		panic("fakeexchange: " + err.Error())
 	}
-	s := &Server{cfg: cfg, up: websocket.Upgrader{ReadBufferSize: 16 << 10, WriteBufferSize: 64 << 10,
+	s := &Server{cfg: cfg, drv: drv, up: websocket.Upgrader{ReadBufferSize: 16 << 10, WriteBufferSize: 64 << 10,
 		CheckOrigin: func(*http.Request) bool { return true }}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ws", s.serveWS)
@@ -135,20 +143,13 @@ func New(cfg Config) *Server {
 
 // WSURL is the WebSocket endpoint (ws://127.0.0.1:port/ws…).
 func (s *Server) WSURL() string {
-	u := "ws" + strings.TrimPrefix(s.http.URL, "http")
-	if s.cfg.Venue == Polymarket {
-		return u + "/ws/market"
-	}
-	return u + "/ws"
+	return "ws" + strings.TrimPrefix(s.http.URL, "http") + s.drv.Endpoints().ServePath
 }
 
 // RESTURL is the discovery endpoint: the Gamma base URL for Polymarket, the
 // info URL for Hyperliquid.
 func (s *Server) RESTURL() string {
-	if s.cfg.Venue == Hyperliquid {
-		return s.http.URL + "/info"
-	}
-	return s.http.URL
+	return s.drv.Client().Mirror(s.http.URL, s.drv.Endpoints().ServePath).Discovery
 }
 
 // CLOBURL is the Polymarket CLOB REST base URL (POST /books, GET /book).
@@ -256,12 +257,16 @@ func (c *Conn) Received() [][]byte {
 	return append([][]byte(nil), c.recv...)
 }
 
-// Subscriptions returns what c currently carries: token ids, or
-// Hyperliquid "type@coin" keys.
+// Subscriptions returns what c currently carries, by the keys of the
+// venue's server protocol: token ids, or Hyperliquid "type@coin" keys.
 func (c *Conn) Subscriptions() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]string(nil), c.subs...)
+	out := make([]string, len(c.subs))
+	for i, t := range c.subs {
+		out[i] = t.Key
+	}
+	return out
 }
 
 // Stall stops (true) or resumes (false) data on every connection; pings are
@@ -363,7 +368,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	c := &Conn{ID: len(s.conns) + 1, s: s, ws: ws, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	c := &Conn{ID: len(s.conns) + 1, s: s, ws: ws, sess: s.drv.Server().NewSession(), done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	s.conns = append(s.conns, c)
 	s.wg.Add(2)
 	s.mu.Unlock()
@@ -377,126 +382,60 @@ func (c *Conn) readLoop() {
 		c.ws.UnderlyingConn().Close()
 	}()
 	for {
-		_, msg, err := c.ws.ReadMessage()
+		typ, msg, err := c.ws.ReadMessage()
 		if err != nil {
 			return
 		}
 		c.mu.Lock()
 		c.recv = append(c.recv, msg)
 		c.mu.Unlock()
-		if c.s.cfg.Venue == Polymarket {
-			c.polymarketMsg(msg)
-		} else {
-			c.hyperliquidMsg(msg)
-		}
+		c.clientMsg(msg, typ == websocket.BinaryMessage)
 	}
 }
 
-func (c *Conn) polymarketMsg(msg []byte) {
-	if string(msg) == "PING" {
-		c.write([]byte("PONG"))
+// clientMsg answers one client frame as the venue's server protocol says,
+// then sends the initial dump of newly subscribed instruments (Polymarket's
+// snapshot array) and wakes the pump.
+func (c *Conn) clientMsg(msg []byte, binary bool) {
+	c.mu.Lock()
+	r := c.sess.Handle(msg, binary)
+	answers := make([][]byte, len(r.Answers))
+	for i, a := range r.Answers {
+		answers[i] = append([]byte(nil), a...)
+	}
+	c.mu.Unlock()
+	if r.Close {
+		c.kill() // as the venue does on frames over its limits
 		return
 	}
-	var m struct {
-		AssetsIDs []string `json:"assets_ids"`
-		Operation string   `json:"operation"`
-		Type      string   `json:"type"`
-	}
-	if json.Unmarshal(msg, &m) != nil {
-		return
-	}
-	if len(m.AssetsIDs) > c.s.cfg.MaxSubscribeIDs {
-		c.kill() // the real server closes on oversized subscribe frames
-		return
-	}
-	if m.Operation == "unsubscribe" {
-		c.mu.Lock()
-		for _, id := range m.AssetsIDs {
-			for i, s := range c.subs {
-				if s == id {
-					c.subs = append(c.subs[:i], c.subs[i+1:]...)
-					break
-				}
-			}
+	for _, t := range r.Added {
+		if slices.Contains(c.s.cfg.BadCoins, t.Instrument) {
+			c.kill() // 1006, no message, as Hyperliquid does for an unknown coin
+			return
 		}
-		c.mu.Unlock()
-		return
 	}
-	// Initial dump: one book per new asset, in one array frame, before any
-	// update for them.
+	for _, a := range answers {
+		c.write(a)
+	}
 	var dump [][]byte
 	c.mu.Lock()
-	for _, id := range m.AssetsIDs {
-		if !contains(c.subs, id) {
-			c.subs = append(c.subs, id)
-			dump = append(dump, bytes.ReplaceAll(c.s.cfg.Snapshot.Frame, []byte(c.s.cfg.Snapshot.ID), []byte(id)))
+	for _, t := range r.Removed {
+		c.subs = slices.DeleteFunc(c.subs, func(x venue.Topic) bool { return x.Key == t.Key })
+	}
+	for _, t := range r.Added {
+		c.subs = append(c.subs, t)
+		if snap := c.s.cfg.Snapshot; len(snap.Frame) > 0 {
+			dump = append(dump, bytes.ReplaceAll(snap.Frame, []byte(snap.ID), []byte(t.Instrument)))
 		}
 	}
 	c.mu.Unlock()
-	if len(dump) > 0 && len(c.s.cfg.Snapshot.Frame) > 0 {
+	if len(dump) > 0 {
+		// Initial dump: one book per new instrument, in one array frame,
+		// before any update for them.
 		frame := append([]byte{'['}, bytes.Join(dump, []byte{','})...)
 		c.write(append(frame, ']'))
 	}
 	c.poke()
-}
-
-func (c *Conn) hyperliquidMsg(msg []byte) {
-	var m struct {
-		Method       string         `json:"method"`
-		Subscription map[string]any `json:"subscription"`
-	}
-	if json.Unmarshal(msg, &m) != nil {
-		e, _ := json.Marshal(map[string]string{"channel": "error", "data": "Error parsing JSON into valid websocket request: " + string(msg)})
-		c.write(e)
-		return
-	}
-	switch m.Method {
-	case "ping":
-		c.write([]byte(`{"channel":"pong"}`))
-		return
-	case "subscribe", "unsubscribe":
-	default:
-		return
-	}
-	typ, _ := m.Subscription["type"].(string)
-	coin, _ := m.Subscription["coin"].(string)
-	if m.Method == "subscribe" && contains(c.s.cfg.BadCoins, coin) {
-		c.kill() // 1006, no message
-		return
-	}
-	if typ == "l2Book" {
-		for _, k := range []string{"nSigFigs", "mantissa"} {
-			if _, ok := m.Subscription[k]; !ok {
-				m.Subscription[k] = nil
-			}
-		}
-	}
-	echo, _ := json.Marshal(map[string]any{"channel": "subscriptionResponse",
-		"data": map[string]any{"method": m.Method, "subscription": m.Subscription}})
-	key := typ + "@" + coin
-	c.mu.Lock()
-	if m.Method == "subscribe" {
-		c.subs = append(c.subs, key)
-	} else {
-		for i, s := range c.subs {
-			if s == key {
-				c.subs = append(c.subs[:i], c.subs[i+1:]...)
-				break
-			}
-		}
-	}
-	c.mu.Unlock()
-	c.write(echo)
-	c.poke()
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *Conn) poke() {
@@ -544,10 +483,7 @@ func (c *Conn) nextFrame(pos map[string]int, next *int) []byte {
 	sub := c.subs[*next%len(c.subs)]
 	*next++
 	c.mu.Unlock()
-	ch, inst := "market", sub
-	if c.s.cfg.Venue == Hyperliquid {
-		ch, inst, _ = strings.Cut(sub, "@")
-	}
+	ch, inst := sub.Channel, sub.Instrument
 	feed := c.s.cfg.Feed[ch]
 	if len(feed) == 0 {
 		return nil
@@ -638,11 +574,11 @@ func appendFrameHeader(b []byte, n int) []byte {
 }
 
 func (s *Server) serveMarkets(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Venue != Polymarket {
+	markets, _, _ := s.listing()
+	if markets == nil { // not a Gamma stand-in
 		http.NotFound(w, r)
 		return
 	}
-	markets, _, _ := s.listing()
 	var all []json.RawMessage
 	if err := json.Unmarshal(markets, &all); err != nil {
 		http.Error(w, "bad test market list", http.StatusInternalServerError)
@@ -679,7 +615,7 @@ func (s *Server) serveMarkets(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveInfo(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Venue != Hyperliquid || r.Method != http.MethodPost {
+	if _, meta, _ := s.listing(); meta == nil || r.Method != http.MethodPost { // not an info stand-in
 		http.Error(w, "POST only", http.StatusMethodNotAllowed)
 		return
 	}

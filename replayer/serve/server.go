@@ -1,4 +1,4 @@
-package replayer
+package serve
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/venue"
 	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
@@ -31,28 +32,31 @@ import (
 //     message type they arrived with, and only those the client's
 //     subscriptions select, paced at the server's speed: the first selected
 //     frame goes out at once and each later one at its recorded distance from
-//     it divided by the speed (datasets merge as in Merger). Other record kinds, including
+//     it divided by the speed (datasets merge as in replayer.Merger). Other record kinds, including
 //     loss records, are not sent: a recorded gap is silence, as it was live
 //     (replay inspect lists the gaps).
-//   - The server answers like the venue: Hyperliquid subscribe/unsubscribe
-//     get a subscriptionResponse echoing the client's subscription, a
-//     duplicate gets the venue's "Already subscribed:" error, {"method":"ping"}
-//     gets {"channel":"pong"}. The recorded acks, pongs and post replies
-//     (answers to the recorder's own requests) are not forwarded. Polymarket
-//     has no acks (its initial book dump is part of the recording); the text
-//     PING gets PONG.
-//   - Hyperliquid frames are selected on (channel, coin) — interval for
-//     candles, dex for allMids — read by hyperliquid.RouteFrame; l2Book
-//     options (nSigFigs, mantissa, fast) are not compared. Polymarket frames
-//     are selected on their asset ids: a frame naming any subscribed asset is
-//     sent whole, even when it also names assets the client did not
-//     subscribe to (an initial dump array, a price_change touching both
-//     tokens of a market); a JSON frame naming no asset goes to every client
-//     with a subscription.
+//   - The server answers like the venue, with the venue driver's server
+//     protocol (venue.ServerProtocol, the one the test exchange speaks too):
+//     Hyperliquid subscribe/unsubscribe get a subscriptionResponse echoing
+//     the client's subscription with the venue's defaults filled in, a
+//     duplicate gets the venue's "Already subscribed:" error,
+//     {"method":"ping"} gets {"channel":"pong"}. The recorded acks, pongs and
+//     post replies (answers to the recorder's own requests) are not
+//     forwarded. Polymarket has no acks (its initial book dump is part of the
+//     recording); the text PING gets PONG, and a subscribe frame over the
+//     venue's 100 ids closes the connection as the venue does.
+//   - Which recorded frames a client gets is the driver's choice too:
+//     Hyperliquid frames are selected on (channel, coin) — interval for
+//     candles, dex for allMids; l2Book options (nSigFigs, mantissa, fast)
+//     are not compared. Polymarket frames are selected on their asset ids: a
+//     frame naming any subscribed asset is sent whole, even when it also
+//     names assets the client did not subscribe to (an initial dump array, a
+//     price_change touching both tokens of a market); a JSON frame naming no
+//     asset goes to every client with a subscription.
 //   - A client that does not keep up with a paced replay (1x, 10x) — its send
 //     queue (WithSendQueue) is full — is disconnected with close code 1008 and
 //     a reason saying so; no other client notices, as none shares its cursor.
-//     At SpeedMax "as fast as possible" means as fast as the client reads: its
+//     At replayer.SpeedMax "as fast as possible" means as fast as the client reads: its
 //     replay waits for queue space instead. A client that stops reading
 //     entirely is cut off after the write timeout (WithWriteTimeout).
 //     Answers (acks, pongs) have a queue of their own and go first.
@@ -64,11 +68,12 @@ import (
 type Server struct {
 	paths []string
 	venue string
-	opts  serveOptions
+	drv   venue.Driver
+	opts  options
 	up    websocket.Upgrader
 
 	mu     sync.Mutex
-	conns  map[*serveConn]struct{}
+	conns  map[*conn]struct{}
 	closed bool
 	wg     sync.WaitGroup
 
@@ -78,8 +83,8 @@ type Server struct {
 	}
 }
 
-// ServeStats counts what a Server has done so far.
-type ServeStats struct {
+// Stats counts what a Server has done so far.
+type Stats struct {
 	Connections     uint64 // WebSocket connections accepted
 	Active          int64  // connections open now
 	SlowDisconnects uint64 // clients disconnected because their send queue was full
@@ -88,16 +93,16 @@ type ServeStats struct {
 	BytesSent       uint64 // bytes of those frames
 }
 
-// NewServer returns a Server for the datasets in paths, which must all be
+// New returns a Server for the datasets in paths, which must all be
 // recordings of one venue (Hyperliquid or Polymarket). It reads only the
 // manifests; each connection opens its own readers. Errors: ErrNoDatasets,
 // an option error wrapping ErrOption, a manifest read error, or ErrVenue for
 // an unsupported venue or a mix of venues.
-func NewServer(paths []string, opts ...ServeOption) (*Server, error) {
+func New(paths []string, opts ...Option) (*Server, error) {
 	if len(paths) == 0 {
 		return nil, ErrNoDatasets
 	}
-	s := &Server{paths: append([]string(nil), paths...), opts: serveDefaults(), conns: map[*serveConn]struct{}{}}
+	s := &Server{paths: append([]string(nil), paths...), opts: defaults(), conns: map[*conn]struct{}{}}
 	for _, o := range opts {
 		if err := o(&s.opts); err != nil {
 			return nil, err
@@ -106,16 +111,17 @@ func NewServer(paths []string, opts ...ServeOption) (*Server, error) {
 	for _, p := range paths {
 		m, err := datasets.ReadManifest(p)
 		if err != nil {
-			return nil, fmt.Errorf("replayer: serve %s: %w", p, err)
+			return nil, fmt.Errorf("serve %s: %w", p, err)
 		}
-		switch _, err := registry.Lookup(m.Venue); {
+		d, err := registry.Lookup(m.Venue)
+		switch {
 		case err != nil:
 			return nil, fmt.Errorf("%w %q: serve %s", ErrVenue, m.Venue, p)
 		case s.venue != "" && m.Venue != s.venue:
 			return nil, fmt.Errorf("%w: serve needs recordings of one venue; %s is %s, %s is %s",
 				ErrVenue, paths[0], s.venue, p, m.Venue)
 		}
-		s.venue = m.Venue
+		s.venue, s.drv = m.Venue, d
 	}
 	s.up = websocket.Upgrader{
 		ReadBufferSize:  4096,
@@ -129,8 +135,8 @@ func NewServer(paths []string, opts ...ServeOption) (*Server, error) {
 func (s *Server) Venue() string { return s.venue }
 
 // Stats returns the counters so far.
-func (s *Server) Stats() ServeStats {
-	return ServeStats{
+func (s *Server) Stats() Stats {
+	return Stats{
 		Connections:     s.stats.accepted.Load(),
 		Active:          s.stats.active.Load(),
 		SlowDisconnects: s.stats.slow.Load(),
@@ -154,7 +160,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	c := newServeConn(s, ws)
+	c := newConn(s, ws)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -212,7 +218,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
-	return fmt.Errorf("replayer: serve: %w", err)
+	return fmt.Errorf("serve: %w", err)
 }
 
 // ListenAndServe listens on the TCP address addr (use a loopback address such
@@ -220,7 +226,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("replayer: serve: %w", err)
+		return fmt.Errorf("serve: %w", err)
 	}
 	return s.Serve(ctx, ln)
 }

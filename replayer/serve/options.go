@@ -1,21 +1,23 @@
-package replayer
+package serve
 
 import (
 	"fmt"
 	"time"
+
+	"github.com/tapedeck/tapedeck/replayer"
 )
 
-// ServeOption configures a Server. Options validate their arguments;
+// Option configures a Server. Options validate their arguments;
 // NewServer returns the first error, which wraps ErrOption.
-type ServeOption func(*serveOptions) error
+type Option func(*options) error
 
-type serveOptions struct {
-	speed        Speed
+type options struct {
+	speed        replayer.Speed
 	queue        int
 	window       time.Duration
 	writeTimeout time.Duration
 	closeAtEnd   bool
-	sleeper      Sleeper
+	sleeper      replayer.Sleeper
 }
 
 // Serve defaults.
@@ -31,15 +33,15 @@ const (
 	DefaultWriteTimeout = 10 * time.Second
 )
 
-func serveDefaults() serveOptions {
-	return serveOptions{speed: 1, queue: DefaultSendQueue, window: DefaultSubscribeWindow,
+func defaults() options {
+	return options{speed: 1, queue: DefaultSendQueue, window: DefaultSubscribeWindow,
 		writeTimeout: DefaultWriteTimeout}
 }
 
-// WithServeSpeed sets the pacing of every connection's replay (see Speed).
+// WithSpeed sets the pacing of every connection's replay (see replayer.Speed).
 // Default: 1x, wire speed, as a live venue would send.
-func WithServeSpeed(s Speed) ServeOption {
-	return func(o *serveOptions) error {
+func WithSpeed(s replayer.Speed) Option {
+	return func(o *options) error {
 		if s < 0 || s != s {
 			return fmt.Errorf("%w: speed %v", ErrOption, float64(s))
 		}
@@ -51,9 +53,9 @@ func WithServeSpeed(s Speed) ServeOption {
 // WithSendQueue sets how many messages may wait for one client before it is
 // disconnected as slow (close code 1008). n must be at least 1. Default:
 // DefaultSendQueue. The memory held is at most n frames per client; at
-// SpeedMax, where the replay waits for the client instead, at most 256.
-func WithSendQueue(n int) ServeOption {
-	return func(o *serveOptions) error {
+// replayer.SpeedMax, where the replay waits for the client instead, at most 256.
+func WithSendQueue(n int) Option {
+	return func(o *options) error {
 		if n < 1 {
 			return fmt.Errorf("%w: send queue %d (want ≥ 1)", ErrOption, n)
 		}
@@ -64,8 +66,8 @@ func WithSendQueue(n int) ServeOption {
 
 // WithSubscribeWindow sets how long after a client's first subscribe its
 // replay starts (0: at once). Default: DefaultSubscribeWindow.
-func WithSubscribeWindow(d time.Duration) ServeOption {
-	return func(o *serveOptions) error {
+func WithSubscribeWindow(d time.Duration) Option {
+	return func(o *options) error {
 		if d < 0 {
 			return fmt.Errorf("%w: subscribe window %v", ErrOption, d)
 		}
@@ -76,8 +78,8 @@ func WithSubscribeWindow(d time.Duration) ServeOption {
 
 // WithWriteTimeout bounds each write to a client; a client that reads nothing
 // for that long is cut off. d must be positive. Default: DefaultWriteTimeout.
-func WithWriteTimeout(d time.Duration) ServeOption {
-	return func(o *serveOptions) error {
+func WithWriteTimeout(d time.Duration) Option {
+	return func(o *options) error {
 		if d <= 0 {
 			return fmt.Errorf("%w: write timeout %v", ErrOption, d)
 		}
@@ -90,15 +92,15 @@ func WithWriteTimeout(d time.Duration) ServeOption {
 // ("end of recording") once its replay has sent the last frame. Default: the
 // connection stays open. (A reconnecting SDK would then start the replay
 // again from the beginning.)
-func WithCloseAtEnd() ServeOption {
-	return func(o *serveOptions) error { o.closeAtEnd = true; return nil }
+func WithCloseAtEnd() Option {
+	return func(o *options) error { o.closeAtEnd = true; return nil }
 }
 
-// WithServeSleeper sets the time source the replays are paced with. Default:
+// WithSleeper sets the time source the replays are paced with. Default:
 // the monotonic clock. Every connection's clock uses it, so it must be safe
 // for concurrent use. Tests use it to check schedules without real waiting.
-func WithServeSleeper(s Sleeper) ServeOption {
-	return func(o *serveOptions) error {
+func WithSleeper(s replayer.Sleeper) Option {
+	return func(o *options) error {
 		if s == nil {
 			return fmt.Errorf("%w: nil Sleeper", ErrOption)
 		}

@@ -1,4 +1,4 @@
-package replayer_test
+package serve_test
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/replayer"
+	"github.com/tapedeck/tapedeck/replayer/serve"
 )
 
 // ExampleServer serves a Hyperliquid recording and connects a client as it
@@ -29,8 +30,8 @@ func ExampleServer() {
 	}
 	_ = w.Close()
 
-	s, err := replayer.NewServer([]string{ds}, replayer.WithServeSpeed(replayer.SpeedMax),
-		replayer.WithSubscribeWindow(0), replayer.WithCloseAtEnd())
+	s, err := serve.New([]string{ds}, serve.WithSpeed(replayer.SpeedMax),
+		serve.WithSubscribeWindow(0), serve.WithCloseAtEnd())
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -55,7 +56,7 @@ func ExampleServer() {
 		fmt.Println(string(msg))
 	}
 	// Output:
-	// {"channel":"subscriptionResponse","data":{"method":"subscribe","subscription":{"type":"l2Book","coin":"BTC"}}}
+	// {"channel":"subscriptionResponse","data":{"method":"subscribe","subscription":{"type":"l2Book","coin":"BTC","nSigFigs":null,"mantissa":null}}}
 	// {"channel":"l2Book","data":{"coin":"BTC","time":1790232236546,"levels":[[{"px":"84143.0","sz":"10.25923","n":36}],[{"px":"84144.0","sz":"50.66449","n":18}]]}}
 	// websocket: close 1000 (normal): tapedeck: end of recording
 }

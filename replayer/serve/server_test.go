@@ -1,4 +1,4 @@
-package replayer
+package serve
 
 import (
 	"bytes"
@@ -19,7 +19,10 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/hyperliquid"
+	"github.com/tapedeck/tapedeck/venue/polymarket"
 )
 
 // serveRec is one record of a served test dataset.
@@ -102,9 +105,9 @@ func serveSelect(frames [][]byte, keep func(s string) bool) []string {
 	return out
 }
 
-func serveStart(t *testing.T, paths []string, opts ...ServeOption) (*Server, string) {
+func serveStart(t *testing.T, paths []string, opts ...Option) (*Server, string) {
 	t.Helper()
-	s, err := NewServer(paths, opts...)
+	s, err := New(paths, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +167,17 @@ func serveReadOne(t *testing.T, c *websocket.Conn) string {
 
 func serveSubMsg(sub string) string { return `{"method":"subscribe","subscription":` + sub + `}` }
 
+// serveAckMsg is the venue's ack of sub (compact JSON): an l2Book echo
+// carries the defaults the client left out.
 func serveAckMsg(method, sub string) string {
+	if strings.Contains(sub, `"l2Book"`) {
+		if !strings.Contains(sub, `"nSigFigs"`) {
+			sub = strings.TrimSuffix(sub, "}") + `,"nSigFigs":null}`
+		}
+		if !strings.Contains(sub, `"mantissa"`) {
+			sub = strings.TrimSuffix(sub, "}") + `,"mantissa":null}`
+		}
+	}
 	return `{"channel":"subscriptionResponse","data":{"method":"` + method + `","subscription":` + sub + `}}`
 }
 
@@ -173,7 +186,7 @@ func serveAckMsg(method, sub string) string {
 func TestServeHyperliquid(t *testing.T) {
 	frames := hlServeFrames(t)
 	ds := serveFramesDataset(t, venue.Hyperliquid, frames)
-	_, url := serveStart(t, []string{ds}, WithServeSpeed(SpeedMax), WithCloseAtEnd(), WithSubscribeWindow(time.Second)) // subscribes sent back to back land well inside it
+	_, url := serveStart(t, []string{ds}, WithSpeed(replayer.SpeedMax), WithCloseAtEnd(), WithSubscribeWindow(time.Second)) // subscribes sent back to back land well inside it
 
 	tests := []struct {
 		name string
@@ -236,7 +249,7 @@ func TestServeHyperliquidControl(t *testing.T) {
 		{`{"method":"unsubscribe","subscription":` + sub + `}`, `{"channel":"error","data":"Already unsubscribed: {\"type\":\"l2Book\",\"coin\":\"BTC\"}"}`},
 		{`{"method":"subscribe"`, `{"channel":"error","data":"Error parsing JSON into valid websocket request: {\"method\":\"subscribe\""}`},
 		{`{"method":"subscribe","subscription":{"coin":"BTC"}}`, `{"channel":"error","data":"Error parsing JSON into valid websocket request: {\"method\":\"subscribe\",\"subscription\":{\"coin\":\"BTC\"}}"}`},
-		{`{"method":"post","id":7,"request":{"type":"info","payload":{"type":"meta"}}}`, `{"channel":"error","data":"tapedeck replay serves subscriptions only, not post requests: {\"method\":\"post\",\"id\":7,\"request\":{\"type\":\"info\",\"payload\":{\"type\":\"meta\"}}}"}`},
+		{`{"method":"post","id":7,"request":{"type":"info","payload":{"type":"meta"}}}`, `{"channel":"error","data":"tapedeck serves subscriptions only, not post requests: {\"method\":\"post\",\"id\":7,\"request\":{\"type\":\"info\",\"payload\":{\"type\":\"meta\"}}}"}`},
 	} {
 		serveSend(t, c, tt.send)
 		if got := serveReadOne(t, c); got != tt.want {
@@ -256,7 +269,7 @@ func TestServeManyClients(t *testing.T) {
 		frames = append(frames, bytes.Replace(f, []byte(`"time":1751427259657`), []byte(fmt.Sprintf(`"time":%d`, 1751427259657+i)), 1))
 	}
 	ds := serveFramesDataset(t, venue.Hyperliquid, frames)
-	s, url := serveStart(t, []string{ds}, WithServeSpeed(SpeedMax), WithCloseAtEnd(), WithSubscribeWindow(0))
+	s, url := serveStart(t, []string{ds}, WithSpeed(replayer.SpeedMax), WithCloseAtEnd(), WithSubscribeWindow(0))
 	const clients = 8
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
@@ -321,7 +334,7 @@ func TestServeSlowClient(t *testing.T) {
 		}
 	}
 	ds := serveFramesDataset(t, venue.Hyperliquid, frames)
-	s, url := serveStart(t, []string{ds}, WithServeSpeed(20), WithCloseAtEnd(), WithSubscribeWindow(0),
+	s, url := serveStart(t, []string{ds}, WithSpeed(20), WithCloseAtEnd(), WithSubscribeWindow(0),
 		WithSendQueue(1024), WithWriteTimeout(time.Minute))
 
 	// The slow client reads nothing until the server gave up on it.
@@ -355,7 +368,7 @@ func TestServeSlowClient(t *testing.T) {
 	}
 }
 
-// TestServeMaxSpeedBackpressure checks that at SpeedMax a small queue makes
+// TestServeMaxSpeedBackpressure checks that at replayer.SpeedMax a small queue makes
 // the replay wait for the client rather than drop it, and that a ping sent
 // while the queue is full is answered.
 func TestServeMaxSpeedBackpressure(t *testing.T) {
@@ -365,7 +378,7 @@ func TestServeMaxSpeedBackpressure(t *testing.T) {
 		frames[i] = book
 	}
 	ds := serveFramesDataset(t, venue.Hyperliquid, frames)
-	s, url := serveStart(t, []string{ds}, WithServeSpeed(SpeedMax), WithSubscribeWindow(0), WithSendQueue(4))
+	s, url := serveStart(t, []string{ds}, WithSpeed(replayer.SpeedMax), WithSubscribeWindow(0), WithSendQueue(4))
 	c := serveDial(t, url)
 	serveSend(t, c, serveSubMsg(`{"type":"l2Book","coin":"BTC"}`))
 	if got := serveReadOne(t, c); !strings.Contains(got, "subscriptionResponse") {
@@ -409,7 +422,7 @@ func TestServePolymarket(t *testing.T) {
 	marketWide := []byte(`{"event_type":"settlement_preview","market":"0x84c0"}`)
 	frames := append([][]byte{other, []byte("PONG"), mixed, marketWide}, stream...)
 	ds := serveFramesDataset(t, venue.Polymarket, frames)
-	_, url := serveStart(t, []string{ds}, WithServeSpeed(SpeedMax), WithCloseAtEnd(), WithSubscribeWindow(time.Second)) // subscribes sent back to back land well inside it
+	_, url := serveStart(t, []string{ds}, WithSpeed(replayer.SpeedMax), WithCloseAtEnd(), WithSubscribeWindow(time.Second)) // subscribes sent back to back land well inside it
 
 	for _, tt := range []struct {
 		name string
@@ -475,10 +488,10 @@ func TestServePacing(t *testing.T) {
 		recs = append(recs, serveRec{datasets.KindFrame, at, book})
 	}
 	ds := serveDataset(t, venue.Hyperliquid, recs)
-	for _, speed := range []Speed{1, 10} {
+	for _, speed := range []replayer.Speed{1, 10} {
 		t.Run(speed.String(), func(t *testing.T) {
 			fs := &serveSleeper{}
-			_, url := serveStart(t, []string{ds}, WithServeSpeed(speed), WithServeSleeper(fs), WithCloseAtEnd(), WithSubscribeWindow(0))
+			_, url := serveStart(t, []string{ds}, WithSpeed(speed), WithSleeper(fs), WithCloseAtEnd(), WithSubscribeWindow(0))
 			c := serveDial(t, url)
 			serveSend(t, c, serveSubMsg(`{"type":"l2Book","coin":"BTC"}`))
 			got, _ := serveReadAll(t, c)
@@ -505,23 +518,23 @@ func TestNewServerErrors(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		paths []string
-		opts  []ServeOption
+		opts  []Option
 		err   error
 	}{
 		{"no paths", nil, nil, ErrNoDatasets},
 		{"two venues", []string{hl, pm}, nil, ErrVenue},
 		{"unknown venue", []string{other}, nil, ErrVenue},
-		{"queue", []string{hl}, []ServeOption{WithSendQueue(0)}, ErrOption},
-		{"speed", []string{hl}, []ServeOption{WithServeSpeed(-1)}, ErrOption},
-		{"window", []string{hl}, []ServeOption{WithSubscribeWindow(-1)}, ErrOption},
-		{"write timeout", []string{hl}, []ServeOption{WithWriteTimeout(0)}, ErrOption},
-		{"sleeper", []string{hl}, []ServeOption{WithServeSleeper(nil)}, ErrOption},
+		{"queue", []string{hl}, []Option{WithSendQueue(0)}, ErrOption},
+		{"speed", []string{hl}, []Option{WithSpeed(-1)}, ErrOption},
+		{"window", []string{hl}, []Option{WithSubscribeWindow(-1)}, ErrOption},
+		{"write timeout", []string{hl}, []Option{WithWriteTimeout(0)}, ErrOption},
+		{"sleeper", []string{hl}, []Option{WithSleeper(nil)}, ErrOption},
 	} {
-		if _, err := NewServer(tt.paths, tt.opts...); !errors.Is(err, tt.err) {
+		if _, err := New(tt.paths, tt.opts...); !errors.Is(err, tt.err) {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.err)
 		}
 	}
-	if _, err := NewServer([]string{filepath.Join(t.TempDir(), "missing")}); err == nil {
+	if _, err := New([]string{filepath.Join(t.TempDir(), "missing")}); err == nil {
 		t.Error("missing dataset accepted")
 	}
 }
@@ -529,7 +542,7 @@ func TestNewServerErrors(t *testing.T) {
 // TestServeListen checks Serve on a real listener ends cleanly with its context.
 func TestServeListen(t *testing.T) {
 	ds := serveFramesDataset(t, venue.Hyperliquid, hlServeFrames(t))
-	s, err := NewServer([]string{ds}, WithSubscribeWindow(time.Hour))
+	s, err := New([]string{ds}, WithSubscribeWindow(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -583,7 +596,7 @@ func TestServeHyperliquidSDK(t *testing.T) {
 	}
 	frames := hlServeFrames(t)
 	ds := serveFramesDataset(t, venue.Hyperliquid, frames)
-	_, url := serveStart(t, []string{ds}, WithServeSpeed(10))
+	_, url := serveStart(t, []string{ds}, WithSpeed(10))
 	want := serveSelect(frames, func(s string) bool {
 		return strings.Contains(s, `"channel":"l2Book"`) && strings.Contains(s, `"coin":"BTC"`)
 	})
@@ -623,24 +636,24 @@ func TestServeHyperliquidSDK(t *testing.T) {
 }
 
 // TestServeRoutingAllocs asserts that picking a recorded frame for a client
-// allocates nothing, for both venues.
+// allocates nothing, for both venues' server sessions.
 func TestServeRoutingAllocs(t *testing.T) {
-	hl := newHLProto()
-	hl.client(websocket.TextMessage, []byte(serveSubMsg(`{"type":"l2Book","coin":"BTC"}`)), func(int, []byte) {})
+	hl := hyperliquid.Driver.Server().NewSession()
+	hl.Handle([]byte(serveSubMsg(`{"type":"l2Book","coin":"BTC"}`)), false)
 	book := serveFixture(t, "order_book_server_ack_l2book_trades_2025-07.ndjson")[1]
 	trades := serveFixture(t, "order_book_server_ack_l2book_trades_2025-07.ndjson")[2]
-	if !hl.wants(book) || hl.wants(trades) {
+	if !hl.Wants(book) || hl.Wants(trades) {
 		t.Fatal("hl routing")
 	}
-	pm := newPMProto()
+	pm := polymarket.Driver.Server().NewSession()
 	stream := serveFixture(t, "polypy_semisynthetic_stream_single_asset.ndjson")
-	pm.client(websocket.TextMessage, []byte(`{"assets_ids":["72936048731589292555781174533757608024096898681344338816447372274344589246891"],"type":"market"}`), func(int, []byte) {})
-	if !pm.wants(stream[1]) {
+	pm.Handle([]byte(`{"assets_ids":["72936048731589292555781174533757608024096898681344338816447372274344589246891"],"type":"market"}`), false)
+	if !pm.Wants(stream[1]) {
 		t.Fatal("pm routing")
 	}
 	for name, f := range map[string]func(){
-		"hl book": func() { hl.wants(book) }, "hl trades": func() { hl.wants(trades) },
-		"pm price_change": func() { pm.wants(stream[1]) },
+		"hl book": func() { hl.Wants(book) }, "hl trades": func() { hl.Wants(trades) },
+		"pm price_change": func() { pm.Wants(stream[1]) },
 	} {
 		if n := testing.AllocsPerRun(100, f); n != 0 {
 			t.Errorf("%s: %v allocs per frame", name, n)
@@ -648,26 +661,8 @@ func TestServeRoutingAllocs(t *testing.T) {
 	}
 }
 
-func TestPMAssetIDs(t *testing.T) {
-	for _, tt := range []struct {
-		frame string
-		ids   []string
-	}{
-		{`{"asset_id":"1","x":{"asset_id" : "2"}}`, []string{"1", "2"}},
-		{`[{"event_type":"new_market","assets_ids":["3", "4"]},{"asset_id":"5"}]`, []string{"3", "4", "5"}},
-		{`{"market":"0x1","asset":"no","asset_idx":"no"}`, nil},
-		{`{"asset_id":"6`, nil},
-	} {
-		var got []string
-		pmAssetIDs([]byte(tt.frame), func(id []byte) bool { got = append(got, string(id)); return true })
-		if !slices.Equal(got, tt.ids) {
-			t.Errorf("%s: %q, want %q", tt.frame, got, tt.ids)
-		}
-	}
-}
-
 // BenchmarkServe measures one client replaying a book-heavy Hyperliquid
-// recording at SpeedMax over loopback: routing, queueing, writing and the
+// recording at replayer.SpeedMax over loopback: routing, queueing, writing and the
 // gorilla client's reading, per recorded frame.
 func BenchmarkServe(b *testing.B) {
 	book := serveFixture(b, "order_book_server_ack_l2book_trades_2025-07.ndjson")[1]
@@ -678,7 +673,7 @@ func BenchmarkServe(b *testing.B) {
 		frames = append(frames, book, trades) // half of them not subscribed
 	}
 	ds := serveFramesDataset(b, venue.Hyperliquid, frames)
-	s, err := NewServer([]string{ds}, WithServeSpeed(SpeedMax), WithCloseAtEnd(), WithSubscribeWindow(0))
+	s, err := New([]string{ds}, WithSpeed(replayer.SpeedMax), WithCloseAtEnd(), WithSubscribeWindow(0))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -719,7 +714,7 @@ func serveFixture(t testing.TB, files ...string) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for _, f := range files {
-		data, err := os.ReadFile(filepath.Join("testdata", f))
+		data, err := os.ReadFile(filepath.Join("..", "testdata", f))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package replayer
+package serve
 
 import (
 	"context"
@@ -8,14 +8,15 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
-// serveConn is one client of a Server. Three goroutines share it: the
+// conn is one client of a Server. Three goroutines share it: the
 // reader (ServeHTTP's own, handling client frames), the writer (the only one
 // writing data frames to the socket, draining out) and, once the client has
 // subscribed, the replay (reading the datasets and queueing what matches).
-type serveConn struct {
+type conn struct {
 	s      *Server
 	ws     *websocket.Conn
 	ctx    context.Context // ends when the client goes away or is kicked
@@ -24,8 +25,8 @@ type serveConn struct {
 	ctrl   chan outMsg // answers to the client (acks, pongs), written first
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex // guards proto and started
-	proto   serveProto
+	mu      sync.Mutex // guards sess and started
+	sess    venue.ServerSession
 	started bool
 
 	kickOnce  sync.Once
@@ -46,26 +47,22 @@ type outMsg struct {
 // dataset reader and must be copied to outlive the next record.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
-func newServeConn(s *Server, ws *websocket.Conn) *serveConn {
+func newConn(s *Server, ws *websocket.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	q := s.opts.queue
-	if s.opts.speed == SpeedMax {
+	if s.opts.speed == replayer.SpeedMax {
 		// The replay waits for the client here, so a deep queue would only
 		// hold copies: keep the read-ahead short.
 		q = min(q, maxReadAhead)
 	}
-	c := &serveConn{s: s, ws: ws, ctx: ctx, cancel: cancel, out: make(chan outMsg, q),
+	c := &conn{s: s, ws: ws, ctx: ctx, cancel: cancel, out: make(chan outMsg, q),
 		ctrl: make(chan outMsg, ctrlQueue), kicked: make(chan struct{})}
-	if s.venue == venue.Hyperliquid {
-		c.proto = newHLProto()
-	} else {
-		c.proto = newPMProto()
-	}
+	c.sess = s.drv.Server().NewSession()
 	return c
 }
 
 // run serves the connection until it ends and then releases it.
-func (c *serveConn) run() {
+func (c *conn) run() {
 	c.ws.SetReadLimit(1 << 20) // client frames are subscriptions and pings
 	c.wg.Add(1)
 	go c.writeLoop()
@@ -81,19 +78,27 @@ func (c *serveConn) run() {
 }
 
 // readLoop handles client frames until the socket fails or closes.
-func (c *serveConn) readLoop() {
+func (c *conn) readLoop() {
 	for {
 		typ, msg, err := c.ws.ReadMessage()
 		if err != nil {
 			return
 		}
 		c.mu.Lock()
-		subscribed := c.proto.client(typ, msg, c.reply)
-		start := subscribed && !c.started
+		r := c.sess.Handle(msg, typ == websocket.BinaryMessage)
+		for _, a := range r.Answers {
+			c.reply(websocket.TextMessage, a) // copied into the queue
+		}
+		start := len(r.Added) > 0 && !c.started
 		if start {
 			c.started = true
 		}
 		c.mu.Unlock()
+		if r.Close {
+			// The venue drops such a client without a close frame.
+			c.kick(websocket.ClosePolicyViolation, "tapedeck: the venue closes the socket on this frame", false)
+			return
+		}
 		if start {
 			c.wg.Add(1)
 			go c.replay()
@@ -102,9 +107,9 @@ func (c *serveConn) readLoop() {
 }
 
 // reply queues an answer to a client frame.
-func (c *serveConn) reply(typ int, b []byte) { c.send(typ, b, false) }
+func (c *conn) reply(typ int, b []byte) { c.send(typ, b, false) }
 
-// maxReadAhead is the send queue of a SpeedMax replay.
+// maxReadAhead is the send queue of a replayer.SpeedMax replay.
 const maxReadAhead = 256
 
 // closeWait is how long a kicked client has to answer the close frame.
@@ -116,10 +121,10 @@ const ctrlQueue = 256
 
 // send queues a copy of b: a recorded frame on out, an answer on ctrl. When
 // a queue is full the client is not keeping up and is kicked, except for
-// recorded frames at SpeedMax, where the client's own pace is the replay's
+// recorded frames at replayer.SpeedMax, where the client's own pace is the replay's
 // and the replay waits for it (this client's cursor only: no other client
 // shares it). It reports false once the connection is ending.
-func (c *serveConn) send(typ int, b []byte, recorded bool) bool {
+func (c *conn) send(typ int, b []byte, recorded bool) bool {
 	select {
 	case <-c.kicked:
 		return false
@@ -131,7 +136,7 @@ func (c *serveConn) send(typ int, b []byte, recorded bool) bool {
 	q := c.ctrl
 	if recorded {
 		q = c.out
-		if c.s.opts.speed == SpeedMax {
+		if c.s.opts.speed == replayer.SpeedMax {
 			select {
 			case q <- m:
 				return true
@@ -155,7 +160,7 @@ func (c *serveConn) send(typ int, b []byte, recorded bool) bool {
 
 // kick ends the connection with a close frame (code, text); drain sends what
 // is queued first. The first kick wins.
-func (c *serveConn) kick(code int, text string, drain bool) {
+func (c *conn) kick(code int, text string, drain bool) {
 	c.kickOnce.Do(func() {
 		if len(text) > 123 { // the close frame's limit
 			text = text[:123]
@@ -167,7 +172,7 @@ func (c *serveConn) kick(code int, text string, drain bool) {
 }
 
 // writeLoop writes queued messages until the client goes away or is kicked.
-func (c *serveConn) writeLoop() {
+func (c *conn) writeLoop() {
 	defer c.wg.Done()
 	for {
 		// A kick takes priority over queued data.
@@ -216,7 +221,7 @@ func (c *serveConn) writeLoop() {
 	}
 }
 
-func (c *serveConn) write(m outMsg) error {
+func (c *conn) write(m outMsg) error {
 	_ = c.ws.SetWriteDeadline(time.Now().Add(c.s.opts.writeTimeout))
 	err := c.ws.WriteMessage(m.typ, *m.buf)
 	if err == nil && m.recorded {
@@ -229,7 +234,7 @@ func (c *serveConn) write(m outMsg) error {
 
 // finish sends the close frame of a kick and gives the client the write
 // timeout to answer it; the reader then ends the connection.
-func (c *serveConn) finish() {
+func (c *conn) finish() {
 	if c.drain {
 		for _, q := range []chan outMsg{c.ctrl, c.out} {
 			for len(q) > 0 {
@@ -248,7 +253,7 @@ func (c *serveConn) finish() {
 
 // replay reads the recording from its start and queues the frames the client
 // subscribed to, paced by a clock of its own.
-func (c *serveConn) replay() {
+func (c *conn) replay() {
 	defer c.wg.Done()
 	if w := c.s.opts.window; w > 0 {
 		t := time.NewTimer(w)
@@ -275,7 +280,7 @@ func (c *serveConn) replay() {
 
 // replayFrames runs the merge; it returns nil at the end of the recording or
 // when the connection ends, and a read error otherwise.
-func (c *serveConn) replayFrames() error {
+func (c *conn) replayFrames() error {
 	readers := make([]*datasets.Reader, 0, len(c.s.paths))
 	defer func() {
 		for _, r := range readers {
@@ -289,15 +294,15 @@ func (c *serveConn) replayFrames() error {
 		}
 		readers = append(readers, r)
 	}
-	m := NewMerger(readers)
-	clock := NewClockWith(c.s.opts.speed, c.s.opts.sleeper)
+	m := replayer.NewMerger(readers)
+	clock := replayer.NewClockWith(c.s.opts.speed, c.s.opts.sleeper)
 	for m.Next() {
 		_, rec := m.Record()
 		if rec.Kind != datasets.KindFrame {
 			continue
 		}
 		c.mu.Lock()
-		want := c.proto.wants(rec.Payload)
+		want := c.sess.Wants(rec.Payload)
 		c.mu.Unlock()
 		if !want {
 			continue

@@ -1,0 +1,54 @@
+package hyperliquid
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// TestServerSession: the venue's answers (PROTOCOLS.md §2) and what a session
+// selects, on real frames.
+func TestServerSession(t *testing.T) {
+	s := Driver.Server().NewSession()
+	for _, c := range []struct{ msg, want string }{
+		{`{"method":"subscribe","subscription":{"type":"l2Book","coin":"BTC"}}`,
+			`{"channel":"subscriptionResponse","data":{"method":"subscribe","subscription":{"type":"l2Book","coin":"BTC","nSigFigs":null,"mantissa":null}}}`},
+		{`{"method":"subscribe","subscription":{"type":"l2Book","coin":"BTC","nSigFigs":5}}`,
+			`{"channel":"error","data":"Already subscribed: {\"type\":\"l2Book\",\"coin\":\"BTC\",\"nSigFigs\":5}"}`},
+		{`{"method":"subscribe","subscription":{"type":"trades","coin":"ETH"}}`,
+			`{"channel":"subscriptionResponse","data":{"method":"subscribe","subscription":{"type":"trades","coin":"ETH"}}}`},
+		{`{"method":"unsubscribe","subscription":{"type":"trades","coin":"ETH"}}`,
+			`{"channel":"subscriptionResponse","data":{"method":"unsubscribe","subscription":{"type":"trades","coin":"ETH"}}}`},
+		{`{"method":"unsubscribe","subscription":{"type":"trades","coin":"ETH"}}`,
+			`{"channel":"error","data":"Already unsubscribed: {\"type\":\"trades\",\"coin\":\"ETH\"}"}`},
+		{`{"method":"ping"}`, `{"channel":"pong"}`},
+		{`nonsense`, `{"channel":"error","data":"Error parsing JSON into valid websocket request: nonsense"}`},
+	} {
+		r := s.Handle([]byte(c.msg), false)
+		if len(r.Answers) != 1 || string(r.Answers[0]) != c.want || r.Close {
+			t.Errorf("%s:\n got %q\nwant %s", c.msg, r.Answers, c.want)
+		}
+	}
+	r := s.Handle([]byte(`{"method":"subscribe","subscription":{"type":"bbo","coin":"SOL"}}`), false)
+	if len(r.Added) != 1 || r.Added[0] != (venueTopic{Channel: "bbo", Instrument: "SOL", Key: "bbo@SOL"}) {
+		t.Errorf("added %+v", r.Added)
+	}
+	lines := strings.Split(strings.TrimSpace(string(mustRead(t, "testdata/order_book_server_ack_l2book_trades_2025-07.ndjson"))), "\n")
+	ack, book, trades := lines[0], lines[1], lines[2]
+	if s.Wants([]byte(ack)) || !s.Wants([]byte(book)) || s.Wants([]byte(trades)) || s.Wants([]byte(PongText)) {
+		t.Error("Wants: want the BTC book only")
+	}
+}
+
+type venueTopic = venue.Topic
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
