@@ -396,8 +396,10 @@ func (l *liveEngine) process(rec *datasets.Record) {
 		c.lastSeq, c.lastNs = rec.Seq, rec.WallNs
 		l.stats.frames.Add(1)
 		if err := c.dec.Decode(rec.Payload, rec.WallNs, &c.frame); err != nil {
+			// As in replay: the messages that applied and the rejected
+			// ones (venue.EventReject, with the books they invalidated)
+			// are still delivered.
 			l.stats.decodeErrors.Add(1)
-			return
 		}
 		l.emitFrame(c, datasets.KindFrame, rec.Seq, rec.WallNs, rec.Payload)
 		l.check(c, rec)
@@ -417,12 +419,17 @@ func (l *liveEngine) process(rec *datasets.Record) {
 		}
 		l.controlRecord(c, rec)
 		l.emitControl(c, rec, decodeLiveControl(rec), l.route(c, ""), nil)
-		if decErr == nil {
+		if len(c.frame.Events) > 0 { // a /books body applies summary by summary
 			l.emitFrame(c, datasets.KindRESTResponse, rec.Seq, rec.WallNs, rec.Payload)
+		}
+		if decErr == nil {
 			l.check(c, rec)
 		}
 	case k == datasets.KindSent || k.IsControl():
 		c := l.conn(rec.Conn)
+		if so, ok := c.dec.(venue.SentObserver); k == datasets.KindSent && ok {
+			so.Sent(rec.Payload, rec.WallNs)
+		}
 		l.controlRecord(c, rec)
 		l.emitControl(c, rec, decodeLiveControl(rec), l.route(c, ""), nil)
 		c.closed = k == datasets.KindCleanClose && rec.Conn != 0
