@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/replayer"
 )
 
 // inspectOptions are the parsed flags of `replay inspect`.
@@ -35,7 +36,9 @@ overload, write error) with its time range and detail.
 A table on a terminal, JSON otherwise (or with --json): the JSON object has
 "dir", "manifest", "segments", "disk_bytes", "raw_bytes",
 "compression_ratio", "records", "records_by_kind", "start_ns", "end_ns",
-"connections", "losses", and "truncated"/"error" when reading stopped early.`,
+"connections", "losses", "rest" (REST responses recorded and those the venue
+decoder rejects: "bodies", "rejected", "first_errors"), and "truncated"/"error"
+when reading stopped early.`,
 		Example: `  # What is in the shipped Polymarket sample
   $ replay inspect datasets/samples/polymarket
 
@@ -64,12 +67,30 @@ func runInspect(opts *inspectOptions) error {
 	if err != nil {
 		return err
 	}
+	// The REST responses the recording relied on, and those its decoder
+	// rejects (a /books body with a bad summary, say): the replay would
+	// lack them, so they are counted here too.
+	rest, rerr := replayer.CheckREST(opts.Path)
+	if rerr != nil {
+		rest = &replayer.RESTCheck{}
+	}
 	if opts.Format == "json" {
 		enc := json.NewEncoder(opts.Out)
 		enc.SetIndent("", "  ")
-		err = enc.Encode(info)
+		err = enc.Encode(struct {
+			*datasets.Info
+			REST *replayer.RESTCheck `json:"rest"`
+		}{info, rest})
 	} else {
 		err = printInfo(opts.Out, info)
+		if err == nil && rest.Bodies > 0 {
+			_, err = fmt.Fprintf(opts.Out, "\nREST responses\t%d, %d rejected by the decoder\n", rest.Bodies, rest.Rejected)
+			for _, e := range rest.FirstErrors {
+				if err == nil {
+					_, err = fmt.Fprintf(opts.Out, "  conn %d seq %d: %s\n", e.Conn, e.Seq, e.Err)
+				}
+			}
+		}
 	}
 	if err != nil {
 		return err

@@ -248,3 +248,47 @@ func TestRunReportsRejects(t *testing.T) {
 		t.Fatalf("--allow-rejects: exit %d %s", code, stderr)
 	}
 }
+
+// `replay inspect` counts the REST bodies the decoder rejects.
+func TestInspectCountsRejectedREST(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pm")
+	w, err := datasets.Create(dir, datasets.Manifest{Venue: venue.Polymarket, Endpoint: "test", StartNs: fixtureBaseNs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, err := os.ReadFile(filepath.Join("..", "..", "replayer", "testdata", "nautilus_rest_book_empty_ltp_2026-08.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, body := range [][]byte{bytes.TrimSpace(empty), []byte(`[{"asset_id":"55","bids":[{"price":"0.5","size":"1"}],"asks":[{"price":"0.5","size":"1"},{"price":"0.5","size":"2"}]}]`)} {
+		r := datasets.Record{Kind: datasets.KindRESTResponse, WallNs: fixtureBaseNs + int64(i), MonoNs: int64(i), Payload: body}
+		if _, err := w.Append(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := execReplay(t, "inspect", "--json", dir)
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var got struct {
+		Records uint64 `json:"records"`
+		REST    struct {
+			Bodies, Rejected uint64
+			FirstErrors      []struct{ Error string } `json:"first_errors"`
+		} `json:"rest"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Records != 2 || got.REST.Bodies != 2 || got.REST.Rejected != 1 || len(got.REST.FirstErrors) != 1 ||
+		!strings.Contains(got.REST.FirstErrors[0].Error, "asset 55") {
+		t.Fatalf("inspect: %s", out)
+	}
+	code, out, _ = execReplay(t, "inspect", "--format", "table", dir)
+	if code != cli.ExitOK || !strings.Contains(out, "2, 1 rejected by the decoder") {
+		t.Fatalf("table: %s", out)
+	}
+}
