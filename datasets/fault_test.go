@@ -150,9 +150,20 @@ func TestTruncatedTail(t *testing.T) {
 					t.Fatalf("repair report %+v", rep)
 				}
 			}
+			// Every loss is counted exactly (the segment's index still lists
+			// the blocks it lost, even at a block boundary where no byte is
+			// damaged) and a gap record stands for it.
+			if len(rep.Dropped) != 1 || rep.DroppedRecords != uint64(len(recs)-survivors) || !rep.RecordsExact ||
+				rep.Dropped[0].GapSeq != uint64(survivors+1) || !rep.Recovered {
+				t.Fatalf("repair report %+v: want %d records dropped, exactly", rep, len(recs)-survivors)
+			}
 			got, err, tr = readAll(t, dir, WithStrict())
-			if err != nil || tr != nil || len(got) != survivors {
+			if err != nil || tr != nil || len(got) != survivors+1 {
 				t.Fatalf("after repair: %d records, %v %v", len(got), err, tr)
+			}
+			checkPrefix(t, got[:survivors], recs)
+			if g := got[survivors]; g.Kind != KindGap || g.Conn != ConnAll {
+				t.Fatalf("last record after repair %+v, want the gap", g)
 			}
 			vr, err := Verify(dir)
 			if err != nil || !vr.OK() || len(vr.Warnings) != 0 {
@@ -219,16 +230,13 @@ func TestFlippedByteInEveryBlock(t *testing.T) {
 					t.Fatalf("repair: %+v", rep)
 				}
 				d := rep.Dropped[0]
-				if last && where.name == "header" {
-					// A torn-looking tail whose header fails its checksum: the count is unknowable.
-					if d.RecordsKnown || rep.RecordsExact || d.Offset != b.e.Offset || !d.Tail {
-						t.Fatalf("repair: %+v", rep)
-					}
-				} else if rep.DroppedRecords != uint64(b.e.Count) || !rep.RecordsExact || d.FirstSeq != b.e.FirstSeq ||
+				// Even a last block whose header fails its checksum is
+				// counted exactly: the index lists it.
+				if rep.DroppedRecords != uint64(b.e.Count) || !rep.RecordsExact || d.FirstSeq != b.e.FirstSeq ||
 					d.LastSeq != b.e.LastSeq || d.Offset != b.e.Offset {
 					t.Fatalf("dropped %+v, block %+v", d, b.e)
 				}
-				if d.Tail != last || (d.GapSeq == 0) != last {
+				if d.Tail != last || d.GapSeq != b.e.FirstSeq {
 					t.Fatalf("dropped %+v (last block %v)", d, last)
 				}
 
@@ -237,15 +245,12 @@ func TestFlippedByteInEveryBlock(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := len(recs) - int(b.e.Count)
-				if !last {
-					want++
-				}
+				want := len(recs) - int(b.e.Count) + 1
 				if len(got) != want {
 					t.Fatalf("after repair %d records, want %d", len(got), want)
 				}
 				checkPrefix(t, got[:b.before], recs)
-				if !last {
+				{
 					g := got[b.before]
 					c, err := DecodeControl(g.Payload)
 					if g.Kind != KindGap || g.Conn != ConnAll || g.Seq != b.e.FirstSeq || err != nil || c.Dropped != uint64(b.e.Count) {
@@ -663,8 +668,15 @@ func TestKill9(t *testing.T) {
 		t.Fatalf("repair %+v does not match truncation %v", rep, tr)
 	}
 	after, err, tr2 := readAll(t, dir, WithStrict())
-	if err != nil || tr2 != nil || len(after) != len(got) {
+	wantN := len(got)
+	if tr != nil {
+		wantN++ // the gap record standing for the torn block
+	}
+	if err != nil || tr2 != nil || len(after) != wantN {
 		t.Fatalf("after repair: %d records (before %d), %v %v", len(after), len(got), err, tr2)
+	}
+	if tr != nil && (after[len(after)-1].Kind != KindGap || !rep.Recovered) {
+		t.Fatalf("after repair the last record is %v, recovered %v", after[len(after)-1].Kind, rep.Recovered)
 	}
 	if vr, err := Verify(dir); err != nil || !vr.OK() {
 		t.Fatalf("verify after repair: %+v %v", vr, err)

@@ -50,6 +50,12 @@ func readIndex(dir string, num uint32, segSize int64) ([]indexEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseIndex(b, num, segSize)
+}
+
+// parseIndex checks and decodes an index file's bytes for segment num of
+// segSize bytes.
+func parseIndex(b []byte, num uint32, segSize int64) ([]indexEntry, error) {
 	if len(b) < indexHeaderSize || [4]byte(b[0:4]) != indexMagic {
 		return nil, errStaleIndex
 	}
@@ -89,6 +95,21 @@ func readIndex(dir string, num uint32, segSize int64) ([]indexEntry, error) {
 		return nil, errStaleIndex
 	}
 	return entries, nil
+}
+
+// readIndexAnySize reads the index file at path of segment num checking
+// its checksum and structure but not the segment's size: what a finished
+// segment held, even after it lost blocks.
+func readIndexAnySize(path string, num uint32) ([]indexEntry, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < indexHeaderSize {
+		return nil, errStaleIndex
+	}
+	size := int64(binary.LittleEndian.Uint64(b[16:24]))
+	return parseIndex(b, num, size)
 }
 
 // scanResult is what scanning a segment's block headers found.

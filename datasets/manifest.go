@@ -35,6 +35,9 @@ type Manifest struct {
 	// tail the crash tore is cut (and stands as a gap record), EndNs is set,
 	// and damage in its last segment is no longer taken for a torn tail.
 	Recovered bool `json:"recovered,omitempty"`
+	// Repaired is true once Repair cut damage out of the dataset (each loss
+	// stands as a gap record).
+	Repaired bool `json:"repaired,omitempty"`
 	// Notes is free text (for samples: which parts are real and which generated).
 	Notes string `json:"notes,omitempty"`
 }

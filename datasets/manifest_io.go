@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,8 +21,24 @@ func ReadManifest(dir string) (Manifest, error) {
 	if err != nil {
 		return m, fmt.Errorf("datasets: read manifest: %w", err)
 	}
+	return parseManifest(filepath.Join(dir, ManifestName), b)
+}
+
+// parseManifest decodes and checks a manifest's bytes; path names it in errors.
+func parseManifest(path string, b []byte) (Manifest, error) {
+	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return m, &CorruptionError{File: filepath.Join(dir, ManifestName), Err: fmt.Errorf("manifest: %w", err)}
+		return m, &CorruptionError{File: path, Err: fmt.Errorf("manifest: %w", err)}
+	}
+	stored, sum, err := manifestChecksum(b)
+	if err != nil {
+		return m, &CorruptionError{File: path, Err: fmt.Errorf("manifest: %w", err)}
+	}
+	if stored != "" && stored != sum {
+		return m, &CorruptionError{File: path, Err: fmt.Errorf("manifest: %w: checksum says %s, the content %s", ErrChecksum, stored, sum)}
+	}
+	if m.FormatVersion == 0 {
+		return m, &CorruptionError{File: path, Err: fmt.Errorf("manifest: %w: format_version missing or 0", ErrVersion)}
 	}
 	if m.FormatVersion < 0 || m.FormatVersion > FormatVersion {
 		return m, fmt.Errorf("%w: manifest says %d (this build reads up to %d)", ErrVersion, m.FormatVersion, FormatVersion)
@@ -29,14 +46,57 @@ func ReadManifest(dir string) (Manifest, error) {
 	return m, nil
 }
 
+// manifestChecksumKey is the manifest member holding its checksum.
+const manifestChecksumKey = "checksum"
+
+// manifestChecksum returns the checksum stored in a manifest's JSON ("" if
+// none) and the one its content has: "crc32c:" and eight hex digits of the
+// CRC32C of the compact JSON encoding of every other member, keys sorted,
+// numbers as written. It does not depend on formatting or on which members
+// this build knows.
+func manifestChecksum(b []byte) (stored, sum string, err error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		return "", "", err
+	}
+	if v, ok := obj[manifestChecksumKey]; ok {
+		if stored, ok = v.(string); !ok || stored == "" {
+			return "", "", fmt.Errorf("checksum %v is not a string", v)
+		}
+		delete(obj, manifestChecksumKey)
+	}
+	canon, err := json.Marshal(obj)
+	if err != nil {
+		return "", "", err
+	}
+	return stored, fmt.Sprintf("crc32c:%08x", crc32c(canon)), nil
+}
+
 // writeManifest replaces dir's manifest atomically: temp file, fsync,
 // rename, fsync of the directory, so a crash leaves the old or the new one.
 func writeManifest(dir string, m Manifest) error {
+	b, err := encodeManifest(m)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(dir, ManifestName, b)
+}
+
+// encodeManifest returns m as indented JSON with its checksum member last.
+func encodeManifest(m Manifest) ([]byte, error) {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return fmt.Errorf("datasets: encode manifest: %w", err)
+		return nil, fmt.Errorf("datasets: encode manifest: %w", err)
 	}
-	return writeFileAtomic(dir, ManifestName, append(b, '\n'))
+	_, sum, err := manifestChecksum(b)
+	if err != nil {
+		return nil, fmt.Errorf("datasets: encode manifest: %w", err)
+	}
+	b = bytes.TrimSuffix(b, []byte("}"))
+	b = bytes.TrimRight(b, "\n")
+	return fmt.Appendf(b, ",\n  %q: %q\n}\n", manifestChecksumKey, sum), nil
 }
 
 func writeFileAtomic(dir, name string, b []byte) error {

@@ -1,10 +1,14 @@
 package datasets
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 // ConnAll in a record's Conn means the record concerns every connection of
@@ -30,24 +34,42 @@ type RepairReport struct {
 	Dropped        []Dropped `json:"dropped"`
 	DroppedBytes   int64     `json:"dropped_bytes"`
 	DroppedRecords uint64    `json:"dropped_records"`
-	RecordsExact   bool      `json:"records_exact"` // every Dropped has RecordsKnown
-	IndexesWritten []string  `json:"indexes_written,omitempty"`
-	RemovedFiles   []string  `json:"removed_files,omitempty"`
+	// RecordsExact is true when every Dropped has RecordsKnown; otherwise
+	// DroppedRecords is a lower bound.
+	RecordsExact   bool     `json:"records_exact"`
+	IndexesWritten []string `json:"indexes_written,omitempty"`
+	RemovedFiles   []string `json:"removed_files,omitempty"`
+	// SetAside lists segments moved out of the way (renamed with a
+	// ".duplicate" suffix, never deleted): copies of records already in
+	// the dataset.
+	SetAside []string `json:"set_aside,omitempty"`
 	// StartNs and EndNs are the manifest's time range after repair;
-	// ManifestFixed says whether it had to change.
+	// ManifestFixed says whether it had to change. The range never shrinks:
+	// where records are lost at either end, a gap record covers the rest.
 	StartNs       int64 `json:"start_ns"`
 	EndNs         int64 `json:"end_ns"`
 	ManifestFixed bool  `json:"manifest_fixed"`
+	// Recovered is true when the dataset's writer had died and Repair
+	// closed it (Manifest.Recovered).
+	Recovered bool `json:"recovered,omitempty"`
+	// ManifestRebuilt is set when the manifest was missing or corrupt and
+	// Repair wrote a new one from the segments: ManifestProblem says what
+	// was wrong and Unrecovered names the fields the segments do not carry.
+	ManifestRebuilt bool     `json:"manifest_rebuilt,omitempty"`
+	ManifestProblem string   `json:"manifest_problem,omitempty"`
+	Unrecovered     []string `json:"unrecovered,omitempty"`
 }
 
 // Changed reports whether Repair modified anything.
 func (r *RepairReport) Changed() bool {
-	return len(r.Dropped) > 0 || len(r.IndexesWritten) > 0 || len(r.RemovedFiles) > 0 || r.ManifestFixed
+	return len(r.Dropped) > 0 || len(r.IndexesWritten) > 0 || len(r.RemovedFiles) > 0 || r.ManifestFixed ||
+		len(r.SetAside) > 0 || r.ManifestRebuilt
 }
 
 type repairRegion struct {
 	region
-	lastMono int64 // of a good block's last record
+	lastMono            int64 // of a good block's last record
+	firstKind, lastKind Kind
 }
 
 type repairSeg struct {
@@ -58,19 +80,59 @@ type repairSeg struct {
 	damaged bool
 }
 
-// Repair makes a damaged dataset readable again. A torn tail of the last
-// segment is cut off at the last good block. Damage elsewhere (a bad block,
-// a bad segment header) is cut out and replaced by one KindGap record with
+// RepairOption configures Repair.
+type RepairOption func(*repairOptions)
+
+type repairOptions struct {
+	sniff func(frames [][]byte) string
+}
+
+// WithVenueSniffer gives Repair a way to tell a dataset's venue from its
+// frames, for a manifest it has to rebuild (this package knows no venue).
+func WithVenueSniffer(f func(frames [][]byte) string) RepairOption {
+	return func(o *repairOptions) { o.sniff = f }
+}
+
+// ErrUnrepairable means Repair found damage it must not guess at (segments
+// swapped or overlapping): it changed nothing and names the files.
+var ErrUnrepairable = errors.New("datasets: repair: cannot repair")
+
+// Repair makes a damaged dataset readable again, and honest. Every damaged
+// stretch is cut out of its segment and replaced by one KindGap record with
 // Conn == ConnAll whose Control gives the lost time range and record count,
-// so the loss stays explicit and sequence numbers stay strictly increasing.
-// Missing or stale indexes are rewritten and the manifest's StartNs/EndNs
-// set from the records. Every file is replaced atomically. Running Repair on
-// a sound dataset changes nothing. While a Writer has the dataset open,
+// so the loss stays explicit and sequence numbers stay strictly increasing;
+// the same holds for a torn tail (cut at the last good block) and for
+// records missing without damage (a segment file gone, a segment cut at a
+// block boundary). What was lost is taken from every source there is: the
+// block headers that still parse, the indexes (which list the blocks of a
+// finished segment even after it lost them) and the manifest's range. The
+// manifest's time range never shrinks; a dataset whose writer died is marked
+// Recovered. A segment that only repeats records the dataset already has is
+// set aside (renamed, not deleted); segments swapped or overlapping are
+// refused (ErrUnrepairable). A missing or corrupt manifest is rebuilt from
+// the segments, saying what could not be recovered. Missing or stale
+// indexes are rewritten. Every file is replaced atomically. Running Repair
+// on a sound dataset changes nothing. While a Writer has the dataset open,
 // Repair refuses with ErrLocked.
-func Repair(dir string) (*RepairReport, error) {
+func Repair(dir string, opts ...RepairOption) (*RepairReport, error) {
+	var o repairOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	rep := &RepairReport{Dir: dir, Dropped: []Dropped{}, RecordsExact: true}
 	m, err := ReadManifest(dir)
 	if err != nil {
-		return nil, fmt.Errorf("datasets: repair: %w", err)
+		var ce *CorruptionError
+		if !errors.As(err, &ce) && !errors.Is(err, ErrNotDataset) {
+			return nil, fmt.Errorf("datasets: repair: %w", err)
+		}
+		if errors.Is(err, ErrNotDataset) {
+			if segs, lerr := listSegments(dir); lerr != nil || len(segs) == 0 {
+				return nil, fmt.Errorf("datasets: repair: %w", err)
+			}
+		}
+		rep.ManifestRebuilt, rep.ManifestProblem = true, err.Error()
+		m = salvageManifest(dir)
 	}
 	lock, err := lockDir(dir)
 	if err != nil {
@@ -81,7 +143,6 @@ func Repair(dir string) (*RepairReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &RepairReport{Dir: dir, Dropped: []Dropped{}, RecordsExact: true}
 	// Leftovers of an interrupted rewrite: the originals are intact.
 	for _, pat := range []string{"*" + segmentExt + compactExt, "*" + segmentExt + ".repair", "*.tmp"} {
 		left, _ := filepath.Glob(filepath.Join(dir, pat))
@@ -97,6 +158,7 @@ func Repair(dir string) (*RepairReport, error) {
 	}()
 	segs := make([]repairSeg, len(infos))
 	var rec Record
+	var rb rebuildInfo
 	for i := range infos {
 		s := &segs[i]
 		s.segmentInfo = infos[i]
@@ -106,8 +168,13 @@ func Repair(dir string) (*RepairReport, error) {
 				return nil // rewritten from s.dict
 			}
 			if reg.Good {
+				first := true
 				for sr.nextRecord(&rec) {
-					rr.lastMono = rec.MonoNs
+					if first {
+						rr.firstKind, first = rec.Kind, false
+					}
+					rr.lastMono, rr.lastKind = rec.MonoNs, rec.Kind
+					rb.see(&rec)
 				}
 			} else {
 				s.damaged = true
@@ -120,6 +187,19 @@ func Repair(dir string) (*RepairReport, error) {
 		}
 		s.dict = sr.dict
 	}
+
+	// What the indexes say the dataset held, even of blocks now gone.
+	idxEnd := indexedEnds(dir, segs)
+
+	// Segments that only repeat records already read are set aside;
+	// records missing without damage get a zero-byte damaged region, so
+	// that the code below puts a gap record in their place.
+	segs, err = orderSegments(dir, segs, rep)
+	if err != nil {
+		return nil, err
+	}
+	// The end the dataset had: its indexes, the manifest's range.
+	addTailRegion(segs, m, idxEnd)
 
 	// Describe each damaged region from its good neighbours.
 	type goodRef struct {
@@ -144,24 +224,25 @@ func Repair(dir string) (*RepairReport, error) {
 			}
 			d := &Dropped{Damage: Damage{File: segs[si].path, Offset: rg.Off, Bytes: rg.End - rg.Off, Reason: rg.Err.Err.Error()}}
 			next, nextOK := nextGood(segs, si, ri)
+			d.FromNs = m.StartNs // lost at the start: from the recorded start
 			if prev.ok {
 				d.FromNs = prev.wall
+			}
+			lo := uint64(1)
+			if prev.ok {
+				lo = prev.seq + 1
 			}
 			switch {
 			case nextOK:
 				d.ToNs = next.FirstWall
-				lo := uint64(1)
-				if prev.ok {
-					lo = prev.seq + 1
-				}
 				if next.FirstSeq > lo {
 					d.FirstSeq, d.LastSeq = lo, next.FirstSeq-1
 					d.Records = d.LastSeq - d.FirstSeq + 1
 				}
 				d.RecordsKnown = true
 			default:
-				d.Tail = si == len(segs)-1
-				d.Records, d.FirstSeq, d.LastSeq, d.ToNs, d.RecordsKnown = countTail(segs[si].path, rg.Off, rg.End)
+				d.Tail = si == len(segs)-1 && rg.End >= segs[si].size
+				describeTail(d, segs[si].path, rg.Off, rg.End, lo, m, idxEnd)
 			}
 			drops[[2]int{si, ri}] = d
 		}
@@ -169,7 +250,6 @@ func Repair(dir string) (*RepairReport, error) {
 
 	// Rewrite each damaged segment; write indexes that are missing or stale.
 	var enc blockEncoder
-	prev = goodRef{}
 	for si := range segs {
 		s := &segs[si]
 		var entries []indexEntry
@@ -219,8 +299,34 @@ func Repair(dir string) (*RepairReport, error) {
 		rep.IndexesWritten = append(rep.IndexesWritten, filepath.Join(dir, indexName(s.num)))
 	}
 
-	if haveAny && (m.StartNs != firstWall || m.EndNs != lastWall) {
-		m.StartNs, m.EndNs = firstWall, lastWall
+	// The recorded range never shrinks: a loss at either end is covered by
+	// its gap record (from the last good record to the old end).
+	old := m
+	if haveAny {
+		start, end := firstWall, lastWall
+		for _, d := range rep.Dropped {
+			if d.ToNs > end {
+				end = d.ToNs
+			}
+		}
+		if m.StartNs != 0 && m.StartNs < start {
+			start = m.StartNs
+		}
+		if m.EndNs > end {
+			end = m.EndNs
+		}
+		m.StartNs, m.EndNs = start, end
+	}
+	if !m.Clean && !m.Recovered {
+		m.Recovered, rep.Recovered = true, true
+	}
+	if len(rep.Dropped) > 0 || len(rep.SetAside) > 0 {
+		m.Repaired = true
+	}
+	if rep.ManifestRebuilt {
+		rb.fill(&m, o.sniff, rep)
+	}
+	if rep.ManifestRebuilt || !sameManifest(old, m) {
 		if err := writeManifest(dir, m); err != nil {
 			return nil, fmt.Errorf("datasets: repair: %w", err)
 		}
@@ -228,6 +334,248 @@ func Repair(dir string) (*RepairReport, error) {
 	}
 	rep.StartNs, rep.EndNs = m.StartNs, m.EndNs
 	return rep, nil
+}
+
+func sameManifest(a, b Manifest) bool {
+	return a.StartNs == b.StartNs && a.EndNs == b.EndNs && a.Clean == b.Clean && a.Recovered == b.Recovered &&
+		a.Repaired == b.Repaired
+}
+
+// orderSegments sets aside segments whose records all repeat earlier ones
+// (a copied segment), refuses overlaps, and marks records missing between
+// good blocks without damage (a segment file gone) with a zero-byte damaged
+// region before the block that follows them.
+func orderSegments(dir string, segs []repairSeg, rep *RepairReport) ([]repairSeg, error) {
+	var out []repairSeg
+	var maxSeq uint64
+	var maxFile string
+	lastGap, lastBad := false, false
+	for si := range segs {
+		s := segs[si]
+		dup, any := true, false
+		for _, rg := range s.regs {
+			if rg.Good {
+				any = true
+				dup = dup && rg.Hdr.LastSeq <= maxSeq
+			}
+		}
+		sh, herr := readSegmentHeaderAt(s.path)
+		misnamed := herr == nil && sh.Number != s.num
+		if misnamed && !(any && dup) {
+			// Swapped or misnamed: which is right cannot be told without guessing.
+			return nil, fmt.Errorf("%w: %w: %s's header says segment %d; rename each segment to the number its header gives, then repair again",
+				ErrUnrepairable, ErrSegmentOrder, filepath.Base(s.path), sh.Number)
+		}
+		if any && dup {
+			aside := s.path + ".duplicate"
+			if err := os.Rename(s.path, aside); err != nil {
+				return nil, fmt.Errorf("datasets: repair: %w", err)
+			}
+			os.Rename(filepath.Join(dir, indexName(s.num)), filepath.Join(dir, indexName(s.num))+".duplicate")
+			rep.SetAside = append(rep.SetAside, aside)
+			continue
+		}
+		var regs []repairRegion
+		for _, rg := range s.regs {
+			if !rg.Good {
+				regs = append(regs, rg)
+				lastGap, lastBad = false, true
+				continue
+			}
+			if rg.Hdr.FirstSeq <= maxSeq {
+				return nil, fmt.Errorf("%w: %w: %s:%d starts at seq %d, but %s already reached seq %d (overlapping segments)",
+					ErrUnrepairable, ErrSegmentOrder, filepath.Base(s.path), rg.Off, rg.Hdr.FirstSeq, filepath.Base(maxFile), maxSeq)
+			}
+			explained := lastGap || lastBad || rg.firstKind == KindGap
+			if rg.Hdr.FirstSeq != maxSeq+1 && !explained {
+				what := fmt.Sprintf("%v: seq jumps from %d to %d", ErrMissingRecords, maxSeq, rg.Hdr.FirstSeq)
+				if si > 0 && s.num != segs[si-1].num+1 {
+					what += fmt.Sprintf(" (segments %s to %s are missing)", segmentName(segs[si-1].num+1), segmentName(s.num-1))
+				}
+				regs = append(regs, repairRegion{region: region{Off: rg.Off, End: rg.Off,
+					Err: &CorruptionError{File: s.path, Offset: rg.Off, Err: errors.New(what)}}})
+				s.damaged = true
+			}
+			regs = append(regs, rg)
+			maxSeq, maxFile, lastGap, lastBad = rg.Hdr.LastSeq, s.path, rg.lastKind == KindGap, false
+		}
+		s.regs = regs
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// indexEnd is the last record an index (stale or not) lists.
+type indexEnd struct {
+	seq  uint64
+	wall int64
+	ok   bool
+}
+
+// indexedEnds reads every index whose checksum holds, even one that no
+// longer matches its segment, for the last record it lists: a finished
+// segment's index still knows the blocks the segment lost.
+func indexedEnds(dir string, segs []repairSeg) indexEnd {
+	var end indexEnd
+	names, _ := filepath.Glob(filepath.Join(dir, "*"+indexExt))
+	for _, p := range names {
+		base := strings.TrimSuffix(filepath.Base(p), indexExt)
+		num, err := strconv.ParseUint(base, 10, 32)
+		if err != nil || len(base) != nameDigits {
+			continue
+		}
+		entries, err := readIndexAnySize(p, uint32(num))
+		if err != nil || len(entries) == 0 {
+			continue
+		}
+		e := entries[len(entries)-1]
+		if e.LastSeq > end.seq {
+			end = indexEnd{seq: e.LastSeq, wall: e.LastWall, ok: true}
+		}
+	}
+	return end
+}
+
+// addTailRegion adds a zero-byte damaged region at the end of the last
+// segment when records are missing after the last good one without any
+// damaged bytes to show for it: an index lists later records, or the range
+// of a closed dataset's manifest ends after the last record (and no loss
+// record explains it).
+func addTailRegion(segs []repairSeg, m Manifest, idx indexEnd) {
+	if len(segs) == 0 {
+		return
+	}
+	s := &segs[len(segs)-1]
+	if n := len(s.regs); n > 0 && !s.regs[n-1].Good {
+		return // a damaged tail is described from the same sources
+	}
+	var last *repairRegion
+	for si := len(segs) - 1; si >= 0 && last == nil; si-- {
+		for i := len(segs[si].regs) - 1; i >= 0; i-- {
+			if segs[si].regs[i].Good {
+				last = &segs[si].regs[i]
+				break
+			}
+		}
+	}
+	if last == nil {
+		return
+	}
+	var what string
+	switch {
+	case idx.ok && idx.seq > last.Hdr.LastSeq:
+		what = fmt.Sprintf("%v: the indexes list records up to seq %d, the last one left is seq %d", ErrMissingRecords, idx.seq, last.Hdr.LastSeq)
+	case (m.Clean || m.Recovered) && m.EndNs > last.Hdr.LastWall && last.lastKind != KindGap:
+		what = fmt.Sprintf("%v: the manifest's range ends at %d, the last record left at %d", ErrMissingRecords, m.EndNs, last.Hdr.LastWall)
+	default:
+		return
+	}
+	s.regs = append(s.regs, repairRegion{region: region{Off: s.size, End: s.size,
+		Err: &CorruptionError{File: s.path, Offset: s.size, Err: errors.New(what)}}})
+	s.damaged = true
+}
+
+// describeTail says what a damaged run with nothing good after it lost,
+// from every source: the block headers in it that still parse, the indexes
+// and the manifest's range. lo is the first seq lost.
+func describeTail(d *Dropped, path string, off, end int64, lo uint64, m Manifest, idx indexEnd) {
+	n, _, last, toNs, exact := countTail(path, off, end)
+	d.FirstSeq = lo
+	d.ToNs = max(toNs, m.EndNs)
+	switch {
+	case idx.ok && idx.seq >= lo:
+		// A finished segment's index lists every block it had.
+		d.LastSeq, d.Records, d.RecordsKnown = idx.seq, idx.seq-lo+1, true
+		d.ToNs = max(d.ToNs, idx.wall)
+	case exact && n > 0 && last >= lo && (!m.Clean || toNs >= m.EndNs):
+		// The damaged headers reach the end: of a crash (nothing was written
+		// after the torn block) or of the range the writer closed.
+		d.LastSeq, d.Records, d.RecordsKnown = last, last-lo+1, true
+	case exact && n == 0 && end == off:
+		d.Records, d.RecordsKnown = 0, !m.Clean && !m.Recovered
+	default:
+		d.Records, d.RecordsKnown = n, false
+		if last >= lo {
+			d.LastSeq = last
+		}
+	}
+	if d.ToNs < d.FromNs {
+		d.ToNs = d.FromNs
+	}
+}
+
+// rebuildInfo gathers what a lost manifest can be rebuilt from.
+type rebuildInfo struct {
+	n                   int
+	firstWall, firstMon int64
+	url                 string
+	frames              [][]byte
+	assigned            bool
+}
+
+func (b *rebuildInfo) see(r *Record) {
+	if b.n == 0 {
+		b.firstWall, b.firstMon = r.WallNs, r.MonoNs
+		b.assigned = r.Flags&FlagAssigned != 0
+	}
+	b.n++
+	switch r.Kind {
+	case KindConnect:
+		if b.url == "" {
+			if c, err := DecodeControl(r.Payload); err == nil {
+				b.url = c.URL
+			}
+		}
+	case KindFrame:
+		if len(b.frames) < 64 {
+			b.frames = append(b.frames, append([]byte(nil), r.Payload...))
+		}
+	}
+}
+
+// fill completes a rebuilt manifest with what the segments say, and lists
+// what they cannot.
+func (b *rebuildInfo) fill(m *Manifest, sniff func([][]byte) string, rep *RepairReport) {
+	m.FormatVersion = FormatVersion
+	if b.n > 0 {
+		m.MonoBaseWallNs = b.firstWall - b.firstMon
+		m.TimesAssigned = m.TimesAssigned || b.assigned
+	}
+	if m.Endpoint == "" {
+		m.Endpoint = b.url
+	}
+	if m.Venue == "" && sniff != nil && len(b.frames) > 0 {
+		m.Venue = sniff(b.frames)
+	}
+	for _, f := range []struct {
+		name  string
+		empty bool
+	}{
+		{"venue", m.Venue == ""}, {"endpoint", m.Endpoint == ""}, {"subscriptions", len(m.Subscriptions) == 0},
+		{"instruments", len(m.Instruments) == 0}, {"tool_version", m.ToolVersion == ""}, {"host", m.Host == ""},
+		{"clock_offset_ns", m.ClockOffsetNs == 0}, {"source", m.Source == ""}, {"notes", m.Notes == ""},
+	} {
+		if f.empty {
+			rep.Unrecovered = append(rep.Unrecovered, f.name)
+		}
+	}
+	if m.Notes == "" {
+		m.Notes = "manifest rebuilt by repair from the segments; not recovered: " + strings.Join(rep.Unrecovered, ", ")
+	}
+}
+
+// salvageManifest reads what it can of a corrupt manifest: the members that
+// still decode (a bad checksum keeps them all, marked untrusted by the
+// rebuild). A missing or unparsable one gives an empty manifest.
+func salvageManifest(dir string) Manifest {
+	var m Manifest
+	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if err == nil {
+		_ = json.Unmarshal(b, &m) // partial on error: what decoded before it
+	}
+	// Clean and the range are recomputed; a damaged flag must not stand.
+	m.Clean, m.Recovered, m.StartNs, m.EndNs = false, false, 0, 0
+	return m
 }
 
 // nextGood returns the header of the first good block after region ri of
@@ -343,15 +691,19 @@ func rewriteSegment(dir string, s *repairSeg, drops map[[2]int]*Dropped, si int,
 			continue
 		}
 		d := drops[[2]int{si, ri}]
-		if d == nil || d.Tail || d.Records == 0 || d.FirstSeq == 0 {
+		if d == nil || d.FirstSeq == 0 || (d.RecordsKnown && d.Records == 0) {
 			continue
 		}
 		wall, mono := d.ToNs, int64(0)
 		if prev.ok {
 			wall, mono = prev.wall, prev.mono
 		}
+		recs := fmt.Sprintf("%d records (seq %d..%d)", d.Records, d.FirstSeq, d.LastSeq)
+		if !d.RecordsKnown {
+			recs = fmt.Sprintf("at least %d records (from seq %d)", d.Records, d.FirstSeq)
+		}
 		c := Control{FromNs: d.FromNs, ToNs: d.ToNs, Dropped: d.Records,
-			Text: fmt.Sprintf("repair: %d records (seq %d..%d) lost to damage at %s:%d: %s", d.Records, d.FirstSeq, d.LastSeq, filepath.Base(d.File), d.Offset, d.Reason)}
+			Text: fmt.Sprintf("repair: %s lost at %s:%d: %s", recs, filepath.Base(d.File), d.Offset, d.Reason)}
 		r := Record{Kind: KindGap, Conn: ConnAll, WallNs: wall, MonoNs: mono, Payload: EncodeControl(c)}
 		enc.b.add(&r, d.FirstSeq)
 		var h blockHeader

@@ -68,14 +68,20 @@ func Verify(dir string) (*VerifyReport, error) {
 		lastMono           int64
 		haveRec            bool
 		firstWall, endWall int64
+		gapFrom, gapTo     int64 // the range gap records cover
 	)
 	defer func() {
 		sr.release()
 	}()
-	for i, s := range segs {
-		if want := uint32(i + 1); s.num != want {
-			rep.Problems = append(rep.Problems, Problem{File: s.path, What: fmt.Sprintf("segment number %d, expected %d (a segment is missing)", s.num, want)})
+	explained := false // the last record was a gap record, or damage came after it: a seq jump is accounted for
+	prevNum := uint32(0)
+	for _, s := range segs {
+		if want := prevNum + 1; s.num != want {
+			// Whether records are missing is what the seq check says; a
+			// repaired dataset keeps its numbers with a gap record.
+			rep.Warnings = append(rep.Warnings, Problem{File: s.path, What: fmt.Sprintf("segment number %d, expected %d (a segment file is missing)", s.num, want)})
 		}
+		prevNum = s.num
 		if sh, err := readSegmentHeaderAt(s.path); err == nil && sh.Number != s.num {
 			rep.Problems = append(rep.Problems, Problem{File: s.path, What: fmt.Sprintf("segment header says segment %d", sh.Number)})
 		}
@@ -84,6 +90,7 @@ func Verify(dir string) (*VerifyReport, error) {
 		size, err := walkSegment(s.path, &sr, func(reg *region, sr *segmentReader) error {
 			if !reg.Good {
 				damaged = true
+				explained = true
 				what := reg.Err.Err.Error()
 				if reg.HdrOK {
 					what += fmt.Sprintf(" (block of %d records, seq %d..%d, lost)", reg.Hdr.Count, reg.Hdr.FirstSeq, reg.Hdr.LastSeq)
@@ -101,6 +108,11 @@ func Verify(dir string) (*VerifyReport, error) {
 			rep.Blocks++
 			for sr.nextRecord(&rec) {
 				rep.Records++
+				if haveRec && rec.Seq > lastSeq+1 && !explained && rec.Kind != KindGap {
+					rep.Problems = append(rep.Problems, Problem{File: s.path, Offset: reg.Off, Seq: rec.Seq,
+						What: fmt.Sprintf("%v: seq jumps from %d to %d with no gap record", ErrMissingRecords, lastSeq, rec.Seq)})
+				}
+				explained = rec.Kind == KindGap
 				if haveRec && rec.Seq <= lastSeq {
 					rep.Problems = append(rep.Problems, Problem{File: s.path, Offset: reg.Off, Seq: rec.Seq,
 						What: fmt.Sprintf("%v: after seq %d", ErrSeqOrder, lastSeq)})
@@ -114,6 +126,14 @@ func Verify(dir string) (*VerifyReport, error) {
 				}
 				if !haveRec {
 					firstWall = rec.WallNs
+				}
+				if rec.Kind == KindGap {
+					if c, err := DecodeControl(rec.Payload); err == nil {
+						if c.FromNs != 0 && (gapFrom == 0 || c.FromNs < gapFrom) {
+							gapFrom = c.FromNs
+						}
+						gapTo = max(gapTo, c.ToNs)
+					}
 				}
 				haveRec, lastSeq, lastMono, endWall = true, rec.Seq, rec.MonoNs, rec.WallNs
 			}
@@ -131,8 +151,14 @@ func Verify(dir string) (*VerifyReport, error) {
 			rep.Problems = append(rep.Problems, Problem{File: filepath.Join(dir, indexName(s.num)), What: "index disagrees with the block headers"})
 		}
 	}
-	if haveRec && m.Clean && len(rep.Problems) == 0 {
-		if m.StartNs != firstWall || m.EndNs != endWall {
+	if haveRec && (m.Clean || m.Recovered) && len(rep.Problems) == 0 {
+		// The range is the records', widened only as far as gap records
+		// say records were lost.
+		lo, hi := firstWall, max(endWall, gapTo)
+		if gapFrom != 0 {
+			lo = min(lo, gapFrom)
+		}
+		if m.StartNs < lo || m.StartNs > firstWall || m.EndNs < endWall || m.EndNs > hi {
 			rep.Problems = append(rep.Problems, Problem{File: mpath, What: fmt.Sprintf("manifest time range %d..%d, records span %d..%d", m.StartNs, m.EndNs, firstWall, endWall)})
 		}
 	}

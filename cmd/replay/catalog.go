@@ -95,6 +95,8 @@ func runLs(opts *lsOptions) error {
 			state = "damaged: " + infoProblem(in).Error()
 		case in.Truncated != nil:
 			state = "torn tail"
+		case in.Manifest.Repaired:
+			state = "repaired (losses recorded)"
 		case in.Manifest.Recovered:
 			state = "recovered"
 		case !in.Manifest.Clean:

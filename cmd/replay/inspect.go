@@ -131,6 +131,9 @@ func printInfo(out io.Writer, info *datasets.Info) error {
 	case !m.Clean:
 		state = "not closed cleanly (crashed or still recording)"
 	}
+	if m.Repaired {
+		state += "; repaired: damage cut out, each loss stands as a gap record (see losses)"
+	}
 	fmt.Fprintf(w, "state\t%s\n", state)
 	if m.TimesAssigned {
 		fmt.Fprintf(w, "times\tassigned at import (%s)\n", m.Source)
