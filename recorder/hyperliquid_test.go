@@ -100,15 +100,14 @@ func TestHyperliquidBadSubscriptionIsNamedAndDropped(t *testing.T) {
 	if suspects != 2 {
 		t.Errorf("%d 1006 disconnects naming the suspect, want 2\n%s", suspects, describe(recs))
 	}
-	notes := ofKind(recs, datasets.KindNote)
 	dropped := false
-	for _, n := range notes {
-		if strings.Contains(n.control(t).Text, "dropped subscription l2Book@SOL") {
+	for _, n := range ofKind(recs, datasets.KindGap) {
+		if cc := n.control(t); strings.Contains(cc.Text, "subscription l2Book@SOL removed") && slices.Equal(cc.Instruments, []string{"l2Book@SOL"}) {
 			dropped = true
 		}
 	}
 	if !dropped {
-		t.Errorf("no note about dropping SOL:\n%s", describe(recs))
+		t.Errorf("no gap record for removing SOL:\n%s", describe(recs))
 	}
 	last := s.Conns()[len(s.Conns())-1]
 	for _, f := range last.Received() {

@@ -59,7 +59,7 @@ func TestHotPathAllocs(t *testing.T) {
 			sink := &nopSink{}
 			r.w = newWriter(r, sink, r.q)
 			r.assigned = map[string]*slot{}
-			s := &slot{r: r, id: 1, cm: r.m.conn(1), items: tc.items, pending: map[string]uint64{}}
+			s := &slot{r: r, id: 1, cm: r.m.conn(1), items: tc.items, pending: map[string]pendingSub{}}
 			s.touchFn = s.touch
 			s.buildWatch()
 			// Data frames only: acks and pongs are rare and produce

@@ -23,6 +23,7 @@ type metrics struct {
 	connected   *prometheus.GaugeVec
 	restBooks   *prometheus.CounterVec
 	restBookErr *prometheus.CounterVec
+	subsRemoved *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, venueName string) (*metrics, error) {
@@ -42,6 +43,7 @@ func newMetrics(reg prometheus.Registerer, venueName string) (*metrics, error) {
 			ConstLabels: labels}, []string{"conn"}),
 		restBooks:   cv("rest_book_responses_total", "Polymarket REST book-summary bodies stored before a connect."),
 		restBookErr: cv("rest_book_errors_total", "Failed Polymarket REST book-summary requests (each recorded as a note; the connection goes ahead)."),
+		subsRemoved: cv("subscriptions_removed_total", "Subscriptions removed as suspects of killing their connection (each a gap record; retried with backoff)."),
 		connected: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tapedeck", Subsystem: "capture",
 			Name: "connected", Help: "1 while the connection slot is open and subscribed.",
 			ConstLabels: labels}, []string{"conn"}),
@@ -56,7 +58,7 @@ func newMetrics(reg prometheus.Registerer, venueName string) (*metrics, error) {
 			ConstLabels: labels, Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 	}
 	for _, c := range []prometheus.Collector{m.frames, m.bytes, m.reconnects, m.stalls, m.drops,
-		m.recvLag, m.connected, m.restBooks, m.restBookErr, m.queueDepth, m.queueBytes, m.writeErrors, m.diskLag} {
+		m.recvLag, m.connected, m.restBooks, m.restBookErr, m.subsRemoved, m.queueDepth, m.queueBytes, m.writeErrors, m.diskLag} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -67,7 +69,7 @@ func newMetrics(reg prometheus.Registerer, venueName string) (*metrics, error) {
 // connMetrics are one slot's resolved children.
 type connMetrics struct {
 	frames, bytes, reconnects, stalls, drops prometheus.Counter
-	restBooks, restBookErr                   prometheus.Counter
+	restBooks, restBookErr, subsRemoved      prometheus.Counter
 	recvLag, connected                       prometheus.Gauge
 }
 
@@ -79,5 +81,6 @@ func (m *metrics) conn(id uint32) connMetrics {
 		drops: m.drops.WithLabelValues(l), recvLag: m.recvLag.WithLabelValues(l),
 		connected: m.connected.WithLabelValues(l),
 		restBooks: m.restBooks.WithLabelValues(l), restBookErr: m.restBookErr.WithLabelValues(l),
+		subsRemoved: m.subsRemoved.WithLabelValues(l),
 	}
 }

@@ -41,6 +41,8 @@ type options struct {
 	backoffMin       time.Duration
 	backoffMax       time.Duration
 	suspectWindow    time.Duration
+	suspectRetryMin  time.Duration
+	suspectRetryMax  time.Duration
 	refreshInterval  time.Duration
 	pingInterval     time.Duration
 	dialTimeout      time.Duration
@@ -64,6 +66,8 @@ func defaultOptions() options {
 		backoffMin:       DefaultBackoffMin,
 		backoffMax:       DefaultBackoffMax,
 		suspectWindow:    DefaultSuspectWindow,
+		suspectRetryMin:  DefaultSuspectRetryMin,
+		suspectRetryMax:  DefaultSuspectRetryMax,
 		refreshInterval:  DefaultRefreshInterval,
 		dialTimeout:      DefaultDialTimeout,
 		restBooksTimeout: DefaultRESTBooksTimeout,

@@ -45,11 +45,15 @@ type slot struct {
 
 	mu         sync.Mutex
 	items      []string
-	pending    map[string]uint64 // subscriptions sent and not yet acknowledged (venues with acks), with their send order
+	pending    map[string]pendingSub // subscriptions sent and not yet acknowledged (venues with acks)
 	sendSeq    uint64
 	lastSubAt  time.Time
 	lastSubIts []string
-	suspects   map[string]int // consecutive deaths right after subscribing this item
+	suspects   map[string]int       // consecutive deaths right after subscribing this item
+	strikes    map[string]int       // times an item was removed as a suspect (reset by its data or ack)
+	retryAt    map[string]time.Time // removed items and when they are subscribed again
+	pendingN   atomic.Int32         // len(pending), for the reader's touch
+	dataAcks   []string             // reader-owned: items the frame being scanned acknowledged by its data
 
 	watch     atomic.Pointer[watchSet]
 	lastData  atomic.Int64 // mono ns of the last data frame
@@ -76,13 +80,15 @@ type slotOp struct {
 // locks and stores through the atomics.
 type watchSet struct {
 	m      map[string]map[string]*atomic.Int64
-	steady map[*atomic.Int64]string // the ones the instrument watchdog checks, with their item
+	steady map[*atomic.Int64]string   // the ones the instrument watchdog checks, with their item
+	items  map[*atomic.Int64][]string // every item routed to each key
 }
 
 func (r *Recorder) startSlot(ctx context.Context, items []string) *slot {
 	r.mu.Lock()
 	s := &slot{r: r, id: uint32(len(r.slots) + 1), ctl: make(chan slotOp, 64),
-		items: slices.Clone(items), pending: map[string]uint64{}, suspects: map[string]int{}}
+		items: slices.Clone(items), pending: map[string]pendingSub{}, suspects: map[string]int{},
+		strikes: map[string]int{}, retryAt: map[string]time.Time{}}
 	s.cm = r.m.conn(s.id)
 	s.touchFn = s.touch
 	r.slots = append(r.slots, s)
@@ -102,6 +108,9 @@ func (s *slot) touch(channel, instrument []byte) {
 	if m := ws.m[string(channel)]; m != nil {
 		if a := m[string(instrument)]; a != nil {
 			a.Store(s.nowMono)
+			if s.pendingN.Load() > 0 {
+				s.ackByData(ws.items[a])
+			}
 		}
 	}
 }
@@ -135,6 +144,7 @@ func (s *slot) run(ctx context.Context) {
 		if err := r.dialPacer.Wait(ctx); err != nil {
 			return
 		}
+		s.readdDue() // removed suspects whose retry time has come
 		// Before dialing, so that the WebSocket initial dump, which replaces
 		// the books, comes after the summaries in the dataset.
 		s.fetchBooks(ctx)
@@ -222,6 +232,7 @@ func (s *slot) serve(ctx context.Context, conn *websocket.Conn) (healthy bool, e
 	s.firstData.Store(false)
 	s.mu.Lock()
 	clear(s.pending) // acknowledgements do not survive a connection
+	s.pendingN.Store(0)
 	s.lastSubAt = time.Time{}
 	s.mu.Unlock()
 
@@ -298,6 +309,11 @@ func (s *slot) serve(ctx context.Context, conn *websocket.Conn) (healthy bool, e
 				return sendFailed("send ping", err)
 			}
 		case <-wd.C:
+			if due := s.dueRetries(time.Now()); len(due) > 0 {
+				if err := s.apply(connCtx, conn, slotOp{add: due}); err != nil {
+					return sendFailed("send", err)
+				}
+			}
 			if c, stalled := s.checkStall(); stalled {
 				r.control(s.id, datasets.KindStall, c)
 				s.cm.stalls.Inc()
@@ -351,8 +367,9 @@ func (s *slot) send(ctx context.Context, conn *websocket.Conn, f venue.SendFrame
 		if r.facts.Acks {
 			for _, it := range f.Items {
 				s.sendSeq++
-				s.pending[it] = s.sendSeq
+				s.pending[it] = pendingSub{seq: s.sendSeq, at: s.lastSubAt}
 			}
+			s.pendingN.Store(int32(len(s.pending)))
 		}
 		s.mu.Unlock()
 	}
@@ -377,12 +394,11 @@ func (s *slot) describeExit(err error) datasets.Control {
 		c.Err = err.Error()
 	}
 	s.mu.Lock()
-	var note string
+	var removal *datasets.Control
 	defer func() {
 		s.mu.Unlock()
-		if note != "" {
-			s.r.log.Error(note, "conn", s.id)
-			s.r.control(s.id, datasets.KindNote, datasets.Control{Instruments: c.Instruments[:1], Text: note})
+		if removal != nil {
+			s.recordRemoval(*removal)
 		}
 	}()
 	recent := !s.lastSubAt.IsZero() && time.Since(s.lastSubAt) <= s.r.o.suspectWindow && c.Code != websocket.CloseNormalClosure
@@ -391,17 +407,25 @@ func (s *slot) describeExit(err error) datasets.Control {
 		// A venue with acks (Hyperliquid) answers subscriptions in order: the first one without
 		// an answer is what it choked on (an unknown coin closes the socket
 		// with 1006 and no message); the later ones were never read.
+		// Data for a subscription acknowledged it too (ackByData), and only
+		// a death within the suspect window of its send is blamed on it.
 		var all []string
 		for it := range s.pending {
 			all = append(all, it)
 		}
-		slices.SortFunc(all, func(a, b string) int { return cmp.Compare(s.pending[a], s.pending[b]) })
+		slices.SortFunc(all, func(a, b string) int { return cmp.Compare(s.pending[a].seq, s.pending[b].seq) })
+		since := time.Since(s.pending[all[0]].at)
+		if since > s.r.o.suspectWindow || c.Code == websocket.CloseNormalClosure {
+			c.Text = fmt.Sprintf("connection died with %d subscriptions unacknowledged, the first sent %v before (outside the %v suspect window): no suspect",
+				len(all), since.Round(time.Millisecond), s.r.o.suspectWindow)
+			break
+		}
 		c.Instruments = all[:1]
 		c.Text = "connection died with subscriptions unacknowledged; suspect subscription: " + all[0]
 		if len(all) > 1 {
 			c.Text += fmt.Sprintf(" (first of %d unacknowledged: %s)", len(all), strings.Join(all[:min(len(all), 10)], " "))
 		}
-		note = s.noteSuspect(all[0])
+		removal = s.noteSuspect(all[0])
 	case recent && !s.r.facts.Acks:
 		// No acknowledgements to go by: name what was just subscribed.
 		c.Instruments = s.lastSubIts
@@ -411,22 +435,9 @@ func (s *slot) describeExit(err error) datasets.Control {
 	return c
 }
 
-// noteSuspect drops a subscription that was the first unacknowledged one
-// when two connections in a row died, so an unknown coin cannot keep a
-// connection in a reconnect loop. An acknowledgement clears its count.
-// Called with s.mu held; it returns the note to record, if any.
-func (s *slot) noteSuspect(it string) string {
-	s.suspects[it]++
-	if s.suspects[it] < 2 {
-		return ""
-	}
-	s.items = slices.DeleteFunc(s.items, func(x string) bool { return x == it })
-	delete(s.suspects, it)
-	return "dropped subscription " + it + ": two connections in a row died with it unacknowledged"
-}
-
 func (s *slot) buildWatch() {
-	ws := &watchSet{m: map[string]map[string]*atomic.Int64{}, steady: map[*atomic.Int64]string{}}
+	ws := &watchSet{m: map[string]map[string]*atomic.Int64{}, steady: map[*atomic.Int64]string{},
+		items: map[*atomic.Int64][]string{}}
 	now := s.mono()
 	for _, it := range s.snapshotItems() {
 		ch, inst, steady := s.r.p.WatchKey(it)
@@ -444,6 +455,7 @@ func (s *slot) buildWatch() {
 		if steady {
 			ws.steady[a] = it
 		}
+		ws.items[a] = append(ws.items[a], it)
 	}
 	s.watch.Store(ws)
 }
@@ -616,6 +628,13 @@ func (s *slot) handle(buf []byte, binary bool, now time.Time) {
 		r.q.putBuf(buf)
 	}
 
+	if len(s.dataAcks) > 0 {
+		for _, it := range s.dataAcks {
+			r.control(s.id, datasets.KindSubscribed, datasets.Control{Text: it, Instruments: []string{it},
+				Reason: "data before its acknowledgement"})
+		}
+		s.dataAcks = s.dataAcks[:0]
+	}
 	switch class {
 	case venue.FramePong:
 		s.lastPong.Store(mono)
@@ -633,10 +652,7 @@ func (s *slot) handle(buf []byte, binary bool, now time.Time) {
 		}
 	case venue.FrameAck:
 		s.lastData.Store(mono)
-		s.mu.Lock()
-		delete(s.pending, ack)
-		delete(s.suspects, ack)
-		s.mu.Unlock()
+		s.acked(ack)
 		r.control(s.id, datasets.KindSubscribed, datasets.Control{Text: ack})
 	case venue.FrameError:
 		r.log.Warn("venue error", "conn", s.id, "frame", errText)
