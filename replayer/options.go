@@ -27,11 +27,14 @@ type options struct {
 	hashCheck  bool
 	// skipDamaged makes damage stepped over a warning instead of Run's error.
 	skipDamaged bool
+	// Bounds on per-dataset state (WithLimits).
+	maxConns, maxInstruments int
 }
 
 // defaults are the options of a Replayer with none given.
 func defaults() options {
-	return options{speed: SpeedMax, maxGap: DefaultMaxGap, newDecoder: venueDecoder, hashCheck: true}
+	return options{speed: SpeedMax, maxGap: DefaultMaxGap, newDecoder: venueDecoder, hashCheck: true,
+		maxConns: DefaultMaxConns, maxInstruments: DefaultMaxInstruments}
 }
 
 // WithWindow limits delivery to records with fromNs ≤ WallNs < toNs (wall ns
@@ -115,6 +118,34 @@ func withDecoders(f func(venueName string) (venue.Decoder, error)) Option {
 func WithSkipDamaged(on bool) Option {
 	return func(o *options) error {
 		o.skipDamaged = on
+		return nil
+	}
+}
+
+// Default bounds of WithLimits. A real capture uses a few dozen connection
+// slots and at most tens of thousands of instruments; the bounds keep a
+// crafted dataset from growing the replay's memory without end.
+const (
+	DefaultMaxConns       = 4096
+	DefaultMaxInstruments = 1 << 18
+)
+
+// ErrLimit means a dataset needs more state than WithLimits allows: more
+// connection slots or instruments. Run stops with it (and the Summary so far).
+var ErrLimit = errors.New("replayer: dataset exceeds a limit")
+
+// WithLimits bounds the connection slots (each has its own decoder) and the
+// instruments (each has a book) one dataset may use; past either, Run stops
+// with an error wrapping ErrLimit that names the dataset and the bound.
+// Instruments are counted every 65,536 frames of a connection, so a dataset
+// may pass the bound by at most that many books before it is caught.
+// Defaults: DefaultMaxConns, DefaultMaxInstruments.
+func WithLimits(conns, instruments int) Option {
+	return func(o *options) error {
+		if conns < 1 || instruments < 1 {
+			return fmt.Errorf("%w: limits %d connections, %d instruments", ErrOption, conns, instruments)
+		}
+		o.maxConns, o.maxInstruments = conns, instruments
 		return nil
 	}
 }

@@ -164,6 +164,7 @@ type connState struct {
 	prev    *instRoute
 	lastSeq uint64
 	lastNs  int64
+	nframes uint32 // frames decoded, for the periodic instrument bound check
 	// closed: the connection's last record was its clean close; anything
 	// after it on this slot follows a gap.
 	closed bool
@@ -197,6 +198,10 @@ func (r *Replayer) conn(ds int, c uint32) (*connState, error) {
 	if cs := st.byDS[ds][c]; cs != nil {
 		return cs, nil
 	}
+	if len(st.byDS[ds]) >= r.opts.maxConns {
+		return nil, fmt.Errorf("%w: dataset %s uses more than %d connection slots (conn %d at this record; WithLimits raises the bound)",
+			ErrLimit, r.paths[ds], r.opts.maxConns, c)
+	}
 	v := r.manifests[ds].Venue
 	dec, err := r.opts.newDecoder(v, r.opts.hashCheck)
 	if err != nil {
@@ -206,6 +211,25 @@ func (r *Replayer) conn(ds int, c uint32) (*connState, error) {
 	st.byDS[ds][c] = cs
 	st.conns = append(st.conns, cs)
 	return cs, nil
+}
+
+// instrumentCheckMask sets how often (in frames of one connection) the
+// instrument bound is checked: counting walks every book, so not per frame.
+var instrumentCheckMask uint32 = 1<<16 - 1
+
+// checkInstruments enforces the instrument bound on dataset ds.
+func (r *Replayer) checkInstruments(ds int) error {
+	st := &r.run
+	n := 0
+	for _, cs := range st.byDS[ds] {
+		st.instBuf = cs.dec.Instruments(st.instBuf[:0])
+		n += len(st.instBuf)
+	}
+	if n > r.opts.maxInstruments {
+		return fmt.Errorf("%w: dataset %s has more than %d instruments (%d so far; WithLimits raises the bound)",
+			ErrLimit, r.paths[ds], r.opts.maxInstruments, n)
+	}
+	return nil
 }
 
 // route returns the resolved route of an instrument on cs.
@@ -444,6 +468,11 @@ func (r *Replayer) process(ds int, rec *datasets.Record, live bool) error {
 			return err
 		}
 		cs.lastSeq, cs.lastNs = rec.Seq, rec.WallNs
+		if cs.nframes++; cs.nframes&instrumentCheckMask == 0 {
+			if err := r.checkInstruments(ds); err != nil {
+				return err
+			}
+		}
 		st.frames++
 		st.bytes += uint64(len(rec.Payload))
 		if !live {
