@@ -116,7 +116,7 @@ flags always give byte-identical files.`,
 	f.StringVar(&to, "to", "", "end of the window, exclusive (`T`, as --from)")
 	f.BoolVar(&opts.Exact, "exact", false, "prices and sizes as decimal128 at the venue's scale instead of float64")
 	f.StringVar(&compression, "compression", "", "zstd, snappy (Parquet only) or none; default snappy for Parquet (zstd: smaller, slower), none for Arrow (Arrow JS lacks zstd)")
-	f.BoolVar(&opts.Quality, "quality-columns", false, "csv depth/quotes: append the quality flags after the Tardis columns")
+	f.BoolVar(&opts.Quality, "quality-columns", false, "csv depth/quotes/trades: append the quality flags (trades: backfill; quotes: also the venue's own quote rows) after the Tardis columns")
 	f.StringVarP(&opts.Out, "out", "o", "", "output file, - for stdout (required)")
 	f.BoolVarP(&opts.Force, "force", "f", false, "overwrite --out if it exists")
 	f.BoolVar(&opts.SkipDamaged, "skip-damaged", false, skipDamagedUsage)
@@ -201,8 +201,8 @@ func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interv
 			if compressionSet {
 				return cli.FlagErrorf("export: --compression does not apply to --format csv (end --out in .gz to compress)")
 			}
-			if o.Quality && table != export.TableDepth && table != export.TableQuotes {
-				return cli.FlagErrorf("export: --quality-columns applies to --table depth or quotes only")
+			if o.Quality && table != export.TableDepth && table != export.TableQuotes && table != export.TableTrades {
+				return cli.FlagErrorf("export: --quality-columns applies to --table depth, quotes or trades only")
 			}
 		case export.FormatArrow:
 			if c == export.Snappy {

@@ -127,8 +127,10 @@ func WithBatchRows(n int) Option {
 }
 
 // WithQualityColumns appends tapedeck's quality columns (book_valid,
-// after_gap, crossed, hash_checked, hash_ok, estimated) after the Tardis
-// layout of a CSV depth or quotes table. Parquet and Arrow always carry them;
+// after_gap, crossed, hash_checked, hash_ok, estimated; quotes: book_valid,
+// source, with the venue's own quote rows; trades: backfill, with the
+// backfill trades the plain layout leaves out) after the Tardis layout of a
+// CSV depth, quotes or trades table. Parquet and Arrow always carry them;
 // Tardis loaders ignore trailing columns they do not know only if they select
 // by name, so the default (false) is the exact Tardis layout.
 func WithQualityColumns() Option {
