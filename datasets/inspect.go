@@ -28,6 +28,9 @@ type Info struct {
 	Conns   []ConnInfo `json:"connections"`
 	// Losses lists every loss record (Kind.IsLoss) in order.
 	Losses []Loss `json:"losses"`
+	// Live lists the live engine's records (KindIntegrity, KindResubscribe,
+	// KindLiveLag) in order: Detail is "reason: text", or the text.
+	Live []Loss `json:"live"`
 	// Truncated is the torn tail the reader stopped at, if any.
 	Truncated *Truncation `json:"truncated,omitempty"`
 	// Damage lists what the reader stepped over (each also a gap record
@@ -63,6 +66,8 @@ type Loss struct {
 	ToNs    int64  `json:"to_ns,omitempty"`
 	Dropped uint64 `json:"dropped,omitempty"`
 	Detail  string `json:"detail,omitempty"` // reason, error or text of the record
+	// Instruments the record names (live engine records).
+	Instruments []string `json:"instruments,omitempty"`
 }
 
 // Inspect reads the whole dataset in dir and summarises it. Damage does not
@@ -76,7 +81,7 @@ func Inspect(dir string) (*Info, error) {
 	}
 	defer r.Close()
 	info := &Info{Dir: dir, Manifest: r.Manifest(), Segments: len(r.segs), ByKind: map[string]uint64{},
-		Conns: []ConnInfo{}, Losses: []Loss{}}
+		Conns: []ConnInfo{}, Losses: []Loss{}, Live: []Loss{}}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("datasets: inspect: %w", err)
@@ -117,6 +122,21 @@ func Inspect(dir string) (*Info, error) {
 		}
 		if rec.Kind == KindDisconnect {
 			c.Disconnects++
+		}
+		if k := rec.Kind; k == KindIntegrity || k == KindResubscribe || k == KindLiveLag {
+			l := Loss{Seq: rec.Seq, Conn: rec.Conn, Kind: k.String(), WallNs: rec.WallNs}
+			if ctl, err := DecodeControl(rec.Payload); err == nil {
+				l.FromNs, l.ToNs, l.Dropped, l.Instruments = ctl.FromNs, ctl.ToNs, ctl.Dropped, ctl.Instruments
+				l.Detail = firstNonEmpty(ctl.Text, ctl.Err)
+				if ctl.Reason != "" && l.Detail != "" {
+					l.Detail = ctl.Reason + ": " + l.Detail
+				} else if ctl.Reason != "" {
+					l.Detail = ctl.Reason
+				}
+			} else {
+				l.Detail = "unreadable control payload"
+			}
+			info.Live = append(info.Live, l)
 		}
 		if rec.Kind.IsLoss() {
 			c.Losses++

@@ -27,7 +27,12 @@ func cpuTime() time.Duration {
 //
 // "paced-100k" sends 100,000 frames/s, about 150x the busiest real load on
 // one socket (Hyperliquid fast l2Book + bbo on 178 perps, 672 frames/s);
-// "flood" sends as fast as the socket takes them.
+// "flood" sends as fast as the socket takes them. "live=on" runs the live
+// engine (every frame decoded into books, hash checks, integrity checks, off
+// the write path) as capture run does by default, "live=off" records only;
+// compare them in one run (-count, benchstat): frames/s with live=on should
+// stay within 10% of live=off, with 0 drops. "live-skipped" reports records
+// the live engine fell behind on (kept in the recording).
 func BenchmarkCapture(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
@@ -39,11 +44,17 @@ func BenchmarkCapture(b *testing.B) {
 		{"polymarket/paced-100k", "polymarket", 100_000},
 		{"polymarket/flood", "polymarket", 0},
 	} {
-		b.Run(bc.name, func(b *testing.B) { benchCapture(b, bc.venue, bc.rate) })
+		for _, live := range []bool{false, true} {
+			name := bc.name + "/live=off"
+			if live {
+				name = bc.name + "/live=on"
+			}
+			b.Run(name, func(b *testing.B) { benchCapture(b, bc.venue, bc.rate, live) })
+		}
 	}
 }
 
-func benchCapture(b *testing.B, venueName string, rate int) {
+func benchCapture(b *testing.B, venueName string, rate int, live bool) {
 	var cfg fakeexchange.Config
 	var spec recorder.Spec
 	if venueName == "hyperliquid" {
@@ -59,7 +70,8 @@ func benchCapture(b *testing.B, venueName string, rate int) {
 	} else {
 		spec = pmSpec(s, fakeexchange.PolymarketStreamAsset, fakeexchange.PolymarketOtherAsset)
 	}
-	r, err := recorder.New(spec, recorder.WithFlushInterval(time.Second), recorder.WithStallTimeout(time.Hour))
+	r, err := recorder.New(spec, recorder.WithFlushInterval(time.Second), recorder.WithStallTimeout(time.Hour),
+		recorder.WithLive(live))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -99,5 +111,8 @@ func benchCapture(b *testing.B, venueName string, rate int) {
 	b.ReportMetric(float64(frames)/el.Seconds(), "frames/s")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(frames), "cpu-ns/frame")
 	b.ReportMetric(float64(st.Dropped), "drops")
+	if live {
+		b.ReportMetric(float64(r.LiveStats().Skipped), "live-skipped")
+	}
 	b.ReportMetric(float64(st.DiskLag.P99.Microseconds())/1000, "p99-read-to-disk-ms")
 }

@@ -118,7 +118,12 @@ type liveEngine struct {
 	dirty      []*liveRoute
 	heal       healer
 	recordGate healer // spaces KindIntegrity records per (instrument, check)
-	held       map[string]heldFindings
+	held       map[healKey]heldFindings
+	lag        struct {
+		n        uint64
+		from, to int64
+		recorded time.Time
+	}
 
 	// Published for the read API.
 	pubMu   sync.Mutex
@@ -185,7 +190,7 @@ func newLiveEngine(r *Recorder) *liveEngine {
 	o := r.o.live
 	return &liveEngine{r: r, ch: make(chan liveRec, o.records), maxBytes: o.bytes, done: make(chan struct{}),
 		conns: map[uint32]*liveConn{}, digest: feed.NewDigester(), heal: newHealer(r),
-		recordGate: newHealer(r), held: map[string]heldFindings{}}
+		recordGate: newHealer(r), held: map[healKey]heldFindings{}}
 }
 
 // offer hands a record the sink accepted (seq) to the engine without
@@ -233,15 +238,51 @@ func (l *liveEngine) close() {
 	<-l.done
 }
 
+// While behind (records were skipped in the last liveBehindFor), the engine
+// spends at most liveBehindDuty of one core: decoding a flood it cannot keep
+// up with would take the CPU the socket readers and the writer need, and the
+// recording comes first. It then skips more, and says so, at most one
+// KindLiveLag record per liveLagEvery.
+const (
+	liveBehindFor  = time.Second
+	liveBehindDuty = 0.1
+	liveLagEvery   = time.Second
+)
+
 // run is the engine's goroutine.
 func (l *liveEngine) run() {
 	defer close(l.done)
+	var behindUntil time.Time
+	var credit time.Duration // processing time left in the behind budget
+	var last time.Time
 	for lr := range l.ch {
 		l.refreshSubs()
-		if lr.skipped > 0 {
-			l.fellBehind(lr.skipped, lr.skipFrom, lr.skipTo)
+		var t0 time.Time
+		if lr.skipped > 0 || !behindUntil.IsZero() {
+			t0 = time.Now()
+			if lr.skipped > 0 {
+				l.fellBehind(lr.skipped, lr.skipFrom, lr.skipTo, t0)
+				if behindUntil.IsZero() {
+					credit, last = 0, t0
+				}
+				behindUntil = t0.Add(liveBehindFor)
+			}
 		}
 		l.safely(&lr.rec)
+		if !t0.IsZero() {
+			now := time.Now()
+			credit += time.Duration(float64(now.Sub(last))*liveBehindDuty) - now.Sub(t0)
+			last = now
+			if credit < 0 {
+				time.Sleep(time.Duration(float64(-credit) / liveBehindDuty))
+				credit, last = 0, time.Now()
+			}
+			credit = min(credit, 10*time.Millisecond)
+			if now.After(behindUntil) {
+				behindUntil = time.Time{}
+				l.flushLag()
+			}
+		}
 		l.bytes.Add(-int64(len(lr.rec.Payload)))
 		if lr.pooled {
 			l.r.q.putBuf(lr.rec.Payload)
@@ -250,8 +291,9 @@ func (l *liveEngine) run() {
 		l.stats.lastNs.Store(lr.rec.WallNs)
 	}
 	if l.skipN > 0 { // the tail the writer could not hand over
-		l.fellBehind(l.skipN, l.skipFrom, l.skipTo)
+		l.fellBehind(l.skipN, l.skipFrom, l.skipTo, time.Now())
 	}
+	l.flushLag()
 	l.refreshSubs()
 	for _, c := range l.order {
 		c.frame.Events = c.frame.Events[:0]
@@ -289,26 +331,49 @@ func (l *liveEngine) safely(rec *datasets.Record) {
 	l.publish()
 }
 
-// fellBehind records skipped records and restarts every live book from its
-// next snapshot, asking for one where healing is on.
-func (l *liveEngine) fellBehind(n uint64, from, to int64) {
+// fellBehind restarts every live book from its next snapshot after skipped
+// records, and records the skip: at once for the first skip in a while,
+// later ones gathered into one record per liveLagEvery.
+func (l *liveEngine) fellBehind(n uint64, from, to int64, now time.Time) {
 	l.stats.skipped.Add(n)
-	l.stats.skipEpisodes.Add(1)
-	l.r.log.Warn("live engine fell behind; skipped records (the recording has them)", "records", n)
-	var insts []string
+	l.r.lm.skipped.Add(float64(n))
 	for _, c := range l.order {
 		c.frame.Events = c.frame.Events[:0]
 		c.dec.Flush(&c.frame)
 		c.dec.Invalidate()
 		c.seen = c.dec.Stats()
+	}
+	if l.lag.n == 0 {
+		l.lag.from = from
+	}
+	l.lag.n += n
+	l.lag.to = to
+	if now.Sub(l.lag.recorded) >= liveLagEvery {
+		l.flushLag()
+		l.lag.recorded = now
+	}
+}
+
+// flushLag writes the KindLiveLag record of the skips gathered so far, and
+// asks for fresh snapshots where healing is on.
+func (l *liveEngine) flushLag() {
+	n := l.lag.n
+	if n == 0 {
+		return
+	}
+	l.stats.skipEpisodes.Add(1)
+	l.r.log.Warn("live engine fell behind; skipped records (the recording has them)", "records", n)
+	var insts []string
+	for _, c := range l.order {
 		l.instBuf = c.dec.Instruments(l.instBuf[:0])
 		insts = append(insts, l.instBuf...)
 		for _, inst := range l.instBuf {
 			l.heal.request(c.conn, inst, healLag, "live engine fell behind")
 		}
 	}
-	l.r.control(0, datasets.KindLiveLag, datasets.Control{Dropped: n, FromNs: from, ToNs: to, Instruments: insts,
+	l.r.control(0, datasets.KindLiveLag, datasets.Control{Dropped: n, FromNs: l.lag.from, ToNs: l.lag.to, Instruments: insts,
 		Text: fmt.Sprintf("live engine fell behind: skipped %d records (kept in the recording); live books invalid until their next snapshot", n)})
+	l.lag.n, l.lag.from, l.lag.to = 0, 0, 0
 }
 
 func (l *liveEngine) refreshSubs() {

@@ -87,38 +87,70 @@ func (l *liveEngine) check(c *liveConn, rec *datasets.Record) {
 	st := c.dec.Stats()
 	old := c.seen
 	c.seen = st
-	if st.HashChecked-st.HashOK == old.HashChecked-old.HashOK && st.TopMismatch == old.TopMismatch &&
-		st.CrossedBatches == old.CrossedBatches {
+	want := (st.HashChecked - st.HashOK) - (old.HashChecked - old.HashOK) + (st.TopMismatch - old.TopMismatch) +
+		(st.CrossedBatches - old.CrossedBatches)
+	if want == 0 {
 		return
 	}
-	// Rare: find which instruments moved.
+	// Rare: find which instruments moved, first among the record's events
+	// (a hash or batch check concerns the instrument of the message that
+	// ran it), then, for checks a flush ran, among all.
 	if c.quals == nil {
 		c.quals = map[string]venue.Quality{}
 	}
-	l.instBuf = c.dec.Instruments(l.instBuf[:0])
-	for _, inst := range l.instBuf {
-		q := c.dec.Quality(inst)
-		p := c.quals[inst]
-		c.quals[inst] = q
-		if q.HashChecked-q.HashOK > p.HashChecked-p.HashOK {
-			l.stats.hashMismatch.Add(1)
-			l.finding(c, rec, inst, datasets.CheckHashMismatch, fmt.Sprintf(
-				"book hash mismatch at record %d: the venue's hash differs from the rebuilt book's (%d of %d checks failed so far); rebuilt top %s",
-				rec.Seq, q.HashChecked-q.HashOK, q.HashChecked, l.topText(c, inst)))
-		}
-		if q.TopMismatch > p.TopMismatch {
-			l.stats.topMismatch.Add(1)
-			l.finding(c, rec, inst, datasets.CheckTopMismatch, fmt.Sprintf(
-				"best bid/ask differ from the rebuilt book after its batch (by record %d; %d of %d checks so far); rebuilt top %s",
-				rec.Seq, q.TopMismatch, q.TopChecked, l.topText(c, inst)))
-		}
-		if q.CrossedBatch > p.CrossedBatch {
-			l.stats.crossed.Add(1)
-			l.finding(c, rec, inst, datasets.CheckCrossed, fmt.Sprintf(
-				"book still crossed after its batch (by record %d; %d batches so far); rebuilt top %s",
-				rec.Seq, q.CrossedBatch, l.topText(c, inst)))
+	var found uint64
+	for i := range c.frame.Events {
+		if inst := c.frame.Events[i].Instrument; inst != "" {
+			found += l.checkInstrument(c, rec, inst)
 		}
 	}
+	if found >= want {
+		return
+	}
+	l.instBuf = c.dec.Instruments(l.instBuf[:0])
+	for _, inst := range l.instBuf {
+		l.checkInstrument(c, rec, inst)
+	}
+}
+
+// checkInstrument compares inst's quality with the last one seen and
+// reports each new finding; it returns how many there were.
+func (l *liveEngine) checkInstrument(c *liveConn, rec *datasets.Record, inst string) uint64 {
+	q := c.dec.Quality(inst)
+	p := c.quals[inst]
+	if q == p {
+		return 0
+	}
+	c.quals[inst] = q
+	var n uint64
+	if d := (q.HashChecked - q.HashOK) - (p.HashChecked - p.HashOK); d > 0 && q.HashChecked >= p.HashChecked {
+		n += d
+		l.stats.hashMismatch.Add(d)
+		l.finding(c, rec, inst, datasets.CheckHashMismatch, func() string {
+			return fmt.Sprintf(
+				"book hash mismatch at record %d: the venue's hash differs from the rebuilt book's (%d of %d checks failed so far); rebuilt top %s",
+				rec.Seq, q.HashChecked-q.HashOK, q.HashChecked, l.topText(c, inst))
+		})
+	}
+	if q.TopMismatch > p.TopMismatch {
+		n += q.TopMismatch - p.TopMismatch
+		l.stats.topMismatch.Add(q.TopMismatch - p.TopMismatch)
+		l.finding(c, rec, inst, datasets.CheckTopMismatch, func() string {
+			return fmt.Sprintf(
+				"best bid/ask differ from the rebuilt book after its batch (by record %d; %d of %d checks so far); rebuilt top %s",
+				rec.Seq, q.TopMismatch, q.TopChecked, l.topText(c, inst))
+		})
+	}
+	if q.CrossedBatch > p.CrossedBatch {
+		n += q.CrossedBatch - p.CrossedBatch
+		l.stats.crossed.Add(q.CrossedBatch - p.CrossedBatch)
+		l.finding(c, rec, inst, datasets.CheckCrossed, func() string {
+			return fmt.Sprintf(
+				"book still crossed after its batch (by record %d; %d batches so far); rebuilt top %s",
+				rec.Seq, q.CrossedBatch, l.topText(c, inst))
+		})
+	}
+	return n
 }
 
 // topText prints an instrument's rebuilt best bid and ask.
@@ -143,9 +175,9 @@ func (l *liveEngine) topText(c *liveConn, inst string) string {
 // bad instrument cannot flood the recording either: the ones held back are
 // counted (metric, LiveStats) and the next record says how many there were
 // since the previous one (Control.Dropped, FromNs).
-func (l *liveEngine) finding(c *liveConn, rec *datasets.Record, inst, check, text string) {
+func (l *liveEngine) finding(c *liveConn, rec *datasets.Record, inst, check string, describe func() string) {
 	l.r.lm.integrity.WithLabelValues(check).Inc()
-	key := check + "\x00" + inst
+	key := healKey{check, inst}
 	if _, ok := l.recordGate.allow(key); !ok {
 		f := l.held[key]
 		if f.n == 0 {
@@ -157,6 +189,7 @@ func (l *liveEngine) finding(c *liveConn, rec *datasets.Record, inst, check, tex
 	}
 	f := l.held[key]
 	delete(l.held, key)
+	text := describe()
 	from := rec.WallNs
 	if f.n > 0 {
 		from = f.from
@@ -189,8 +222,11 @@ type healer struct {
 	now      func() time.Time
 
 	mu    sync.Mutex
-	state map[string]*healState
+	state map[healKey]*healState
 }
+
+// healKey is what one backoff applies to: an instrument, for one purpose.
+type healKey struct{ what, inst string }
 
 type healState struct {
 	attempts int
@@ -199,18 +235,18 @@ type healState struct {
 }
 
 func newHealer(r *Recorder) healer {
-	return healer{r: r, min: r.o.live.healMin, max: r.o.live.healMax, now: time.Now, state: map[string]*healState{}}
+	return healer{r: r, min: r.o.live.healMin, max: r.o.live.healMax, now: time.Now, state: map[healKey]*healState{}}
 }
 
-// allow reports whether inst may be resubscribed now, and counts the attempt.
-func (h *healer) allow(inst string) (attempt int, ok bool) {
+// allow reports whether k may act now, and counts the attempt.
+func (h *healer) allow(k healKey) (attempt int, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.now()
-	s := h.state[inst]
+	s := h.state[k]
 	if s == nil {
 		s = &healState{}
-		h.state[inst] = s
+		h.state[k] = s
 	}
 	if s.attempts > 0 && now.Sub(s.last) >= h.max+s.next.Sub(s.last) {
 		s.attempts = 0 // healthy for a whole backoff window: start over
@@ -242,7 +278,7 @@ func (h *healer) request(conn uint32, inst, reason, text string) bool {
 	if len(items) == 0 {
 		return false
 	}
-	attempt, ok := h.allow(inst)
+	attempt, ok := h.allow(healKey{"resubscribe", inst})
 	if !ok {
 		if l := r.liveEngine(); l != nil {
 			l.stats.healDeferred.Add(1)
@@ -335,7 +371,7 @@ func (s *slot) healStall(c datasets.Control) bool {
 	var items []string
 	attempt := 0
 	for _, it := range c.Instruments {
-		if a, ok := l.heal.allow("stall:" + it); ok {
+		if a, ok := l.heal.allow(healKey{healStall, it}); ok {
 			items = append(items, it)
 			attempt = max(attempt, a)
 		}

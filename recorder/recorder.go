@@ -5,6 +5,13 @@
 // Nothing is lost silently: every frame that could not be kept, every
 // disconnect, stall and write failure is itself a record of the dataset.
 //
+// While it records, a live engine (live.go) decodes every record it wrote,
+// in order, with the decoders and books replay uses, off the write path: it
+// keeps live books (LiveBooks, LiveStats), writes integrity records when a
+// book disagrees with the venue and resubscribes the instrument to heal it
+// (live_heal.go), and delivers feed events to live subscribers (Subscribe)
+// exactly as a replay of the recording would.
+//
 // What the frames mean lives in venue/*; how records are stored lives in
 // datasets. The venue-specific URLs, frames, limits and discovery come from
 // the venue's driver (venue.Driver.Client, found in venue/registry): the
@@ -301,8 +308,10 @@ func (r *Recorder) Stats() Stats {
 var ErrRan = errors.New("recorder: already ran")
 
 // Run records into sink until ctx ends, then shuts down gracefully: every
-// connection is closed (1000) and recorded as such, the queue is drained, a
-// KindCleanClose record is appended and the sink flushed. It returns nil
+// connection is closed (1000) and recorded as its KindCleanClose (not a
+// loss: its books stay valid), the queue is drained, the recorder's
+// KindCleanClose (conn 0) is appended, the sink flushed and the live engine
+// drained. It returns nil
 // after a graceful shutdown; the caller then closes the sink (sealing the
 // dataset). It returns early with an error only when recording cannot go on
 // (discovery failed, the sink is closed) or when records were lost because

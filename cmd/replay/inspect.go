@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -30,15 +31,19 @@ func newInspectCmd(runF func(*inspectOptions) error) *cobra.Command {
 		Long: `Read a dataset and describe it: venue and endpoint, time coverage, size on
 disk and raw frame bytes with the compression ratio, records by kind, each
 connection slot (URL, records, frames, first and last receive time, connects
-and disconnects) and every loss record (disconnect, reconnect, stall, gap,
-overload, write error) with its time range and detail.
+and disconnects), every loss record (disconnect, reconnect, stall, gap,
+overload, write error) with its time range and detail, and every record of
+the capture's live engine (integrity: a book that failed a check, with the
+instrument and what was seen; resubscribe: a heal; live_lag: the engine fell
+behind, the recording did not).
 
 A table on a terminal, JSON otherwise (or with --json): the JSON object has
 "dir", "manifest", "segments", "disk_bytes", "raw_bytes",
 "compression_ratio", "records", "records_by_kind", "start_ns", "end_ns",
-"connections", "losses", "rest" (REST responses recorded and those the venue
-decoder rejects: "bodies", "rejected", "first_errors"), and "truncated"/"error"
-when reading stopped early.`,
+"connections", "losses", "live" (the capture's live engine records), "rest"
+(REST responses recorded and those the venue decoder rejects: "bodies",
+"rejected", "first_errors"), and "truncated"/"error" when reading stopped
+early.`,
 		Example: `  # What is in the shipped Polymarket sample
   $ replay inspect datasets/samples/polymarket
 
@@ -167,6 +172,22 @@ func printInfo(out io.Writer, info *datasets.Info) error {
 		fmt.Fprintln(w, "  SEQ\tCONN\tKIND\tAT\tFROM\tTO\tDROPPED\tDETAIL")
 		for _, l := range info.Losses {
 			fmt.Fprintf(w, "  %d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", l.Seq, fmtConn(l.Conn), l.Kind, fmtNs(l.WallNs), fmtNs(l.FromNs), fmtNs(l.ToNs), l.Dropped, l.Detail)
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(info.Live) > 0 {
+		// Integrity findings, resubscribes and lags of the live engine.
+		fmt.Fprintf(out, "\nlive engine (%d)\n", len(info.Live))
+		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "  SEQ\tCONN\tKIND\tAT\tINSTRUMENTS\tDETAIL")
+		for _, l := range info.Live {
+			insts := strings.Join(l.Instruments[:min(len(l.Instruments), 3)], ",")
+			if len(l.Instruments) > 3 {
+				insts += fmt.Sprintf(",… (%d)", len(l.Instruments))
+			}
+			fmt.Fprintf(w, "  %d\t%s\t%s\t%s\t%s\t%s\n", l.Seq, fmtConn(l.Conn), l.Kind, fmtNs(l.WallNs), insts, l.Detail)
 		}
 		if err := w.Flush(); err != nil {
 			return err

@@ -814,3 +814,41 @@ func TestDepthAllocs(t *testing.T) {
 // The datasets package's kinds used by the events table must stay distinct
 // from frames; a guard against a renumbering.
 var _ = datasets.KindFrame
+
+// TestEventsTableLiveRecords: the live engine's records of a capture (an
+// integrity finding, the resubscribe healing it, a lag) and the clean close
+// of a connection are rows of the events table with their details.
+func TestEventsTableLiveRecords(t *testing.T) {
+	asset := "94022367472047775158269173293876979533288470167463650966689320774843018181757"
+	recs := []rec{ctl(datasets.KindConnect, datasets.Control{URL: "wss://ws-subscriptions-clob.polymarket.com/ws/market"})}
+	recs = append(recs, frames(t, "polypy_hash_vector_ws_2025-10.ndjson")...)
+	recs = append(recs,
+		ctl(datasets.KindIntegrity, datasets.Control{Instruments: []string{asset}, Reason: datasets.CheckHashMismatch,
+			FromNs: baseNs, ToNs: baseNs, Text: "book hash mismatch at record 3"}),
+		ctl(datasets.KindResubscribe, datasets.Control{Instruments: []string{asset}, Reason: datasets.CheckHashMismatch, Attempt: 1}),
+		ctl(datasets.KindLiveLag, datasets.Control{Dropped: 12, FromNs: baseNs, ToNs: baseNs + stepNs, Text: "live engine fell behind"}),
+		ctl(datasets.KindCleanClose, datasets.Control{Code: 1000, Reason: "shutdown"}))
+	data, _ := exportOne(t, []string{writeDataset(t, "polymarket", 0, recs)}, TableEvents, FormatArrow, 0)
+	tb := readArrowTable(t, FormatArrow, data)
+	want := []struct{ kind, col, detail string }{
+		{"connect", "url", "wss://ws-subscriptions-clob.polymarket.com/ws/market"},
+		{"integrity", "instruments", asset},
+		{"resubscribe", "attempt", "1"},
+		{"live_lag", "dropped", "12"},
+		{"clean_close", "code", "1000"},
+	}
+	if len(tb.rows) != len(want) {
+		t.Fatalf("%d event rows, want %d: %v", len(tb.rows), len(want), tb.rows)
+	}
+	for i, w := range want {
+		if got := tb.rows[i][tb.col(t, "kind")]; got != w.kind {
+			t.Errorf("row %d kind %s, want %s", i, got, w.kind)
+		}
+		if got := tb.rows[i][tb.col(t, w.col)]; got != w.detail {
+			t.Errorf("row %d %s %q, want %q", i, w.col, got, w.detail)
+		}
+	}
+	if got := tb.rows[1][tb.col(t, "reason")]; got != datasets.CheckHashMismatch {
+		t.Errorf("integrity reason %q", got)
+	}
+}
