@@ -29,6 +29,8 @@ type options struct {
 	skipDamaged bool
 	// Bounds on per-dataset state (WithLimits).
 	maxConns, maxInstruments int
+	// stopOnSubErr ends Run at the first subscriber failure.
+	stopOnSubErr bool
 }
 
 // defaults are the options of a Replayer with none given.
@@ -148,4 +150,15 @@ func WithLimits(conns, instruments int) Option {
 		o.maxConns, o.maxInstruments = conns, instruments
 		return nil
 	}
+}
+
+// WithStopOnSubscriberError makes the first subscriber error or panic end
+// the replay at once: Run returns it, a *SubscriberFailure wrapping the
+// subscriber's error (errors.As finds the subscriber's own error type), with
+// the Summary so far, and no subscriber receives another event. Use it when
+// a subscriber's failure makes the whole run worthless (an export that can
+// no longer write). Default: a failing subscriber is isolated and the replay
+// goes on for the others.
+func WithStopOnSubscriberError() Option {
+	return func(o *options) error { o.stopOnSubErr = true; return nil }
 }

@@ -181,6 +181,7 @@ type runState struct {
 	ev       Event
 	instBuf  []string
 	failures []SubscriberFailure
+	stopErr  *SubscriberFailure // the first failure, under WithStopOnSubscriberError
 
 	records, frames, bytes, warmup, controls, unknownKinds uint64
 	decodeErrors, controlErrors, restUndecoded             uint64
@@ -322,8 +323,11 @@ func addStats(dst *venue.Stats, s venue.Stats) {
 // Run replays every record in order, calling subscribers, until the end of
 // the inputs or of the window, then flushes every decoder and returns the
 // Summary. A read error stops the replay and is returned with the Summary so
-// far; so is ctx's error when ctx ends first. Subscriber failures and decode
-// errors do not stop it: they are in the Summary.
+// far; so is ctx's error when ctx ends first. Decode errors do not stop it,
+// nor do subscriber failures unless WithStopOnSubscriberError: they are in
+// the Summary. With that option the first failure (a *SubscriberFailure,
+// wrapping the subscriber's error) ends the replay at once and is returned
+// with the Summary so far; no subscriber gets another event.
 func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 	if !r.started.CompareAndSwap(false, true) {
 		return nil, ErrReused
@@ -415,6 +419,9 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 		if err := r.process(ds, rec, live); err != nil {
 			return r.summary(start), err
 		}
+		if st.stopErr != nil {
+			return r.summary(start), st.stopErr
+		}
 		lastNs = rec.WallNs
 	}
 	if err := m.Err(); err != nil {
@@ -427,6 +434,9 @@ func (r *Replayer) Run(ctx context.Context) (*Summary, error) {
 		st.unknownKinds += rd.SkippedUnknown()
 	}
 	r.flushAll()
+	if st.stopErr != nil {
+		return r.summary(start), st.stopErr
+	}
 	s := r.summary(start)
 	if d := s.Damaged; d != nil && !r.opts.skipDamaged {
 		return s, fmt.Errorf("%w: %s", ErrDamaged, d)
@@ -485,7 +495,7 @@ func (r *Replayer) process(ds int, rec *datasets.Record, live bool) error {
 			st.decodeErrors++
 			if len(st.firstErrors) < maxDecodeErrors {
 				st.firstErrors = append(st.firstErrors, DecodeError{
-					Dataset: ds, Conn: rec.Conn, Seq: rec.Seq, RecvNs: rec.WallNs, Err: err.Error()})
+					Dataset: ds, Conn: rec.Conn, Seq: rec.Seq, RecvNs: rec.WallNs, Err: err.Error(), Cause: err})
 			}
 		}
 		if live {
@@ -524,7 +534,7 @@ func (r *Replayer) process(ds int, rec *datasets.Record, live bool) error {
 			st.restUndecoded++
 			if len(st.firstRESTErrors) < maxDecodeErrors {
 				st.firstRESTErrors = append(st.firstRESTErrors, DecodeError{
-					Dataset: ds, Conn: rec.Conn, Seq: rec.Seq, RecvNs: rec.WallNs, Err: decErr.Error()})
+					Dataset: ds, Conn: rec.Conn, Seq: rec.Seq, RecvNs: rec.WallNs, Err: decErr.Error(), Cause: decErr})
 			}
 		}
 		if !live {
@@ -633,7 +643,7 @@ func (r *Replayer) emitFrame(cs *connState, ds int, kind datasets.Kind, seq uint
 			e.Quality = cs.dec.Quality(v.Instrument)
 		}
 		for _, s := range list {
-			if !s.failed {
+			if !s.failed && st.stopErr == nil {
 				r.call(s, e)
 			}
 		}
@@ -687,7 +697,7 @@ func (r *Replayer) emitControl(cs *connState, rec *datasets.Record, ctl *dataset
 	}
 	st.digest.Event(e, nil, rt.key, int64(xxhash.Sum64(rec.Payload)))
 	for _, s := range rt.subs[ChannelControl] {
-		if !s.failed {
+		if !s.failed && st.stopErr == nil {
 			r.call(s, e)
 		}
 	}

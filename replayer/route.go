@@ -63,7 +63,10 @@ func (rt *instRoute) resolve(subs []*subscription, venueName string, gen uint64)
 }
 
 // SubscriberFailure reports a subscriber that returned an error or panicked.
-// It received nothing after the failing event.
+// It received nothing after the failing event. It is an error that wraps
+// the subscriber's own (Cause), so errors.As finds the subscriber's error
+// type through it (an export *WriteError, say): Run returns it as is under
+// WithStopOnSubscriberError.
 type SubscriberFailure struct {
 	Subscriber int    `json:"subscriber"` // index among the Subscribe calls, from 0
 	Key        Key    `json:"key"`
@@ -73,13 +76,32 @@ type SubscriberFailure struct {
 	Panic      bool   `json:"panic"`
 	Err        string `json:"error"`
 	Stack      string `json:"stack,omitempty"` // goroutine stack of a panic
+	// Cause is the error the subscriber returned, or one describing its
+	// panic (wrapping the panic value when that is an error).
+	Cause error `json:"-"`
 }
+
+// Error says which subscriber failed where, and why.
+func (f *SubscriberFailure) Error() string {
+	what := "failed"
+	if f.Panic {
+		what = "panicked"
+	}
+	return fmt.Sprintf("replayer: subscriber %d %s at dataset %d seq %d: %s", f.Subscriber, what, f.Dataset, f.Seq, f.Err)
+}
+
+// Unwrap returns Cause.
+func (f *SubscriberFailure) Unwrap() error { return f.Cause }
 
 // call delivers e to s, isolating errors and panics.
 func (r *Replayer) call(s *subscription, e *Event) {
 	defer func() {
 		if p := recover(); p != nil {
-			r.fail(s, e, fmt.Errorf("panic: %v", p), true, string(debug.Stack()))
+			err := fmt.Errorf("panic: %v", p)
+			if pe, ok := p.(error); ok {
+				err = fmt.Errorf("panic: %w", pe)
+			}
+			r.fail(s, e, err, true, string(debug.Stack()))
 		}
 	}()
 	if err := s.sub.OnEvent(e); err != nil {
@@ -89,8 +111,12 @@ func (r *Replayer) call(s *subscription, e *Event) {
 
 func (r *Replayer) fail(s *subscription, e *Event, err error, panicked bool, stack string) {
 	s.failed = true
-	r.run.failures = append(r.run.failures, SubscriberFailure{
+	f := SubscriberFailure{
 		Subscriber: s.index, Key: s.key, Dataset: e.Dataset, Seq: e.Seq, RecvNs: e.RecvNs,
-		Panic: panicked, Err: err.Error(), Stack: stack,
-	})
+		Panic: panicked, Err: err.Error(), Stack: stack, Cause: err,
+	}
+	r.run.failures = append(r.run.failures, f)
+	if r.opts.stopOnSubErr && r.run.stopErr == nil {
+		r.run.stopErr = &f
+	}
 }

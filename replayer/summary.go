@@ -14,14 +14,25 @@ const maxDecodeErrors = 20
 
 // DecodeError is one frame a decoder rejected, wholly or some of its
 // messages: no level changed, the books the rejected messages would have
-// changed are invalid until their next snapshot, and the replay went on.
+// changed are invalid until their next snapshot, and the replay went on. It
+// is an error wrapping the decoder's own (Cause: a venue's *DecodeError
+// naming the field and offset), so errors.Is and errors.As see through it.
 type DecodeError struct {
 	Dataset int    `json:"dataset"`
 	Conn    uint32 `json:"conn"`
 	Seq     uint64 `json:"seq"`
 	RecvNs  int64  `json:"recv_ns"`
 	Err     string `json:"error"`
+	Cause   error  `json:"-"` // the decoder's error
 }
+
+// Error names the record and what the decoder said.
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("replayer: dataset %d conn %d seq %d: %s", e.Dataset, e.Conn, e.Seq, e.Err)
+}
+
+// Unwrap returns Cause.
+func (e *DecodeError) Unwrap() error { return e.Cause }
 
 // Summary is what a replay did. Records, frames, bytes and decode errors
 // cover everything applied, including records applied silently before the

@@ -16,41 +16,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/internal/testdisk"
 	"github.com/tapedeck/tapedeck/recorder"
 	"github.com/tapedeck/tapedeck/recorder/fakeexchange"
 )
-
-// smallDisk mounts a tmpfs of size bytes on a temporary directory, or skips
-// the test where mounting is not permitted (the recorder's tests cover the
-// same faults portably through an injected segment file).
-func smallDisk(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here (%v: %s)", err, bytes.TrimSpace(out))
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-	return dir
-}
-
-// fillDisk writes a file until the filesystem is full.
-func fillDisk(t *testing.T, dir string) {
-	t.Helper()
-	f, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			return
-		}
-	}
-}
 
 // A real capture process on a real filesystem that fills up and stays full
 // until it is stopped: exit status 1, a summary and an error that say how
@@ -60,7 +29,7 @@ func fillDisk(t *testing.T, dir string) {
 func TestRunDiskFullAtShutdown(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	bin := buildCapture(t)
-	disk := smallDisk(t, "8m")
+	disk := testdisk.Small(t, "8m")
 	s := fakeexchange.New(fakeexchange.PolymarketConfig())
 	defer s.Close()
 	out := filepath.Join(disk, "ds")
@@ -75,7 +44,7 @@ func TestRunDiskFullAtShutdown(t *testing.T) {
 		st, err := recorder.ReadStatus(out)
 		return err == nil && st.Frames > 50
 	})
-	fillDisk(t, disk)
+	testdisk.Fill(t, disk)
 	n := capSent(s)
 	capWait(t, "frames while the disk is full", func() bool { return capSent(s) > n+2000 })
 	cmd.Process.Signal(syscall.SIGTERM)

@@ -335,7 +335,9 @@ func exportTable(ctx context.Context, o *exportOptions, w io.Writer) error {
 	if o.FromNs != 0 || o.ToNs != 0 {
 		ropts = append(ropts, replayer.WithWindow(o.FromNs, o.ToNs))
 	}
-	ropts = append(ropts, replayer.WithSkipDamaged(o.SkipDamaged))
+	// The sink is the only subscriber: once it cannot write (a full disk),
+	// the rest of the replay would be wasted, so its error ends the run.
+	ropts = append(ropts, replayer.WithSkipDamaged(o.SkipDamaged), replayer.WithStopOnSubscriberError())
 	r, err := replayer.New(o.Datasets, ropts...)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
@@ -380,14 +382,16 @@ func exportTable(ctx context.Context, o *exportOptions, w io.Writer) error {
 	if errors.Is(err, replayer.ErrDamaged) {
 		return damagedError("export: nothing written", sum, err)
 	}
+	var sf *replayer.SubscriberFailure
+	if errors.As(err, &sf) {
+		// The sink's own error (a *export.WriteError), typed, with where
+		// the replay stopped.
+		return fmt.Errorf("export: stopped at dataset %d seq %d, %s not written: %w", sf.Dataset, sf.Seq, o.Out, sf.Cause)
+	}
 	if err != nil {
 		return fmt.Errorf("export: replay: %w", err)
 	}
 	warnDamaged(o.Stderr, sum)
-	for _, f := range sum.SubscriberFailures {
-		// The sink is the only subscriber: its failure is the export's.
-		return fmt.Errorf("export: %s", f.Err)
-	}
 	if err := sink.Close(); err != nil {
 		return err
 	}
