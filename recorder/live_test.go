@@ -189,6 +189,23 @@ func TestLiveHealsHashMismatch(t *testing.T) {
 	if st.HashMismatches != 1 || st.Resubscribes != 1 {
 		t.Errorf("live stats %+v", st)
 	}
+	mfs, err := c.rec.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "check" {
+					metrics[mf.GetName()+"/"+l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if metrics["tapedeck_capture_integrity_total/hash_mismatch"] != 1 || metrics["tapedeck_capture_resubscribes_total/hash_mismatch"] != 1 {
+		t.Errorf("metrics %v", metrics)
+	}
 	// In the dataset: the bad frame, the integrity record naming the asset,
 	// the resubscribe record, unsubscribe and subscribe sent, the snapshot.
 	var seq []string
@@ -284,5 +301,58 @@ func TestLiveFallsBehindRecordingDoesNot(t *testing.T) {
 	}
 	if ls.Records+ls.Skipped != uint64(len(recs)) {
 		t.Errorf("live engine: %d processed + %d skipped, dataset %d records", ls.Records, ls.Skipped, len(recs))
+	}
+}
+
+// TestLiveHealsInstrumentStall: one coin goes silent while the other flows.
+// The instrument watchdog records the stall naming it, and instead of
+// replacing the connection the recorder resubscribes that coin (the
+// resubscribe record, then unsubscribe and subscribe frames); the venue
+// answers with its book again, on the same connection.
+func TestLiveHealsInstrumentStall(t *testing.T) {
+	s := fakeexchange.New(fakeexchange.HyperliquidConfig())
+	defer s.Close()
+	c := startCapture(t, hlSpec(s, []string{"l2Book"}, "BTC", "ETH"), nil,
+		recorder.WithStallTimeout(time.Hour), recorder.WithInstrumentStallTimeout(300*time.Millisecond))
+	waitFor(t, "both books", func() bool {
+		_, a := c.rec.LiveBook("BTC")
+		_, b := c.rec.LiveBook("ETH")
+		return a && b
+	})
+	s.Mute("ETH", true)
+	waitFor(t, "the resubscribe", func() bool { return c.rec.LiveStats().Resubscribes > 0 })
+	s.Mute("ETH", false)
+	healed := c.rec.LiveStats().LastSeq
+	waitFor(t, "ETH's book again", func() bool { b, _ := c.rec.LiveBook("ETH"); return b.Seq > healed && b.Valid })
+	recs := c.stop()
+	if n := len(s.Conns()); n != 1 {
+		t.Errorf("%d connections: the stall replaced the connection\n%s", n, describe(recs))
+	}
+	var seq []string
+	for _, r := range recs {
+		switch r.Kind {
+		case datasets.KindStall:
+			if ctl := r.control(t); !slices.Equal(ctl.Instruments, []string{"l2Book@ETH"}) {
+				t.Errorf("stall record %+v", ctl)
+			}
+			seq = append(seq, "stall")
+		case datasets.KindResubscribe:
+			if ctl := r.control(t); ctl.Reason != datasets.CheckStall || !slices.Equal(ctl.Instruments, []string{"l2Book@ETH"}) {
+				t.Errorf("resubscribe record %+v", ctl)
+			}
+			seq = append(seq, "resubscribe")
+		case datasets.KindSent:
+			if strings.Contains(string(r.Payload), `"unsubscribe"`) && strings.Contains(string(r.Payload), `"ETH"`) {
+				seq = append(seq, "unsubscribe")
+			} else if len(seq) > 0 && strings.Contains(string(r.Payload), `"subscribe"`) && strings.Contains(string(r.Payload), `"ETH"`) {
+				seq = append(seq, "subscribe")
+			}
+		}
+	}
+	if len(seq) < 4 || !slices.Equal(seq[:4], []string{"stall", "resubscribe", "unsubscribe", "subscribe"}) {
+		t.Errorf("records %v\n%s", seq, describe(recs))
+	}
+	if st := c.rec.LiveStats(); st.Stalls == 0 {
+		t.Errorf("live stats %+v", st)
 	}
 }

@@ -92,6 +92,7 @@ type Server struct {
 	closed bool
 
 	stalled atomic.Bool
+	muted   sync.Map // instrument → true: no data for it (Mute)
 	wg      sync.WaitGroup
 
 	bmu        sync.Mutex
@@ -272,6 +273,17 @@ func (c *Conn) Subscriptions() []string {
 // Stall stops (true) or resumes (false) data on every connection; pings are
 // still answered, as the frozen Polymarket channel did.
 func (s *Server) Stall(on bool) { s.stalled.Store(on) }
+
+// Mute stops (true) or resumes (false) the data of one instrument (a token
+// id or coin) on every connection while the others flow, as a venue does for
+// a subscription it silently stopped serving.
+func (s *Server) Mute(instrument string, on bool) {
+	if on {
+		s.muted.Store(instrument, true)
+	} else {
+		s.muted.Delete(instrument)
+	}
+}
 
 // Refuse makes the next n connection attempts fail with HTTP 503.
 func (s *Server) Refuse(n int) {
@@ -484,6 +496,9 @@ func (c *Conn) nextFrame(pos map[string]int, next *int) []byte {
 	*next++
 	c.mu.Unlock()
 	ch, inst := sub.Channel, sub.Instrument
+	if _, muted := c.s.muted.Load(inst); muted && inst != "" {
+		return nil
+	}
 	feed := c.s.cfg.Feed[ch]
 	if len(feed) == 0 {
 		return nil
