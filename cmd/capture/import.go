@@ -242,6 +242,7 @@ type importSummary struct {
 	Bytes         int64  `json:"frame_bytes"`
 	TimesAssigned bool   `json:"times_assigned"`
 	Backwards     int64  `json:"times_backwards"`
+	InFile        int64  `json:"times_backwards_in_file"`
 	FirstNs       int64  `json:"first_ns"`
 	LastNs        int64  `json:"last_ns"`
 }
@@ -249,7 +250,7 @@ type importSummary struct {
 func printImport(o *importOptions, st *interchange.ImportStats) error {
 	s := importSummary{Dataset: o.OutDir, Venue: o.Venue, Format: o.Format.String(), Files: st.Files,
 		Lines: st.Lines, Records: st.Records, Frames: st.Frames, Disconnects: st.Disconnects, Skipped: st.Skipped,
-		Bytes: st.Bytes, TimesAssigned: st.TimesAssigned, Backwards: st.Backwards, FirstNs: st.FirstNs, LastNs: st.LastNs}
+		Bytes: st.Bytes, TimesAssigned: st.TimesAssigned, Backwards: st.Backwards, InFile: st.BackwardsInFile, FirstNs: st.FirstNs, LastNs: st.LastNs}
 	if o.JSON {
 		enc := json.NewEncoder(o.Out)
 		enc.SetIndent("", "  ")
@@ -276,8 +277,11 @@ func printImport(o *importOptions, st *interchange.ImportStats) error {
 	if s.Records > 0 {
 		fmt.Fprintf(tw, "span\t%s .. %s (%v)\n", fmtNs(s.FirstNs), fmtNs(s.LastNs), time.Duration(s.LastNs-s.FirstNs))
 	}
-	if s.Backwards > 0 {
-		fmt.Fprintf(tw, "warning\t%d records earlier than the one before (files out of order? try --merge)\n", s.Backwards)
+	if s.InFile > 0 {
+		fmt.Fprintf(tw, "warning\t%d records earlier than the one before them in the same file: kept in file order (the file is not in receive order; --merge interleaves files, it does not sort one)\n", s.InFile)
+	}
+	if n := s.Backwards - s.InFile; n > 0 {
+		fmt.Fprintf(tw, "warning\t%d records earlier than the last one of the file before (files out of order? --merge interleaves them by receive time)\n", n)
 	}
 	return flush()
 }

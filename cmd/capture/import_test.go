@@ -193,3 +193,34 @@ func TestImportVenueWarning(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q: want no warning", code, stderr)
 	}
 }
+
+// TestImportOutOfOrderFile (issue 13 item 14): one file whose receive times
+// go back is reported as such, without the --merge advice, which cannot
+// sort a single file; two files in the wrong order still get the advice.
+func TestImportOutOfOrderFile(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	dir := t.TempDir()
+	lines, err := os.ReadFile(importTestdata + "hftbacktest_polymarket.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := strings.SplitAfter(strings.TrimRight(string(lines), "\n")+"\n", "\n")
+	ls = ls[:len(ls)-1]
+	ls[1], ls[2] = ls[2], ls[1] // one record before its predecessor
+	one := filepath.Join(dir, "swapped.txt")
+	os.WriteFile(one, []byte(strings.Join(ls, "")), 0o644)
+	code, stdout, stderr := execImport(t, "import", "--venue", "polymarket", "--format", "hftbacktest", one, "--out", filepath.Join(dir, "a"))
+	if code != cli.ExitOK || !strings.Contains(stdout, "same file") || strings.Contains(stdout, "files out of order") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = execImport(t, "import", "--json", "--venue", "polymarket", "--format", "hftbacktest", one, "--out", filepath.Join(dir, "b"))
+	var s importSummary
+	if err := json.Unmarshal([]byte(stdout), &s); code != cli.ExitOK || err != nil || s.Backwards != 1 || s.InFile != 1 || s.Frames != int64(len(ls)) {
+		t.Fatalf("exit %d %v: %+v %s", code, err, s, stderr)
+	}
+	in := importTestdata + "hftbacktest_polymarket.txt"
+	code, stdout, _ = execImport(t, "import", "--venue", "polymarket", "--format", "hftbacktest", in, in, "--out", filepath.Join(dir, "c"))
+	if code != cli.ExitOK || !strings.Contains(stdout, "files out of order") || strings.Contains(stdout, "same file") {
+		t.Fatalf("two files: exit %d\n%s", code, stdout)
+	}
+}

@@ -93,8 +93,12 @@ type ImportStats struct {
 	// before; their wall time is kept, their monotonic time is held at the
 	// previous value so that the dataset's monotonic clock never goes back.
 	Backwards int64
-	FirstNs   int64 // wall time of the first record, ns
-	LastNs    int64 // wall time of the last record, ns
+	// BackwardsInFile counts those of them earlier than the record before
+	// them in the same file: a file not in receive order, which merging
+	// files (WithMerge) does not change.
+	BackwardsInFile int64
+	FirstNs         int64 // wall time of the first record, ns
+	LastNs          int64 // wall time of the last record, ns
 }
 
 // Importer streams interchange files into an Appender. Files are appended in
@@ -134,6 +138,9 @@ type stream struct {
 	lastNs      int64
 	prevEmpty   bool
 	pendingDisc bool
+
+	prevWall int64 // of the stream's last record, for BackwardsInFile
+	havePrev bool
 
 	queued bool      // next holds a frame read behind a pending disconnect
 	next   parsedRec // the record read ahead
@@ -282,6 +289,7 @@ func (im *Importer) open(s *stream, name string, r io.Reader) error {
 	im.stats.Files++
 	s.name = name
 	s.form = 0
+	s.havePrev = false // BackwardsInFile compares within one file
 	src, _, err := s.dec.open(r)
 	if err != nil {
 		return &LineError{File: name, Err: err}
@@ -355,10 +363,9 @@ func (im *Importer) parseLine(s *stream, line []byte) (rec parsedRec, ok bool, e
 		if s.scratch, err = parseWrapper(line, &s.w, s.scratch); err != nil {
 			return rec, false, err
 		}
+		// An empty frame in a wrapper is explicit (a venue may send an empty
+		// message, and export writes it so): kept, as received.
 		w := &s.w
-		if w.kind == datasets.KindFrame && len(w.payload) == 0 {
-			return rec, false, ErrEmpty
-		}
 		rec = parsedRec{kind: w.kind, conn: im.cfg.conn, ns: w.recvNs, payload: w.payload}
 		if w.assigned {
 			rec.flags |= datasets.FlagAssigned
@@ -451,6 +458,10 @@ func (im *Importer) emit(s *stream, p *parsedRec) error {
 	if wallNs < im.lastWall {
 		im.stats.Backwards++
 	}
+	if s.havePrev && wallNs < s.prevWall {
+		im.stats.BackwardsInFile++
+	}
+	s.prevWall, s.havePrev = wallNs, true
 	if mono < im.lastMono {
 		mono = im.lastMono
 	}

@@ -266,7 +266,6 @@ func TestMalformed(t *testing.T) {
 		{"wrapper trailing", NDJSON, `{"recv_ns":5,"frame":{}} x`, 1, ErrSyntax},
 		{"wrapper bad kind", NDJSON, `{"recv_ns":5,"kind":"nope","frame":{}}`, 1, ErrSyntax},
 		{"wrapper bad b64", NDJSON, `{"recv_ns":5,"b64":"!!"}`, 1, ErrSyntax},
-		{"wrapper empty frame", NDJSON, `{"recv_ns":5,"text":""}`, 1, ErrEmpty},
 		{"gzip corrupt", Tardis, string(compress(t, Gzip, []byte("2026-09-24T12:00:00Z {}\n")))[:20], 1, io.ErrUnexpectedEOF},
 	}
 	for _, tc := range cases {

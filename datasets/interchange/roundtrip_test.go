@@ -357,3 +357,36 @@ func TestSampleRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyFrameRoundTrip (issue 13 item 14): an empty frame, exported as an
+// NDJSON wrapper line, imports back as the same empty frame, with the
+// frames around it untouched.
+func TestEmptyFrameRoundTrip(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	w, err := datasets.Create(dir, datasets.Manifest{Venue: "hyperliquid", Endpoint: "wss://api.hyperliquid.xyz/ws"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := []string{`{"channel":"pong"}`, "", `{"channel":"subscriptionResponse"}`}
+	for i, f := range frames {
+		if _, err := w.Append(&datasets.Record{Kind: datasets.KindFrame, WallNs: int64(i+1) * 1e9, MonoNs: int64(i + 1), Payload: []byte(f)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := exportDataset(t, dir, NDJSON)
+	recs, _, err := importBytes(t, NDJSON, "export.ndjson", out)
+	if err != nil {
+		t.Fatalf("import of the export: %v\n%s", err, out)
+	}
+	if len(recs) != len(frames) {
+		t.Fatalf("%d records back, want %d\n%s", len(recs), len(frames), out)
+	}
+	for i, r := range recs {
+		if r.Kind != datasets.KindFrame || string(r.Payload) != frames[i] || r.WallNs != int64(i+1)*1e9 {
+			t.Fatalf("record %d: %v %q at %d, want frame %q", i, r.Kind, r.Payload, r.WallNs, frames[i])
+		}
+	}
+}
