@@ -3,12 +3,14 @@ package recorder
 import (
 	"context"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/recorder/fakeexchange"
 	"github.com/tapedeck/tapedeck/venue"
 )
@@ -100,5 +102,68 @@ func TestLiveDecoderPanicLosesNothing(t *testing.T) {
 	}
 	if b, ok := r.LiveBook(fakeexchange.PolymarketStreamAsset); !ok || !b.Valid {
 		t.Errorf("no valid live book after the panic: %+v", b)
+	}
+}
+
+// TestLiveHotPathAllocs: with the live engine on, a data frame from the
+// socket to the disk and through the live decoder, books, digest and
+// published top of book (and a subscriber on everything) still allocates
+// nothing in steady state.
+func TestLiveHotPathAllocs(t *testing.T) {
+	for _, tc := range []struct {
+		venue, file string
+		items       []string
+	}{
+		{"polymarket", "polypy_semisynthetic_stream_single_asset.ndjson", []string{"72936048731589292555781174533757608024096898681344338816447372274344589246891"}},
+		{"hyperliquid", "arbitrage_observatory_probe_2026-09_core.ndjson", []string{"l2Book@BTC", "bbo@BTC", "trades@BTC"}},
+	} {
+		t.Run(tc.venue, func(t *testing.T) {
+			r, err := New(Spec{Venue: tc.venue, Instruments: []string{"x"}}, WithHeal(false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.q = newQueue(16, 1<<20, time.Now())
+			r.wctx, r.runCtx = context.Background(), context.Background()
+			sink := &nopSink{}
+			r.w = newWriter(r, sink, r.q)
+			r.assigned = map[string]*slot{}
+			var events int
+			r.Subscribe(feed.Key{}, feed.SubscriberFunc(func(*feed.Event) error { events++; return nil }))
+			l := r.startLive()
+			defer l.close()
+			s := &slot{r: r, id: 1, cm: r.m.conn(1), items: tc.items, pending: map[string]pendingSub{}}
+			s.touchFn = s.touch
+			s.buildWatch()
+			var frames [][]byte
+			for _, f := range fixtureLines(t, tc.file) {
+				if c, _ := r.p.Scan(f, func(_, _ []byte) {}); c == venue.FrameData {
+					frames = append(frames, f)
+				}
+			}
+			i := 0
+			step := func() {
+				f := frames[i%len(frames)]
+				i++
+				buf := append(r.q.getBuf(), f...)
+				s.handle(buf, false, time.Now())
+				for len(r.q.ch) > 0 {
+					if err := r.w.take(<-r.q.ch); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for r.LiveStats().Records+r.LiveStats().Skipped < sink.seq { // the engine is done with it
+					runtime.Gosched()
+				}
+			}
+			for range 4 * len(frames) { // warm the pools, the books and the routes
+				step()
+			}
+			if n := testing.AllocsPerRun(1000, step); n != 0 {
+				t.Errorf("%v allocations per frame, want 0", n)
+			}
+			if st := r.LiveStats(); st.Skipped != 0 || st.Frames == 0 || st.DecodeErrors != 0 || events == 0 {
+				t.Errorf("live stats %+v, %d events", st, events)
+			}
+		})
 	}
 }
