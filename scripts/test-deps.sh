@@ -3,8 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# npm packages the tests drive (DuckDB, Apache Arrow JS, Hyperliquid SDK), into tests/js.
-if [ ! -d tests/js/node_modules/@duckdb/node-api ] || [ tests/js/package-lock.json -nt tests/js/node_modules/.package-lock.json ]; then
+# npm packages the tests drive (DuckDB, Apache Arrow JS, Polars, Hyperliquid SDK), into tests/js.
+# nodejs-polars stays at 0.24.1: later native builds require Node 22 (Debian 12 has 20).
+if [ ! -d tests/js/node_modules/@duckdb/node-api ] || [ ! -d tests/js/node_modules/nodejs-polars ] || [ tests/js/package-lock.json -nt tests/js/node_modules/.package-lock.json ]; then
   (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
 fi
 

@@ -26,6 +26,10 @@ const (
 	MetaExact         = "tapedeck.exact"       // "true": prices and sizes are decimal128
 )
 
+// timestampNs is the type of every time column: nanoseconds since the epoch,
+// UTC (Parquet TIMESTAMP(NANOS, isAdjustedToUTC=true)).
+var timestampNs = &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
+
 // DecimalPrecision is the precision of the decimal128 columns WithExact writes.
 const DecimalPrecision = 38
 
@@ -49,6 +53,8 @@ func (s *Sink) arrowType(k colKind) arrow.DataType {
 	switch k {
 	case kInt64:
 		return arrow.PrimitiveTypes.Int64
+	case kTime:
+		return timestampNs
 	case kInt32:
 		return arrow.PrimitiveTypes.Int32
 	case kBool:
@@ -120,7 +126,7 @@ func (rb *recordBuilder) build(b *batch) arrow.Record {
 		dt := rb.schema.Field(i).Type
 		var bufs []*memory.Buffer
 		switch c.kind {
-		case kInt64:
+		case kInt64, kTime:
 			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(c.i64[:n]))}
 		case kInt32:
 			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.i32[:n]))}

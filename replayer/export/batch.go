@@ -1,5 +1,7 @@
 package export
 
+import "unsafe"
+
 // A batch holds the rows of one table column by column in plain Go slices, so
 // a row costs a few appends and a flush hands the slices to Arrow without
 // copying (see arrow.go). Fixed-point values stay int64 until the flush, where
@@ -8,12 +10,13 @@ package export
 type colKind uint8
 
 const (
-	kInt64 colKind = iota // int64: timestamps (ns), sequence numbers, counts
+	kInt64 colKind = iota // int64: sequence numbers, counts, durations (ns)
 	kPrice                // fixed-point int64 at the price decimals
 	kSize                 // fixed-point int64 at the size decimals
 	kInt32                // int32: order counts, connection slots, codes
 	kBool
 	kString
+	kTime // int64 ns since the epoch: Arrow timestamp[ns, UTC], Parquet TIMESTAMP(NANOS, UTC)
 )
 
 type column struct {
@@ -41,6 +44,9 @@ type batch struct {
 	cols        []column
 	rows        int
 	levelCounts [][]int32
+	// arena holds the bytes of strings copied in by strBytes (trade ids)
+	// for the batch's life, so a row costs no allocation.
+	arena []byte
 }
 
 func (b *batch) add(name string, kind colKind, nullable bool) int {
@@ -74,7 +80,7 @@ func (b *batch) grow(n int) {
 	wide, narrow := 0, 0
 	for i := range b.cols {
 		switch b.cols[i].kind {
-		case kInt64, kPrice, kSize:
+		case kInt64, kTime, kPrice, kSize:
 			wide++
 		case kInt32:
 			narrow++
@@ -86,7 +92,7 @@ func (b *batch) grow(n int) {
 	for i := range b.cols {
 		c := &b.cols[i]
 		switch c.kind {
-		case kInt64, kPrice, kSize:
+		case kInt64, kTime, kPrice, kSize:
 			c.i64 = arena[:n:n]
 			arena = arena[n+pad/8:]
 		case kInt32:
@@ -111,7 +117,7 @@ func (b *batch) rowBytes() int {
 	n := 0
 	for i := range b.cols {
 		switch b.cols[i].kind {
-		case kInt64, kPrice, kSize:
+		case kInt64, kTime, kPrice, kSize:
 			n += 8 + 8 // the value and its float64/decimal form at flush
 		case kInt32:
 			n += 4
@@ -135,6 +141,7 @@ func (b *batch) reset() {
 		}
 	}
 	b.rows = 0
+	b.arena = b.arena[:0] // the format writers copied what they needed
 }
 
 // Setters write row b.rows of a column; every column gets exactly one value
@@ -187,6 +194,18 @@ func (b *batch) str(col int, v string) {
 	if c.null != nil {
 		c.null[b.rows] = false
 	}
+}
+
+// strBytes sets a string column to a copy of v, kept in the batch's arena
+// until reset. A full arena is replaced, not grown: strings already set
+// keep pointing into the old one.
+func (b *batch) strBytes(col int, v []byte) {
+	if cap(b.arena)-len(b.arena) < len(v) {
+		b.arena = make([]byte, 0, max(64<<10, 2*len(v)))
+	}
+	start := len(b.arena)
+	b.arena = append(b.arena, v...)
+	b.str(col, unsafe.String(&b.arena[start], len(v)))
 }
 
 func (b *batch) strNull(col int) {

@@ -18,7 +18,9 @@ const (
 	csvPrice // exact decimal text at the price decimals
 	csvSize
 	csvBool
-	csvEmpty // always empty (a Tardis column we cannot fill)
+	csvEmpty  // always empty (a Tardis column we cannot fill)
+	csvConst  // always text
+	csvQuoted // a string always quoted: ids that look like numbers stay text
 )
 
 // csvField is one CSV column: its header and how to print batch column col.
@@ -27,6 +29,32 @@ type csvField struct {
 	col    int
 	how    csvHow
 	alt    int // csvMicros: the column to use when col is null; -1 for none
+	text   string
+}
+
+// ownFields is the FormatCSV layout: every column of the table, in order,
+// under its own name.
+func ownFields(b *batch) []csvField {
+	f := make([]csvField, len(b.cols))
+	for i := range b.cols {
+		c := &b.cols[i]
+		how := csvInt
+		switch c.kind {
+		case kString:
+			how = csvString
+			if c.name == "instrument" || c.name == "instruments" {
+				how = csvQuoted
+			}
+		case kPrice:
+			how = csvPrice
+		case kSize:
+			how = csvSize
+		case kBool:
+			how = csvBool
+		}
+		f[i] = csvField{header: c.name, col: i, how: how, alt: -1}
+	}
+	return f
 }
 
 type csvWriter struct {
@@ -37,7 +65,23 @@ type csvWriter struct {
 }
 
 func newCSVWriter(w io.Writer, s *Sink) (*csvWriter, error) {
-	c := &csvWriter{w: bufio.NewWriterSize(w, 256<<10), fields: s.impl.csvFields(s.cfg.quality), scale: s.cfg.scale}
+	var fields []csvField
+	if s.format == FormatTardis {
+		fields = s.impl.csvFields(s.cfg.quality)
+		for i := range fields {
+			switch fields[i].header {
+			case "exchange":
+				if s.cfg.tardisExchange != "" {
+					fields[i] = csvField{header: "exchange", how: csvConst, text: s.cfg.tardisExchange, alt: -1}
+				}
+			case "symbol":
+				fields[i].how = csvQuoted
+			}
+		}
+	} else {
+		fields = ownFields(&s.b)
+	}
+	c := &csvWriter{w: bufio.NewWriterSize(w, 256<<10), fields: fields, scale: s.cfg.scale}
 	for i, f := range c.fields {
 		if i > 0 {
 			c.line = append(c.line, ',')
@@ -68,8 +112,11 @@ func (c *csvWriter) write(b *batch) error {
 }
 
 func (c *csvWriter) appendField(dst []byte, b *batch, f csvField, r int) []byte {
-	if f.how == csvEmpty {
+	switch f.how {
+	case csvEmpty:
 		return dst
+	case csvConst:
+		return append(dst, f.text...)
 	}
 	col := f.col
 	if b.isNull(col, r) {
@@ -82,6 +129,8 @@ func (c *csvWriter) appendField(dst []byte, b *batch, f csvField, r int) []byte 
 	switch f.how {
 	case csvString:
 		return appendCSVString(dst, cl.s[r])
+	case csvQuoted:
+		return appendQuoted(dst, cl.s[r])
 	case csvMicros:
 		return strconv.AppendInt(dst, floorDiv(cl.i64[r], 1000), 10)
 	case csvInt:
@@ -103,6 +152,10 @@ func appendCSVString(dst []byte, s string) []byte {
 	if !strings.ContainsAny(s, ",\"\r\n") {
 		return append(dst, s...)
 	}
+	return appendQuoted(dst, s)
+}
+
+func appendQuoted(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	for i := 0; i < len(s); i++ {
 		if s[i] == '"' {

@@ -37,6 +37,7 @@ type depthInst struct {
 	// Sampled mode: the state after the last change in the current bucket.
 	dirty      bool
 	exchNs     int64
+	localNs    int64 // exchange buckets: receive time of the last event
 	bids, asks []book.Level
 	fl         flags
 }
@@ -44,6 +45,7 @@ type depthInst struct {
 type depthTable struct {
 	levels     int
 	intervalNs int64
+	byExchange bool // BucketExchange
 	counts     bool
 
 	cExch, cLocal, cVenue, cInst int
@@ -60,8 +62,8 @@ type depthTable struct {
 	asks   []book.Level
 }
 
-func newDepthTable(levels int, intervalNs int64) *depthTable {
-	return &depthTable{levels: levels, intervalNs: intervalNs, insts: make(map[instKey]*depthInst),
+func newDepthTable(levels int, intervalNs int64, byExchange bool) *depthTable {
+	return &depthTable{levels: levels, intervalNs: intervalNs, byExchange: byExchange, insts: make(map[instKey]*depthInst),
 		bids: make([]book.Level, 0, levels), asks: make([]book.Level, 0, levels)}
 }
 
@@ -69,8 +71,8 @@ var flagNames = [...]string{"book_valid", "after_gap", "crossed", "hash_checked"
 
 func (t *depthTable) columns(b *batch, _ string, counts bool) {
 	t.counts = counts
-	t.cExch = b.add("exchange_ts_ns", kInt64, true)
-	t.cLocal = b.add("local_ts_ns", kInt64, false)
+	t.cExch = b.add("exchange_ts_ns", kTime, true)
+	t.cLocal = b.add("local_ts_ns", kTime, false)
 	t.cVenue = b.add("venue", kString, false)
 	t.cInst = b.add("instrument", kString, false)
 	t.nBids, t.nAsks = b.addLevelCount(), b.addLevelCount()
@@ -164,14 +166,20 @@ func exchangeNs(e *replayer.Event) int64 {
 
 func (t *depthTable) onEvent(s *Sink, e *replayer.Event) error {
 	if t.intervalNs > 0 {
-		bk := floorDiv(e.RecvNs, t.intervalNs)
-		if !t.inBkt {
-			t.bucket, t.inBkt = bk, true
-		} else if bk > t.bucket {
-			if err := t.flushBucket(s); err != nil {
-				return err
+		ts := e.RecvNs
+		if t.byExchange {
+			ts = exchangeNs(e) // 0: no venue time, the open bucket
+		}
+		if ts != 0 {
+			bk := floorDiv(ts, t.intervalNs)
+			if !t.inBkt {
+				t.bucket, t.inBkt = bk, true
+			} else if bk > t.bucket {
+				if err := t.flushBucket(s); err != nil {
+					return err
+				}
+				t.bucket = bk
 			}
-			t.bucket = bk
 		}
 	}
 	if e.Book == nil || e.Instrument == "" {
@@ -190,6 +198,7 @@ func (t *depthTable) onEvent(s *Sink, e *replayer.Event) error {
 		if x := exchangeNs(e); x != 0 {
 			in.exchNs = x
 		}
+		in.localNs = e.RecvNs
 		in.fl = stateFlags(e.Book, &e.Quality)
 		in.dirty = true
 		return nil
@@ -210,7 +219,11 @@ func (t *depthTable) flushBucket(s *Sink) error {
 		in.dirty = false
 		f := in.fl
 		in.takeHash(&f)
-		if err := t.row(s, in, in.exchNs, end, in.bids, in.asks, f); err != nil {
+		exch, local := in.exchNs, end
+		if t.byExchange {
+			exch, local = end, in.localNs
+		}
+		if err := t.row(s, in, exch, local, in.bids, in.asks, f); err != nil {
 			return err
 		}
 	}
@@ -280,14 +293,14 @@ func (t *depthTable) csvFields(quality bool) []csvField {
 		bid := t.cLevel0 + i*2*per
 		ask := bid + per
 		f = append(f,
-			csvField{"asks[" + n + "].price", ask, csvPrice, -1},
-			csvField{"asks[" + n + "].amount", ask + 1, csvSize, -1},
-			csvField{"bids[" + n + "].price", bid, csvPrice, -1},
-			csvField{"bids[" + n + "].amount", bid + 1, csvSize, -1})
+			csvField{"asks[" + n + "].price", ask, csvPrice, -1, ""},
+			csvField{"asks[" + n + "].amount", ask + 1, csvSize, -1, ""},
+			csvField{"bids[" + n + "].price", bid, csvPrice, -1, ""},
+			csvField{"bids[" + n + "].amount", bid + 1, csvSize, -1, ""})
 	}
 	if quality {
 		for i, name := range flagNames {
-			f = append(f, csvField{name, t.cFlags + i, csvBool, -1})
+			f = append(f, csvField{name, t.cFlags + i, csvBool, -1, ""})
 		}
 	}
 	return f

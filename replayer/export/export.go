@@ -20,10 +20,13 @@ import (
 // Table names what a Sink writes.
 type Table uint8
 
-// The tables. Every Arrow and Parquet table starts with exchange_ts_ns (the
-// venue's time, null when it gives none) and local_ts_ns (receive time),
-// both int64 ns since the epoch, then venue and instrument; prices and sizes
-// are float64, or decimal128 with WithExact. The CSV layouts are Tardis'.
+// The tables. Every table starts with exchange_ts_ns (the venue's time, null
+// when it gives none) and local_ts_ns (receive time), both timestamps in ns
+// since the epoch, UTC (Arrow timestamp[ns, UTC], Parquet TIMESTAMP(NANOS,
+// isAdjustedToUTC)), then venue and instrument; prices and sizes are
+// float64, or decimal128 with WithExact. One vocabulary per table: Parquet,
+// Arrow and FormatCSV have the same columns; FormatTardis renames them to
+// Tardis' (see FormatTardis).
 const (
 	// TableDepth is wide top-N book snapshots per instrument: on every book
 	// change (WithEveryEvent) or the state at the end of every interval bucket
@@ -42,10 +45,12 @@ const (
 	// Tardis' incremental_book_L2. See changesTable for how repeated venue
 	// snapshots are written so that Tardis consumers rebuild the same books.
 	TableBookChanges
-	// TableTrades is one row per trade: side ("buy" or "sell", the taker's),
-	// price, size, backfill (a trade the venue replayed from before the
-	// subscription; the Tardis CSV layout leaves those out unless the
-	// quality columns are asked for).
+	// TableTrades is one row per trade: id (the venue's trade id:
+	// Hyperliquid tid, Polymarket's where it sends one; null otherwise),
+	// side ("buy" or "sell", the taker's), price, size, backfill (a trade the
+	// venue replayed from before the subscription, not a live print; the
+	// Tardis layout leaves those rows out unless the quality columns are
+	// asked for).
 	TableTrades
 	// TableQuotes is one row per change of a book's best bid or ask (price,
 	// size or presence) or of its validity: bid_price, bid_size, ask_price,
@@ -97,14 +102,36 @@ const (
 	FormatParquet Format = iota + 1
 	// FormatArrow writes an Arrow IPC file, one record batch per batch.
 	FormatArrow
-	// FormatCSV writes Tardis' CSV layouts (µs timestamps, exact decimal
-	// text): incremental_book_L2 for book_changes, book_snapshot_N for depth,
-	// trades and quotes; events has tapedeck's own columns. Gzip is the
-	// caller's business (wrap the writer), as Tardis ships .csv.gz.
+	// FormatCSV writes the table's own columns, the very names and order of
+	// its Parquet and Arrow forms: times as integer ns since the epoch,
+	// prices and sizes as exact decimal text, booleans true/false, null as an
+	// empty field. Instrument ids are always quoted, so CSV readers that
+	// guess types (DuckDB, Polars) keep 77-digit Polymarket token ids as
+	// text. Compression is the caller's business (wrap the writer).
 	FormatCSV
+	// FormatTardis writes Tardis' CSV layouts, which hftbacktest's and
+	// NautilusTrader's Tardis loaders read: incremental_book_L2 for
+	// book_changes, book_snapshot_N for depth, trades and quotes, with µs
+	// timestamps. The columns map from the table's as follows:
+	//
+	//	exchange_ts_ns  → timestamp (µs; local_ts_ns where the venue gave no time)
+	//	local_ts_ns     → local_timestamp (µs)
+	//	venue           → exchange (or WithTardisExchange's name)
+	//	instrument      → symbol
+	//	size            → amount (book_changes, trades)
+	//	id              → id (trades)
+	//	bid_price_i, bid_size_i, ask_price_i, ask_size_i
+	//	                → bids[i].price, bids[i].amount, asks[i].price, asks[i].amount (depth)
+	//	bid_price, bid_size, ask_price, ask_size
+	//	                → bid_price, bid_amount, ask_price, ask_amount (quotes)
+	//
+	// Columns Tardis has no place for (counts, backfill, the quality flags)
+	// are left out; WithQualityColumns appends the flags of depth and
+	// quotes. The events table has no Tardis layout (ErrOption).
+	FormatTardis
 )
 
-var formatNames = [...]string{FormatParquet: "parquet", FormatArrow: "arrow", FormatCSV: "csv"}
+var formatNames = [...]string{FormatParquet: "parquet", FormatArrow: "arrow", FormatCSV: "csv", FormatTardis: "tardis"}
 
 // String returns the format's name as the CLI spells it.
 func (f Format) String() string {
@@ -121,7 +148,7 @@ func ParseFormat(s string) (Format, error) {
 			return Format(f), nil
 		}
 	}
-	return 0, fmt.Errorf("export: unknown format %q (want parquet, arrow, csv)", s)
+	return 0, fmt.Errorf("export: unknown format %q (want parquet, arrow, csv, tardis)", s)
 }
 
 // ErrClosed means OnEvent or Close was called on a closed Sink.

@@ -127,6 +127,8 @@ func cell(a arrow.Array, r int) string {
 	switch a := a.(type) {
 	case *array.Int64:
 		return itoa(a.Value(r))
+	case *array.Timestamp:
+		return itoa(int64(a.Value(r)))
 	case *array.Int32:
 		return itoa(int64(a.Value(r)))
 	case *array.Float64:
@@ -353,10 +355,11 @@ func TestFixedToFloatIsNearestDouble(t *testing.T) {
 	}
 }
 
-// TestCSVMatchesParquet checks every Tardis layout: the header exactly, and
-// every value equal to the Parquet export's (CSV text is the exact decimal,
-// whose nearest double is the Parquet value).
-func TestCSVMatchesParquet(t *testing.T) {
+// TestTardisMatchesParquet checks every Tardis layout: the header exactly,
+// and every value equal to the Parquet export's (CSV text is the exact
+// decimal, whose nearest double is the Parquet value) under the documented
+// mapping of names (FormatTardis).
+func TestTardisMatchesParquet(t *testing.T) {
 	headers := map[Table]string{
 		TableBookChanges: "exchange,symbol,timestamp,local_timestamp,is_snapshot,side,price,amount",
 		TableTrades:      "exchange,symbol,timestamp,local_timestamp,id,side,price,amount",
@@ -365,7 +368,7 @@ func TestCSVMatchesParquet(t *testing.T) {
 			"asks[1].price,asks[1].amount,bids[1].price,bids[1].amount",
 	}
 	// CSV column → Parquet column (µs timestamps are checked separately).
-	mapping := map[string]string{"exchange": "venue", "symbol": "instrument", "is_snapshot": "is_snapshot",
+	mapping := map[string]string{"exchange": "venue", "symbol": "instrument", "is_snapshot": "is_snapshot", "id": "id",
 		"side": "side", "price": "price", "amount": "size", "ask_amount": "ask_size", "ask_price": "ask_price",
 		"bid_price": "bid_price", "bid_amount": "bid_size"}
 	for i := 0; i < 2; i++ {
@@ -384,7 +387,7 @@ func TestCSVMatchesParquet(t *testing.T) {
 				if tbl == TableDepth {
 					opts = append(opts, WithLevels(2))
 				}
-				cs := sinkTo(t, &cbuf, tbl, FormatCSV, opts...)
+				cs := sinkTo(t, &cbuf, tbl, FormatTardis, opts...)
 				ps := sinkTo(t, &pbuf, tbl, FormatParquet, opts...)
 				replay(t, paths, cs, ps)
 				if err := cs.Close(); err != nil {
@@ -435,89 +438,164 @@ func TestCSVMatchesParquet(t *testing.T) {
 	}
 }
 
-// TestBookChangesRebuildTheBooks applies the book_changes export the way a
-// Tardis incremental_book_L2 consumer does (a book resets when its rows turn
-// to is_snapshot=true) and must arrive, after every row group of one
-// message, at the book the replay had after that snapshot or level change.
+// TestBookChangesRebuildTheBooks applies the book_changes export the way
+// Tardis incremental_book_L2 consumers do and must arrive at the book the
+// replay had after its last snapshot or level change, for each instrument:
+// a reader that resets a book when its rows turn to is_snapshot=true
+// (NautilusTrader), with full and diff snapshots, and one that clears only
+// the price range a snapshot block covers, from the best price to the
+// block's worst (hftbacktest), with full snapshots (the default).
 func TestBookChangesRebuildTheBooks(t *testing.T) {
 	for _, ds := range testDatasets {
-		t.Run(ds.name, func(t *testing.T) {
-			paths := ds.paths(t)
-			var buf bytes.Buffer
-			s := sinkTo(t, &buf, TableBookChanges, FormatCSV)
-			// The book after the last snapshot or level event, per instrument.
-			want := map[string][2]map[string]string{}
-			replay(t, paths, s, replayer.SubscriberFunc(func(e *replayer.Event) error {
-				if e.Decoded == nil || e.Book == nil || (e.Decoded.Type != venue.EventSnapshot && e.Decoded.Type != venue.EventLevel) {
+		for _, mode := range []struct {
+			name       string
+			snaps      Snapshots
+			rangeClear bool
+		}{{"full/reset", SnapshotsFull, false}, {"full/range-clear", SnapshotsFull, true}, {"diff/reset", SnapshotsDiff, false}} {
+			t.Run(ds.name+"/"+mode.name, func(t *testing.T) {
+				paths := ds.paths(t)
+				var buf bytes.Buffer
+				s := sinkTo(t, &buf, TableBookChanges, FormatTardis, WithSnapshots(mode.snaps))
+				// The book after the last snapshot or level event, per instrument.
+				want := map[string][2]map[string]string{}
+				replay(t, paths, s, replayer.SubscriberFunc(func(e *replayer.Event) error {
+					if e.Decoded == nil || e.Book == nil || (e.Decoded.Type != venue.EventSnapshot && e.Decoded.Type != venue.EventLevel) {
+						return nil
+					}
+					var sides [2]map[string]string
+					for i, sd := range []book.Side{book.Bid, book.Ask} {
+						sides[i] = map[string]string{}
+						for _, l := range e.Book.Top(sd, nil, -1) {
+							sides[i][book.FormatDecimal(l.Price, e.Scale.PriceDecimals)] = book.FormatDecimal(l.Size, e.Scale.SizeDecimals)
+						}
+					}
+					want[e.Instrument] = sides
 					return nil
+				}))
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
 				}
-				var sides [2]map[string]string
-				for i, sd := range []book.Side{book.Bid, book.Ask} {
-					sides[i] = map[string]string{}
-					for _, l := range e.Book.Top(sd, nil, -1) {
-						sides[i][book.FormatDecimal(l.Price, e.Scale.PriceDecimals)] = book.FormatDecimal(l.Size, e.Scale.SizeDecimals)
+				c := readCSV(t, buf.Bytes())
+				books, snaps, diffs := applyTardisChanges(t, c.rows, mode.rangeClear)
+				if len(want) == 0 || snaps == 0 || diffs == 0 {
+					t.Fatalf("%d books, %d snapshot blocks, %d change rows: the data does not exercise the table", len(want), snaps, diffs)
+				}
+				for inst, w := range want {
+					b := books[inst]
+					if b == nil {
+						if len(w[0])+len(w[1]) == 0 {
+							continue
+						}
+						t.Fatalf("%s: no rows", inst)
+					}
+					for i := range w {
+						if fmt.Sprint(b[i]) != fmt.Sprint(w[i]) {
+							t.Fatalf("%s side %d: rebuilt %v\nbook    %v", inst, i, b[i], w[i])
+						}
 					}
 				}
-				want[e.Instrument] = sides
-				return nil
-			}))
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			c := readCSV(t, buf.Bytes())
-			books := map[string]*[2]map[string]string{}
-			inSnap := map[string]bool{}
-			snaps, diffs := 0, 0
-			for _, row := range c.rows {
-				inst, snap, sd, px, amt := row[1], row[4] == "true", row[5], row[6], row[7]
-				b := books[inst]
-				if b == nil || (snap && !inSnap[inst]) {
-					b = &[2]map[string]string{{}, {}}
-					books[inst] = b
-					if snap {
-						snaps++
-					}
-				}
-				if !snap {
-					diffs++
-				}
-				inSnap[inst] = snap
-				i := 0
-				if sd == "ask" {
-					i = 1
-				}
-				if amt == "0" {
-					delete(b[i], px)
-				} else {
-					b[i][px] = amt
-				}
-			}
-			if len(want) == 0 || snaps == 0 || diffs == 0 {
-				t.Fatalf("%d books, %d snapshot blocks, %d change rows: the data does not exercise the table", len(want), snaps, diffs)
-			}
-			for inst, w := range want {
-				b := books[inst]
-				if b == nil {
-					if len(w[0])+len(w[1]) == 0 {
-						continue
-					}
-					t.Fatalf("%s: no rows", inst)
-				}
-				for i := range w {
-					if fmt.Sprint(b[i]) != fmt.Sprint(w[i]) {
-						t.Fatalf("%s side %d: rebuilt %v\nbook    %v", inst, i, b[i], w[i])
-					}
-				}
-			}
-		})
+			})
+		}
 	}
 }
 
-// A later snapshot that equals the book writes nothing; one that drops a
-// level writes size 0 for it (not a snapshot block a consumer would merge).
+// applyTardisChanges rebuilds books from incremental_book_L2 rows. A
+// snapshot block is the run of is_snapshot=true rows of one instrument.
+// Without rangeClear the book resets at a block; with it, each side loses
+// only the levels from its best price to the block's worst price on that
+// side, as hftbacktest's snapshot handling does, and deeper levels stay.
+func applyTardisChanges(t *testing.T, rows [][]string, rangeClear bool) (books map[string]*[2]map[string]string, snaps, diffs int) {
+	t.Helper()
+	books = map[string]*[2]map[string]string{}
+	num := func(s string) float64 {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for r := 0; r < len(rows); {
+		inst := rows[r][1]
+		b := books[inst]
+		if b == nil {
+			b = &[2]map[string]string{{}, {}}
+			books[inst] = b
+		}
+		end := r + 1
+		if rows[r][4] == "true" {
+			for end < len(rows) && rows[end][4] == "true" && rows[end][1] == inst {
+				end++
+			}
+			snaps++
+			if !rangeClear {
+				*b = [2]map[string]string{{}, {}}
+			} else {
+				for i, sd := range []string{"bid", "ask"} {
+					worst, have := 0.0, false
+					for _, row := range rows[r:end] {
+						if row[5] != sd {
+							continue
+						}
+						p := num(row[6])
+						if !have || (sd == "bid" && p < worst) || (sd == "ask" && p > worst) {
+							worst, have = p, true
+						}
+					}
+					for px := range b[i] {
+						if p := num(px); have && ((sd == "bid" && p >= worst) || (sd == "ask" && p <= worst)) {
+							delete(b[i], px)
+						}
+					}
+				}
+			}
+		} else {
+			diffs++
+		}
+		for _, row := range rows[r:end] {
+			i := 0
+			if row[5] == "ask" {
+				i = 1
+			}
+			if row[7] == "0" {
+				delete(b[i], row[6])
+			} else {
+				b[i][row[6]] = row[7]
+			}
+		}
+		r = end
+	}
+	return books, snaps, diffs
+}
+
+// With diff snapshots a later snapshot that equals the book writes nothing;
+// one that drops a level writes size 0 for it (not a snapshot block a
+// consumer would merge). With full snapshots (the default) every snapshot
+// is a block, then size-0 rows for the levels it no longer has.
 func TestBookChangesSnapshotDiff(t *testing.T) {
+	for _, tc := range []struct {
+		mode Snapshots
+		want []string
+	}{
+		{SnapshotsDiff, []string{
+			"true bid 0.48 1", "true bid 0.47 2", "true ask 0.52 3",
+			"false bid 0.47 0",
+			"false ask 0.52 0", "false ask 0.53 1",
+		}},
+		{SnapshotsFull, []string{
+			"true bid 0.48 1", "true bid 0.47 2", "true ask 0.52 3",
+			"true bid 0.48 1", "true bid 0.47 2", "true ask 0.52 3",
+			"true bid 0.48 1", "true ask 0.52 3", "false bid 0.47 0",
+			"true bid 0.48 1", "true ask 0.53 1", "false ask 0.52 0",
+		}},
+	} {
+		snapshotRows(t, tc.mode, tc.want)
+	}
+}
+
+func snapshotRows(t *testing.T, mode Snapshots, want []string) {
+	t.Helper()
 	var buf bytes.Buffer
-	s := sinkTo(t, &buf, TableBookChanges, FormatCSV)
+	s := sinkTo(t, &buf, TableBookChanges, FormatTardis, WithSnapshots(mode))
 	sb := newSynthBook("x", 3)
 	snap := func(bids, asks []book.Level) {
 		t.Helper()
@@ -545,13 +623,8 @@ func TestBookChangesSnapshotDiff(t *testing.T) {
 	for _, r := range got.rows {
 		lines = append(lines, strings.Join(r[4:], " "))
 	}
-	want := []string{
-		"true bid 0.48 1", "true bid 0.47 2", "true ask 0.52 3",
-		"false bid 0.47 0",
-		"false ask 0.52 0", "false ask 0.53 1",
-	}
 	if strings.Join(lines, "|") != strings.Join(want, "|") {
-		t.Fatalf("rows\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+		t.Fatalf("mode %d rows\n%s\nwant\n%s", mode, strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -850,5 +923,106 @@ func TestEventsTableLiveRecords(t *testing.T) {
 	}
 	if got := tb.rows[1][tb.col(t, "reason")]; got != datasets.CheckHashMismatch {
 		t.Errorf("integrity reason %q", got)
+	}
+}
+
+// TestReconnectSnapshotClearsDeepLevels is the issue's case: a deep book,
+// a disconnect, and the reconnect snapshot narrower than the book before. A
+// reader that clears only the snapshot's price range (hftbacktest) must not
+// keep the deep levels the venue no longer has: with full snapshots it gets
+// explicit size-0 rows for them, and both kinds of reader end with the
+// venue's book. With diff snapshots that reader keeps them, which is why
+// full is the default.
+func TestReconnectSnapshotClearsDeepLevels(t *testing.T) {
+	for _, mode := range []Snapshots{SnapshotsFull, SnapshotsDiff} {
+		var buf bytes.Buffer
+		s := sinkTo(t, &buf, TableBookChanges, FormatTardis, WithSnapshots(mode))
+		sb := newSynthBook("x", 10) // bids 0.48 … 0.471, asks 0.52 … 0.529
+		sb.ev.RecvNs = sb.now
+		if err := s.OnEvent(&sb.ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.OnEvent(sb.next(1)); err != nil { // a level change: the rows are no longer a block
+			t.Fatal(err)
+		}
+		loss := replayer.Event{Venue: venue.Polymarket, Kind: datasets.KindDisconnect, Instrument: "x", RecvNs: sb.now + 1}
+		if err := s.OnEvent(&loss); err != nil {
+			t.Fatal(err)
+		}
+		narrow := [2][]book.Level{{{Price: 4790, Size: 5e6}, {Price: 4780, Size: 6e6}}, {{Price: 5210, Size: 7e6}}}
+		if err := sb.bk.Replace(narrow[0], narrow[1]); err != nil {
+			t.Fatal(err)
+		}
+		sb.now += 1e9
+		sb.ev.RecvNs = sb.now
+		sb.dec = venue.Event{Type: venue.EventSnapshot, Instrument: "x", Book: sb.bk}
+		if err := s.OnEvent(&sb.ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		want := "[map[0.478:6 0.479:5] map[0.521:7]]"
+		rows := readCSV(t, buf.Bytes()).rows
+		for _, rangeClear := range []bool{false, true} {
+			books, _, _ := applyTardisChanges(t, rows, rangeClear)
+			got := fmt.Sprint(*books["x"])
+			if ok := got == want; ok != (mode == SnapshotsFull || !rangeClear) {
+				t.Errorf("snapshots %d, range-clearing reader %v: book %s (venue's %s)", mode, rangeClear, got, want)
+			}
+		}
+	}
+}
+
+// TestCSVIsTheTableVocabulary: FormatCSV has exactly the columns of the
+// Parquet table, in order and by name, and every value equal (times as
+// integer ns, decimals exact text whose nearest double is Parquet's).
+func TestCSVIsTheTableVocabulary(t *testing.T) {
+	for _, ds := range testDatasets {
+		for tbl := TableDepth; tbl <= TableEvents; tbl++ {
+			t.Run(ds.name+"/"+tbl.String(), func(t *testing.T) {
+				paths := ds.paths(t)
+				var cbuf, pbuf bytes.Buffer
+				cs := sinkTo(t, &cbuf, tbl, FormatCSV, WithLevels(3))
+				ps := sinkTo(t, &pbuf, tbl, FormatParquet, WithLevels(3))
+				if tbl != TableDepth {
+					cs = sinkTo(t, &cbuf, tbl, FormatCSV)
+					ps = sinkTo(t, &pbuf, tbl, FormatParquet)
+				}
+				replay(t, paths, cs, ps)
+				if err := cs.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if err := ps.Close(); err != nil {
+					t.Fatal(err)
+				}
+				c := readCSV(t, cbuf.Bytes())
+				p := readArrowTable(t, FormatParquet, pbuf.Bytes())
+				if strings.Join(c.cols, ",") != strings.Join(p.cols, ",") {
+					t.Fatalf("csv columns\n%v\nparquet\n%v", c.cols, p.cols)
+				}
+				if len(c.rows) != len(p.rows) || len(c.rows) == 0 {
+					t.Fatalf("csv %d rows, parquet %d", len(c.rows), len(p.rows))
+				}
+				for r := range c.rows {
+					for i, name := range c.cols {
+						got, want := c.rows[r][i], p.rows[r][i]
+						if strings.Contains(name, "price") || strings.Contains(name, "size") {
+							if got != "" {
+								got = floatText(t, got)
+							}
+						}
+						if got != want {
+							t.Fatalf("row %d %s: csv %q, parquet %q", r, name, c.rows[r][i], want)
+						}
+					}
+				}
+				if tbl != TableEvents {
+					if i := c.col(t, "instrument"); !strings.Contains(cbuf.String(), `,"`+c.rows[0][i]+`",`) {
+						t.Errorf("instrument %s is not quoted", c.rows[0][i])
+					}
+				}
+			})
+		}
 	}
 }

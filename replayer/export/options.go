@@ -2,6 +2,7 @@ package export
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tapedeck/tapedeck/book"
@@ -39,21 +40,144 @@ func ParseCompression(s string) (Compression, error) {
 	return 0, fmt.Errorf("export: unknown compression %q (want zstd, snappy, none)", s)
 }
 
+// Snapshots is how the book_changes table writes a venue snapshot that
+// follows earlier rows of the same book.
+type Snapshots uint8
+
+const (
+	// SnapshotsFull (the default) writes every venue snapshot as a full
+	// is_snapshot=true block, as Tardis writes every Polymarket book and
+	// Hyperliquid l2Book, followed by a size-0 row (is_snapshot=false) for
+	// each level the rows so far gave that the snapshot no longer has. A
+	// reader that resets on a snapshot block and one that clears only the
+	// snapshot's price range (hftbacktest) both end with the venue's book.
+	SnapshotsFull Snapshots = iota + 1
+	// SnapshotsDiff writes a later snapshot as the difference from the book
+	// the rows so far describe (changed levels, size 0 for removed ones);
+	// only the first snapshot of a book and the first after a loss are
+	// is_snapshot blocks. Fewer rows; only for readers that apply every row.
+	SnapshotsDiff
+)
+
+// ParseSnapshots parses "full" or "diff".
+func ParseSnapshots(s string) (Snapshots, error) {
+	switch s {
+	case "full":
+		return SnapshotsFull, nil
+	case "diff":
+		return SnapshotsDiff, nil
+	}
+	return 0, fmt.Errorf("export: unknown snapshots mode %q (want full, diff)", s)
+}
+
+// WithSnapshots sets how book_changes writes venue snapshots (default
+// SnapshotsFull).
+func WithSnapshots(m Snapshots) Option {
+	return func(c *config) error {
+		if m != SnapshotsFull && m != SnapshotsDiff {
+			return fmt.Errorf("%w: snapshots mode %d", ErrOption, m)
+		}
+		c.snapshots = m
+		return nil
+	}
+}
+
+// BucketTime is the clock WithInterval buckets the depth table by.
+type BucketTime uint8
+
+const (
+	// BucketLocal buckets by receive time: local_ts_ns is the bucket's end
+	// and exchange_ts_ns the venue time of the book's last event in it. The
+	// default for every format but FormatTardis.
+	BucketLocal BucketTime = iota + 1
+	// BucketExchange buckets by the venue's time, as Tardis' book_snapshot
+	// files do: exchange_ts_ns (Tardis' timestamp) is the bucket's end and
+	// local_ts_ns the receive time of the book's last event in it. Events
+	// without a venue time, or with one before the open bucket (venues'
+	// clocks are not monotonic across instruments), count in the open
+	// bucket. The default for FormatTardis.
+	BucketExchange
+)
+
+// ParseBucketTime parses "exchange" or "local".
+func ParseBucketTime(s string) (BucketTime, error) {
+	switch s {
+	case "local":
+		return BucketLocal, nil
+	case "exchange":
+		return BucketExchange, nil
+	}
+	return 0, fmt.Errorf("export: unknown bucket time %q (want exchange, local)", s)
+}
+
+// WithBucketTime sets the clock of WithInterval buckets (default: exchange
+// for FormatTardis, local otherwise).
+func WithBucketTime(b BucketTime) Option {
+	return func(c *config) error {
+		if b != BucketLocal && b != BucketExchange {
+			return fmt.Errorf("%w: bucket time %d", ErrOption, b)
+		}
+		c.bucket = b
+		return nil
+	}
+}
+
+// WithTardisExchange writes name in the exchange column of a FormatTardis
+// table instead of the venue. Tardis loaders map that column to a venue from
+// a fixed list of Tardis exchange ids: NautilusTrader's has no "polymarket",
+// so a Polymarket CSV loads there only under an id it knows. The name must
+// be a lower-case Tardis-style id (letters, digits, '-' and '_').
+func WithTardisExchange(name string) Option {
+	return func(c *config) error {
+		if name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+			return fmt.Errorf("%w: tardis exchange %q: want a lower-case id such as binance-futures", ErrOption, name)
+		}
+		c.tardisExchange = name
+		return nil
+	}
+}
+
+// WithInstruments keeps only the rows of the given instruments: an id
+// matches an event's instrument (Polymarket token id, Hyperliquid coin) or
+// its market (Polymarket condition id, which selects both outcomes).
+// Connection-wide records (the events table, losses) are kept. Default:
+// every instrument.
+func WithInstruments(ids ...string) Option {
+	return func(c *config) error {
+		if len(ids) == 0 {
+			c.instruments = nil
+			return nil
+		}
+		c.instruments = make(map[string]bool, len(ids))
+		for _, id := range ids {
+			if id == "" {
+				return fmt.Errorf("%w: empty instrument", ErrOption)
+			}
+			c.instruments[id] = true
+		}
+		return nil
+	}
+}
+
 // MaxLevels bounds WithLevels: a wide row of 4 columns per level and side
 // beyond this is a mistake, not a table.
 const MaxLevels = 1000
 
 type config struct {
-	levels      int
-	intervalNs  int64 // 0 = every event
-	exact       bool
-	compression Compression
-	batchRows   int
-	quality     bool // CSV: append quality columns after the Tardis layout
-	venue       string
-	scale       book.Scale
-	haveScale   bool
-	datasets    []string
+	snapshots      Snapshots
+	bucket         BucketTime
+	tardisExchange string
+	instruments    map[string]bool // nil: every instrument
+	levels         int
+	intervalNs     int64 // 0 = every event
+	exact          bool
+	compression    Compression
+	batchRows      int
+	quality        bool // CSV: append quality columns after the Tardis layout
+	venue          string
+	scale          book.Scale
+	haveScale      bool
+	datasets       []string
 }
 
 func defaultConfig() config {
@@ -101,7 +225,8 @@ func WithExact() Option {
 
 // WithCompression sets the codec: Parquet pages (default Snappy) or Arrow IPC
 // record batch buffers (default Uncompressed; Snappy is rejected, IPC has
-// only LZ4 and Zstd). CSV ignores it: compress the writer (.csv.gz).
+// only LZ4 and Zstd). CSV ignores it: compress the writer (replay export
+// compresses a whole file of any format from .gz, .zst or --compress).
 func WithCompression(cmp Compression) Option {
 	return func(c *config) error {
 		if cmp < Zstd || cmp > Uncompressed {
@@ -130,7 +255,8 @@ func WithBatchRows(n int) Option {
 // after_gap, crossed, hash_checked, hash_ok, estimated; quotes: book_valid,
 // source, with the venue's own quote rows; trades: backfill, with the
 // backfill trades the plain layout leaves out) after the Tardis layout of a
-// CSV depth, quotes or trades table. Parquet and Arrow always carry them;
+// FormatTardis depth, quotes or trades table. Parquet, Arrow and FormatCSV
+// always carry them;
 // Tardis loaders ignore trailing columns they do not know only if they select
 // by name, so the default (false) is the exact Tardis layout.
 func WithQualityColumns() Option {

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -102,7 +101,7 @@ func parquetProps(s *Sink) *parquet.WriterProperties {
 		if c.kind == kString {
 			opts = append(opts, parquet.WithDictionaryFor(c.name, true), parquet.WithStatsFor(c.name, true))
 		}
-		if strings.HasSuffix(c.name, "_ns") {
+		if c.kind == kTime {
 			opts = append(opts, parquet.WithStatsFor(c.name, true))
 		}
 	}
@@ -139,7 +138,7 @@ func newParquetWriter(w io.Writer, s *Sink) (*parquetWriter, error) {
 	for i := range s.b.cols {
 		c := &s.b.cols[i]
 		switch k := c.kind; {
-		case k == kInt64 && c.nullable:
+		case (k == kInt64 || k == kTime) && c.nullable:
 			p.i64 = make([]int64, 0, rows)
 		case k == kInt32 && c.nullable:
 			p.i32 = make([]int32, 0, rows)
@@ -243,7 +242,7 @@ func (p *parquetWriter) writeColumn(cw file.ColumnChunkWriter, b *batch, i int) 
 	}
 	var err error
 	switch c.kind {
-	case kInt64:
+	case kInt64, kTime:
 		v := c.i64[:n]
 		if nulls > 0 {
 			v = compact(p.i64[:0], v, def)

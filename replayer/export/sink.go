@@ -3,6 +3,7 @@ package export
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue/registry"
@@ -39,7 +40,7 @@ type tableImpl interface {
 	onEvent(s *Sink, e *replayer.Event) error
 	// finish appends rows still pending at the end (sampled depth buckets).
 	finish(s *Sink) error
-	// csvFields is the CSV layout: Tardis' columns for the Tardis tables.
+	// csvFields is the FormatTardis layout: Tardis' columns.
 	csvFields(quality bool) []csvField
 }
 
@@ -63,7 +64,7 @@ func New(w io.Writer, t Table, f Format, opts ...Option) (*Sink, error) {
 	if t < TableDepth || t > TableEvents {
 		return nil, fmt.Errorf("%w: table %d", ErrOption, t)
 	}
-	if f < FormatParquet || f > FormatCSV {
+	if f < FormatParquet || f > FormatTardis {
 		return nil, fmt.Errorf("%w: format %d", ErrOption, f)
 	}
 	if f == FormatArrow && cfg.compression == Snappy {
@@ -72,12 +73,30 @@ func New(w io.Writer, t Table, f Format, opts ...Option) (*Sink, error) {
 	if cfg.intervalNs != 0 && t != TableDepth {
 		return nil, fmt.Errorf("%w: an interval applies to the depth table only, not %s", ErrOption, t)
 	}
+	if cfg.bucket != 0 && cfg.intervalNs == 0 {
+		return nil, fmt.Errorf("%w: a bucket time applies to an interval depth table only", ErrOption)
+	}
+	if cfg.bucket == 0 {
+		cfg.bucket = BucketLocal
+		if f == FormatTardis {
+			cfg.bucket = BucketExchange // Tardis' book_snapshot convention
+		}
+	}
+	if cfg.snapshots == 0 {
+		cfg.snapshots = SnapshotsFull
+	}
+	if cfg.tardisExchange != "" && f != FormatTardis {
+		return nil, fmt.Errorf("%w: a Tardis exchange name applies to FormatTardis only, not %s", ErrOption, f)
+	}
+	if f == FormatTardis && t == TableEvents {
+		return nil, fmt.Errorf("%w: the events table has no Tardis layout (use csv)", ErrOption)
+	}
 	s := &Sink{cfg: cfg, table: t, format: f, w: &stickyWriter{w: w}}
 	switch t {
 	case TableDepth:
-		s.impl = newDepthTable(cfg.levels, cfg.intervalNs)
+		s.impl = newDepthTable(cfg.levels, cfg.intervalNs, cfg.bucket == BucketExchange)
 	case TableBookChanges:
-		s.impl = &changesTable{}
+		s.impl = &changesTable{full: cfg.snapshots == SnapshotsFull}
 	case TableTrades:
 		s.impl = &tradesTable{}
 	case TableQuotes:
@@ -106,11 +125,28 @@ func (s *Sink) OnEvent(e *replayer.Event) error {
 			return err
 		}
 	}
+	if s.cfg.instruments != nil && e.Instrument != "" && !s.wanted(e) {
+		return nil
+	}
 	if carriesValues(e) && e.Scale != s.cfg.scale {
 		return fmt.Errorf("%w: %s %d/%d after %d/%d", ErrMixedScale, e.Venue,
 			e.Scale.PriceDecimals, e.Scale.SizeDecimals, s.cfg.scale.PriceDecimals, s.cfg.scale.SizeDecimals)
 	}
 	return s.impl.onEvent(s, e)
+}
+
+// wanted reports whether e's instrument is one WithInstruments asked for,
+// by its id or its market; an instrument once matched by its market stays
+// matched for the events that name no market (losses).
+func (s *Sink) wanted(e *replayer.Event) bool {
+	if s.cfg.instruments[e.Instrument] {
+		return true
+	}
+	if d := e.Decoded; d != nil && d.Market != "" && s.cfg.instruments[d.Market] {
+		s.cfg.instruments[strings.Clone(e.Instrument)] = true
+		return true
+	}
+	return false
 }
 
 // carriesValues reports whether e holds fixed-point values (a decoded event
@@ -192,7 +228,7 @@ func (s *Sink) start() error {
 		s.out, err = newParquetWriter(s.w, s)
 	case FormatArrow:
 		s.out, err = newIPCWriter(s.w, s)
-	case FormatCSV:
+	case FormatCSV, FormatTardis:
 		s.out, err = newCSVWriter(s.w, s)
 	}
 	if err == nil {

@@ -14,10 +14,10 @@ import (
 // timestamp is the exchange's, or the local one when the exchange gives none.
 func tardisHead(exch, local, ven, inst int) []csvField {
 	return []csvField{
-		{"exchange", ven, csvString, -1},
-		{"symbol", inst, csvString, -1},
-		{"timestamp", exch, csvMicros, local},
-		{"local_timestamp", local, csvMicros, -1},
+		{"exchange", ven, csvString, -1, ""},
+		{"symbol", inst, csvString, -1, ""},
+		{"timestamp", exch, csvMicros, local, ""},
+		{"local_timestamp", local, csvMicros, -1, ""},
 	}
 }
 
@@ -36,21 +36,27 @@ func (m interned) get(s string) string {
 
 // changesTable: one row per level change (Tardis incremental_book_L2).
 //
-// Tardis consumers (hftbacktest, NautilusTrader) reset a book when its rows
-// turn from is_snapshot=false to true. A venue snapshot that follows another
-// snapshot with no change in between (Hyperliquid sends nothing else; a
-// Polymarket book after a trade) would not reset it, and levels gone from
-// the venue would linger. So the table keeps, per book, a mirror of what its
-// rows have said so far, and writes a later snapshot as the difference from
-// that mirror (is_snapshot=false: changed levels, and size 0 for levels that
-// went away). A full is_snapshot=true block is written for the first
-// snapshot of a book and for the first one after a loss (disconnect, gap…),
-// unless the rows just before were themselves a snapshot block. Either way a
-// consumer's book equals ours after every snapshot.
+// Tardis consumers (NautilusTrader) reset a book when its rows turn from
+// is_snapshot=false to true; hftbacktest clears only the price range a
+// snapshot covers. Either way a level the venue dropped between two
+// snapshots could linger: a snapshot that follows another with no change in
+// between (Hyperliquid sends nothing else; a Polymarket book after a trade)
+// does not reset the first kind, and a deep level outside the new range
+// survives the second. So the table keeps, per book, a mirror of what its
+// rows have said so far. With full snapshots (the default, as Tardis writes
+// every venue book) each venue snapshot is an is_snapshot=true block of all
+// its levels, followed by a size-0 is_snapshot=false row for every level of
+// the mirror the snapshot no longer has. With diff snapshots a later
+// snapshot is the difference from the mirror (is_snapshot=false: changed
+// levels, size 0 for levels that went away), and a full block is written
+// only for the first snapshot of a book and the first after a loss
+// (disconnect, gap…), unless the rows just before were themselves a block.
+// Every way, a consumer's book equals ours after every snapshot.
 //
 // Hyperliquid bbo merges between snapshots are estimates and are not level
 // changes: they are in the depth table (estimated=true), not here.
 type changesTable struct {
+	full                         bool // SnapshotsFull
 	counts                       bool
 	cExch, cLocal, cVenue, cInst int
 	cSnap, cSide, cPrice, cSize  int
@@ -68,8 +74,8 @@ type changesInst struct {
 
 func (t *changesTable) columns(b *batch, _ string, counts bool) {
 	t.counts, t.names, t.insts = counts, interned{}, map[instKey]*changesInst{}
-	t.cExch = b.add("exchange_ts_ns", kInt64, true)
-	t.cLocal = b.add("local_ts_ns", kInt64, false)
+	t.cExch = b.add("exchange_ts_ns", kTime, true)
+	t.cLocal = b.add("local_ts_ns", kTime, false)
 	t.cVenue = b.add("venue", kString, false)
 	t.cInst = b.add("instrument", kString, false)
 	t.cSnap = b.add("is_snapshot", kBool, false)
@@ -124,6 +130,10 @@ func (t *changesTable) onEvent(s *Sink, e *replayer.Event) error {
 			return nil
 		}
 		in, first := t.inst(e)
+		if t.full {
+			in.lastSnap, in.loss = true, false
+			return t.fullSnapshot(s, e, in)
+		}
 		if first || (in.loss && !in.lastSnap) {
 			in.lastSnap, in.loss = true, false
 			return t.snapshot(s, e, in)
@@ -140,6 +150,31 @@ func (t *changesTable) snapshot(s *Sink, e *replayer.Event, in *changesInst) err
 		t.cur = e.Book.Top(side, t.cur[:0], -1)
 		for _, lv := range t.cur {
 			if err := t.row(s, e, true, side, lv); err != nil {
+				return err
+			}
+		}
+	}
+	return t.sync(e, in)
+}
+
+// fullSnapshot writes every level of e.Book as an is_snapshot block, then a
+// size-0 row for each level of the mirror that e.Book no longer has.
+func (t *changesTable) fullSnapshot(s *Sink, e *replayer.Event, in *changesInst) error {
+	for _, side := range [2]book.Side{book.Bid, book.Ask} {
+		t.cur = e.Book.Top(side, t.cur[:0], -1)
+		for _, lv := range t.cur {
+			if err := t.row(s, e, true, side, lv); err != nil {
+				return err
+			}
+		}
+	}
+	for _, side := range [2]book.Side{book.Bid, book.Ask} {
+		t.old = in.mirror.Top(side, t.old[:0], -1)
+		for _, lv := range t.old {
+			if sz, _ := e.Book.Level(side, lv.Price); sz != 0 {
+				continue
+			}
+			if err := t.row(s, e, false, side, book.Level{Price: lv.Price}); err != nil {
 				return err
 			}
 		}
@@ -228,10 +263,10 @@ func (t *changesTable) finish(*Sink) error { return nil }
 
 func (t *changesTable) csvFields(bool) []csvField {
 	return append(tardisHead(t.cExch, t.cLocal, t.cVenue, t.cInst),
-		csvField{"is_snapshot", t.cSnap, csvBool, -1},
-		csvField{"side", t.cSide, csvString, -1},
-		csvField{"price", t.cPrice, csvPrice, -1},
-		csvField{"amount", t.cSize, csvSize, -1})
+		csvField{"is_snapshot", t.cSnap, csvBool, -1, ""},
+		csvField{"side", t.cSide, csvString, -1, ""},
+		csvField{"price", t.cPrice, csvPrice, -1, ""},
+		csvField{"amount", t.cSize, csvSize, -1, ""})
 }
 
 func appendTimes(b *batch, cExch, cLocal int, e *replayer.Event) {
@@ -251,17 +286,18 @@ func appendTimes(b *batch, cExch, cLocal int, e *replayer.Event) {
 // end with backfill.
 type tradesTable struct {
 	cExch, cLocal, cVenue, cInst int
-	cSide, cPrice, cSize         int
+	cID, cSide, cPrice, cSize    int
 	cBackfill                    int
 	names                        interned
 }
 
 func (t *tradesTable) columns(b *batch, _ string, _ bool) {
 	t.names = interned{}
-	t.cExch = b.add("exchange_ts_ns", kInt64, true)
-	t.cLocal = b.add("local_ts_ns", kInt64, false)
+	t.cExch = b.add("exchange_ts_ns", kTime, true)
+	t.cLocal = b.add("local_ts_ns", kTime, false)
 	t.cVenue = b.add("venue", kString, false)
 	t.cInst = b.add("instrument", kString, false)
+	t.cID = b.add("id", kString, true)
 	t.cSide = b.add("side", kString, false)
 	t.cPrice = b.add("price", kPrice, false)
 	t.cSize = b.add("size", kSize, false)
@@ -273,13 +309,18 @@ func (t *tradesTable) onEvent(s *Sink, e *replayer.Event) error {
 	if d == nil || d.Type != venue.EventTrade {
 		return nil
 	}
-	if d.Backfill && s.format == FormatCSV && !s.cfg.quality {
+	if d.Backfill && s.format == FormatTardis && !s.cfg.quality {
 		return nil
 	}
 	b := &s.b
 	appendTimes(b, t.cExch, t.cLocal, e)
 	b.str(t.cVenue, t.names.get(e.Venue))
 	b.str(t.cInst, t.names.get(e.Instrument))
+	if len(d.ID) > 0 {
+		b.strBytes(t.cID, d.ID)
+	} else {
+		b.strNull(t.cID)
+	}
 	if d.Side == book.Bid { // the taker's side: a bid taker bought
 		b.str(t.cSide, "buy")
 	} else {
@@ -295,12 +336,12 @@ func (t *tradesTable) finish(*Sink) error { return nil }
 
 func (t *tradesTable) csvFields(quality bool) []csvField {
 	f := append(tardisHead(t.cExch, t.cLocal, t.cVenue, t.cInst),
-		csvField{"id", -1, csvEmpty, -1}, // venue.Event carries no trade id
-		csvField{"side", t.cSide, csvString, -1},
-		csvField{"price", t.cPrice, csvPrice, -1},
-		csvField{"amount", t.cSize, csvSize, -1})
+		csvField{"id", t.cID, csvString, -1, ""},
+		csvField{"side", t.cSide, csvString, -1, ""},
+		csvField{"price", t.cPrice, csvPrice, -1, ""},
+		csvField{"amount", t.cSize, csvSize, -1, ""})
 	if quality {
-		f = append(f, csvField{"backfill", t.cBackfill, csvBool, -1})
+		f = append(f, csvField{"backfill", t.cBackfill, csvBool, -1, ""})
 	}
 	return f
 }
@@ -331,8 +372,8 @@ func newQuotesTable() *quotesTable { return &quotesTable{last: make(map[instKey]
 
 func (t *quotesTable) columns(b *batch, _ string, _ bool) {
 	t.names = interned{}
-	t.cExch = b.add("exchange_ts_ns", kInt64, true)
-	t.cLocal = b.add("local_ts_ns", kInt64, false)
+	t.cExch = b.add("exchange_ts_ns", kTime, true)
+	t.cLocal = b.add("local_ts_ns", kTime, false)
 	t.cVenue = b.add("venue", kString, false)
 	t.cInst = b.add("instrument", kString, false)
 	t.cBidP = b.add("bid_price", kPrice, true)
@@ -417,13 +458,13 @@ func (t *quotesTable) finish(*Sink) error { return nil }
 
 func (t *quotesTable) csvFields(quality bool) []csvField {
 	f := append(tardisHead(t.cExch, t.cLocal, t.cVenue, t.cInst),
-		csvField{"ask_amount", t.cAskS, csvSize, -1},
-		csvField{"ask_price", t.cAskP, csvPrice, -1},
-		csvField{"bid_price", t.cBidP, csvPrice, -1},
-		csvField{"bid_amount", t.cBidS, csvSize, -1})
+		csvField{"ask_amount", t.cAskS, csvSize, -1, ""},
+		csvField{"ask_price", t.cAskP, csvPrice, -1, ""},
+		csvField{"bid_price", t.cBidP, csvPrice, -1, ""},
+		csvField{"bid_amount", t.cBidS, csvSize, -1, ""})
 	if quality {
-		f = append(f, csvField{"book_valid", t.cValid, csvBool, -1},
-			csvField{"source", t.cSource, csvString, -1})
+		f = append(f, csvField{"book_valid", t.cValid, csvBool, -1, ""},
+			csvField{"source", t.cSource, csvString, -1, ""})
 	}
 	return f
 }
@@ -438,7 +479,7 @@ type eventsTable struct {
 
 func (t *eventsTable) columns(b *batch, _ string, _ bool) {
 	t.names = interned{}
-	t.cLocal = b.add("local_ts_ns", kInt64, false)
+	t.cLocal = b.add("local_ts_ns", kTime, false)
 	t.cVenue = b.add("venue", kString, false)
 	t.cDataset = b.add("dataset", kInt32, false)
 	t.cConn = b.add("conn", kInt64, false)
@@ -451,8 +492,8 @@ func (t *eventsTable) columns(b *batch, _ string, _ bool) {
 	t.cAttempt = b.add("attempt", kInt32, true)
 	t.cInstruments = b.add("instruments", kString, true)
 	t.cDropped = b.add("dropped", kInt64, true)
-	t.cFrom = b.add("from_ns", kInt64, true)
-	t.cTo = b.add("to_ns", kInt64, true)
+	t.cFrom = b.add("from_ns", kTime, true)
+	t.cTo = b.add("to_ns", kTime, true)
 	t.cOffset = b.add("offset_ns", kInt64, true)
 	t.cText = b.add("text", kString, true)
 }
@@ -546,23 +587,23 @@ func (t *eventsTable) finish(*Sink) error { return nil }
 
 func (t *eventsTable) csvFields(bool) []csvField {
 	return []csvField{
-		{"local_timestamp", t.cLocal, csvMicros, -1},
-		{"local_ts_ns", t.cLocal, csvInt, -1},
-		{"venue", t.cVenue, csvString, -1},
-		{"dataset", t.cDataset, csvInt, -1},
-		{"conn", t.cConn, csvInt, -1},
-		{"seq", t.cSeq, csvInt, -1},
-		{"kind", t.cKind, csvString, -1},
-		{"url", t.cURL, csvString, -1},
-		{"code", t.cCode, csvInt, -1},
-		{"reason", t.cReason, csvString, -1},
-		{"error", t.cErr, csvString, -1},
-		{"attempt", t.cAttempt, csvInt, -1},
-		{"instruments", t.cInstruments, csvString, -1},
-		{"dropped", t.cDropped, csvInt, -1},
-		{"from_ns", t.cFrom, csvInt, -1},
-		{"to_ns", t.cTo, csvInt, -1},
-		{"offset_ns", t.cOffset, csvInt, -1},
-		{"text", t.cText, csvString, -1},
+		{"local_timestamp", t.cLocal, csvMicros, -1, ""},
+		{"local_ts_ns", t.cLocal, csvInt, -1, ""},
+		{"venue", t.cVenue, csvString, -1, ""},
+		{"dataset", t.cDataset, csvInt, -1, ""},
+		{"conn", t.cConn, csvInt, -1, ""},
+		{"seq", t.cSeq, csvInt, -1, ""},
+		{"kind", t.cKind, csvString, -1, ""},
+		{"url", t.cURL, csvString, -1, ""},
+		{"code", t.cCode, csvInt, -1, ""},
+		{"reason", t.cReason, csvString, -1, ""},
+		{"error", t.cErr, csvString, -1, ""},
+		{"attempt", t.cAttempt, csvInt, -1, ""},
+		{"instruments", t.cInstruments, csvString, -1, ""},
+		{"dropped", t.cDropped, csvInt, -1, ""},
+		{"from_ns", t.cFrom, csvInt, -1, ""},
+		{"to_ns", t.cTo, csvInt, -1, ""},
+		{"offset_ns", t.cOffset, csvInt, -1, ""},
+		{"text", t.cText, csvString, -1, ""},
 	}
 }
