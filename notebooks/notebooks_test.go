@@ -52,7 +52,7 @@ func sample(t *testing.T, v string) string {
 	return dir
 }
 
-// csvExport is one `replay export … --format csv` the notebooks read.
+// csvExport is one `replay export … --format tardis` (events: csv) the notebooks read.
 type csvExport struct {
 	venue string
 	table export.Table
@@ -99,7 +99,11 @@ func writeExports(t *testing.T, dir string) {
 				t.Fatal(err)
 			}
 			opts := append([]export.Option{export.WithSource(v, scales[v]), export.WithDatasets(path)}, e.opts...)
-			s, err := export.New(f, e.table, export.FormatCSV, opts...)
+			format := export.FormatTardis // the notebooks read Tardis' layouts
+			if e.table == export.TableEvents {
+				format = export.FormatCSV // which has no events layout
+			}
+			s, err := export.New(f, e.table, format, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}

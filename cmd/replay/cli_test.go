@@ -94,7 +94,7 @@ func TestClosedStdoutPipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "exchange,symbol,timestamp") {
+	if err != nil || !strings.HasPrefix(line, "exchange_ts_ns,local_ts_ns,venue,instrument,") {
 		t.Fatalf("first line %q, %v", line, err)
 	}
 	out.Close() // as head does after its line

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 	"github.com/spf13/cobra"
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/datasets"
@@ -26,7 +27,7 @@ import (
 type exportOptions struct {
 	Datasets    []string
 	Table       string // a export.Table name, or "raw"
-	Format      string // parquet|arrow|csv, or for raw ndjson|tardis|hftbacktest
+	Format      string // parquet|arrow|csv|tardis, or for raw ndjson|tardis|hftbacktest
 	Levels      int
 	Interval    time.Duration // 0 = every event
 	FromNs      int64
@@ -34,6 +35,12 @@ type exportOptions struct {
 	Exact       bool
 	Compression export.Compression
 	Quality     bool
+	Snapshots   export.Snapshots  // 0: the default
+	BucketTime  export.BucketTime // 0: the format's default
+	TardisExch  string
+	Instruments []string
+	SplitBy     string                  // "" or "instrument"
+	Compress    interchange.Compression // whole-file compression, from --compress or the extension
 	Out         string
 	Force       bool
 	SkipDamaged bool
@@ -47,11 +54,12 @@ func newExportCmd(runF func(*exportOptions) error) *cobra.Command {
 	opts := &exportOptions{}
 	var (
 		interval, from, to, compression string
+		snapshots, bucketTime, compress string
 		everyEvent                      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "export DATASET... --table TABLE --out PATH",
-		Short: "Export replayed books, trades, quotes or control events as Parquet, Arrow or Tardis CSV",
+		Short: "Export replayed books, trades, quotes or control events as Parquet, Arrow, CSV or Tardis CSV",
 		Long: `Export replays the datasets through the books and writes one table:
 
   depth         wide top-N book per instrument: exchange_ts_ns, local_ts_ns, venue,
@@ -62,27 +70,45 @@ func newExportCmd(runF func(*exportOptions) error) *cobra.Command {
                 the end of every --interval bucket in which it changed.
   book_changes  one row per level change, a snapshot giving all its levels with
                 is_snapshot=true (Tardis incremental_book_L2); size 0 deletes.
-  trades        one row per trade (side is the taker's).
+                --snapshots full (the default, as Tardis writes venue books) makes
+                every venue snapshot a block and adds size-0 rows for the levels it
+                no longer has; diff writes later snapshots as changes.
+  trades        one row per trade: the venue's trade id, side (the taker's), price,
+                size, backfill.
   quotes        one row per change of best bid/ask or book validity.
   events        connects, disconnects, reconnects, stalls, gaps, overloads, write
                 errors and other control records, with their details.
   raw           the recorded frames as NDJSON, Tardis raw or hftbacktest lines
                 (--format ndjson|tardis|hftbacktest; one dataset).
 
-Prices and sizes are float64 (the nearest double of the exact decimal) unless
---exact asks for decimal128 at the venue's scale; the scale and the source
-datasets are in the schema metadata. --format csv writes Tardis' layouts
-(book_snapshot_N, incremental_book_L2, trades, quotes) with µs timestamps and
-exact decimal text, gzip-compressed when PATH ends in .gz. The same datasets and
-flags always give byte-identical files.`,
+Times are timestamp[ns, UTC] (Parquet TIMESTAMP(NANOS, UTC)). Prices and sizes
+are float64 (the nearest double of the exact decimal) unless --exact asks for
+decimal128 at the venue's scale; the scale and the source datasets are in the
+schema metadata. --format csv has the very columns of the Parquet table (times
+as integer ns, exact decimal text, instrument ids quoted). --format tardis
+writes Tardis' layouts (book_snapshot_N, incremental_book_L2, trades, quotes)
+with µs timestamps, which hftbacktest's and NautilusTrader's Tardis loaders read;
+exchange_ts_ns is timestamp, local_ts_ns local_timestamp, venue exchange,
+instrument symbol, size amount, bid_price_i bids[i].price. NautilusTrader knows
+no "polymarket" exchange: --tardis-exchange names one it does.
+
+--instrument (repeatable) keeps one instrument: a Polymarket token id or
+condition id (both outcomes), a Hyperliquid coin. --split-by instrument writes
+one file per instrument, named by --out with {instrument} (and {venue}) in it.
+The whole file is compressed when --out ends in .gz or .zst, or as --compress
+says, whatever the format. The same datasets and flags always give
+byte-identical files.`,
 		Example: `  # every book change of a Polymarket market, top 25 levels, as Parquet
   replay export datasets/samples/polymarket --table depth --out depth.parquet
 
   # the book every 100ms, 5 levels, as a Tardis book_snapshot_5 CSV
-  replay export datasets/samples/polymarket --table depth --levels 5 --interval 100ms --format csv --out snap.csv.gz
+  replay export datasets/samples/polymarket --table depth --levels 5 --interval 100ms --format tardis --out snap.csv.gz
 
-  # level changes as Tardis incremental_book_L2 for hftbacktest or NautilusTrader
-  replay export datasets/samples/polymarket --table book_changes --format csv --out changes.csv
+  # level changes as Tardis incremental_book_L2, one file per instrument, for hftbacktest
+  replay export datasets/samples/hyperliquid --table book_changes --format tardis --split-by instrument --out 'changes-{instrument}.csv.gz'
+
+  # Polymarket trades of one market (both outcomes) for NautilusTrader's Tardis loader
+  replay export datasets/samples/polymarket --table trades --format tardis --tardis-exchange hyperliquid --instrument 0xdd22472e552920b8438158ea7238bfadfa4f736aa4cee91a6b86c39ead110917 --out trades.csv
 
   # exact decimals into an Arrow IPC file, within a time window
   replay export datasets/samples/hyperliquid --table trades --exact --format arrow --from +1s --out trades.arrow
@@ -100,6 +126,9 @@ flags always give byte-identical files.`,
 				interval, from, to, compression, f.Changed("compression")); err != nil {
 				return err
 			}
+			if err := opts.validateMore(snapshots, bucketTime, compress); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -108,7 +137,7 @@ flags always give byte-identical files.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Table, "table", "", "table to write: depth, book_changes, trades, quotes, events, raw (required)")
-	f.StringVar(&opts.Format, "format", "", "parquet, arrow or csv (raw: ndjson, tardis, hftbacktest); default from the --out extension")
+	f.StringVar(&opts.Format, "format", "", "parquet, arrow, csv or tardis (raw: ndjson, tardis, hftbacktest); default from the --out extension (.csv is csv)")
 	f.IntVar(&opts.Levels, "levels", 25, "depth: levels per side")
 	f.StringVar(&interval, "interval", "", "depth: sample the book at the end of every bucket of this duration (e.g. 100ms, 1s)")
 	f.BoolVar(&everyEvent, "every-event", false, "depth: a row on every book change (the default)")
@@ -116,7 +145,13 @@ flags always give byte-identical files.`,
 	f.StringVar(&to, "to", "", "end of the window, exclusive (`T`, as --from)")
 	f.BoolVar(&opts.Exact, "exact", false, "prices and sizes as decimal128 at the venue's scale instead of float64")
 	f.StringVar(&compression, "compression", "", "zstd, snappy (Parquet only) or none; default snappy for Parquet (zstd: smaller, slower), none for Arrow (Arrow JS lacks zstd)")
-	f.BoolVar(&opts.Quality, "quality-columns", false, "csv depth/quotes/trades: append the quality flags (trades: backfill; quotes: also the venue's own quote rows) after the Tardis columns")
+	f.BoolVar(&opts.Quality, "quality-columns", false, "tardis depth/quotes/trades: append the quality flags (trades: backfill; quotes: also the venue's own quote rows) after the Tardis columns")
+	f.StringVar(&snapshots, "snapshots", "", "book_changes: full (every venue snapshot a block, size-0 rows for levels it dropped; the default) or diff")
+	f.StringVar(&bucketTime, "bucket-time", "", "depth --interval: bucket by exchange or local time (default: exchange for --format tardis, as Tardis does; local otherwise)")
+	f.StringVar(&opts.TardisExch, "tardis-exchange", "", "tardis: write this Tardis exchange id in the exchange column instead of the venue")
+	f.StringArrayVar(&opts.Instruments, "instrument", nil, "only this instrument: token id or condition id (Polymarket), coin (Hyperliquid); repeatable")
+	f.StringVar(&opts.SplitBy, "split-by", "", "instrument: one file per instrument, --out a template with {instrument} (and {venue})")
+	f.StringVar(&compress, "compress", "", "compress the whole file: gzip, zstd or none (default from --out: .gz, .zst)")
 	f.StringVarP(&opts.Out, "out", "o", "", "output file, - for stdout (required)")
 	f.BoolVarP(&opts.Force, "force", "f", false, "overwrite --out if it exists")
 	f.BoolVar(&opts.SkipDamaged, "skip-damaged", false, skipDamagedUsage)
@@ -146,7 +181,6 @@ func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interv
 			return cli.FlagErrorf("export: --format is required when --out %q has no known extension", o.Out)
 		}
 	}
-	gz := strings.HasSuffix(o.Out, ".gz")
 	if raw {
 		if _, err := interchange.ParseFormat(o.Format); err != nil {
 			return cli.FlagErrorf("--format: with --table raw: %v", err)
@@ -155,7 +189,8 @@ func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interv
 			return cli.FlagErrorf("export: --table raw takes one DATASET, got %d", len(o.Datasets))
 		}
 		for name, set := range map[string]bool{"--levels": levelsSet, "--interval": intervalSet,
-			"--every-event": everyEvent, "--exact": o.Exact, "--quality-columns": o.Quality, "--compression": compressionSet} {
+			"--every-event": everyEvent, "--exact": o.Exact, "--quality-columns": o.Quality, "--compression": compressionSet,
+			"--instrument": len(o.Instruments) > 0, "--split-by": o.SplitBy != "", "--tardis-exchange": o.TardisExch != ""} {
 			if set {
 				return cli.FlagErrorf("export: %s does not apply to --table raw", name)
 			}
@@ -194,15 +229,21 @@ func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interv
 		}
 		o.Compression = c
 		switch ft {
-		case export.FormatCSV:
+		case export.FormatCSV, export.FormatTardis:
 			if o.Exact {
-				return cli.FlagErrorf("export: --exact does not apply to --format csv (CSV is always exact decimal text)")
+				return cli.FlagErrorf("export: --exact does not apply to --format %s (CSV is always exact decimal text)", ft)
 			}
 			if compressionSet {
-				return cli.FlagErrorf("export: --compression does not apply to --format csv (end --out in .gz to compress)")
+				return cli.FlagErrorf("export: --compression does not apply to --format %s (--compress or an --out ending in .gz or .zst compresses the file)", ft)
+			}
+			if o.Quality && ft == export.FormatCSV {
+				return cli.FlagErrorf("export: --quality-columns applies to --format tardis only (csv always carries the flags)")
 			}
 			if o.Quality && table != export.TableDepth && table != export.TableQuotes && table != export.TableTrades {
 				return cli.FlagErrorf("export: --quality-columns applies to --table depth, quotes or trades only")
+			}
+			if ft == export.FormatTardis && table == export.TableEvents {
+				return cli.FlagErrorf("export: --table events has no Tardis layout (use --format csv)")
 			}
 		case export.FormatArrow:
 			if c == export.Snappy {
@@ -211,11 +252,24 @@ func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interv
 			fallthrough
 		default:
 			if o.Quality {
-				return cli.FlagErrorf("export: --quality-columns applies to --format csv only (Parquet and Arrow always carry the flags)")
+				return cli.FlagErrorf("export: --quality-columns applies to --format tardis only (Parquet and Arrow always carry the flags)")
 			}
 		}
-		if gz && ft != export.FormatCSV {
-			return cli.FlagErrorf("export: --out %q ends in .gz, which only --format csv supports", o.Out)
+		if o.TardisExch != "" && ft != export.FormatTardis {
+			return cli.FlagErrorf("export: --tardis-exchange applies to --format tardis only")
+		}
+		if o.SplitBy != "" {
+			if o.SplitBy != "instrument" {
+				return cli.FlagErrorf("export: --split-by %q: want instrument", o.SplitBy)
+			}
+			if table == export.TableEvents {
+				return cli.FlagErrorf("export: --table events has no instrument to --split-by")
+			}
+			if !strings.Contains(o.Out, "{instrument}") {
+				return cli.FlagErrorf("export: --split-by instrument needs {instrument} in --out, e.g. 'depth-{instrument}.parquet'")
+			}
+		} else if strings.Contains(o.Out, "{instrument}") {
+			return cli.FlagErrorf("export: --out %q names {instrument}: add --split-by instrument", o.Out)
 		}
 	}
 	var err error
@@ -226,7 +280,7 @@ func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interv
 	if err := outsideInputs("export", o.Out, o.Datasets); err != nil {
 		return err
 	}
-	if o.Out != "-" && !o.Force {
+	if o.Out != "-" && !o.Force && o.SplitBy == "" {
 		if _, err := os.Stat(o.Out); err == nil {
 			return cli.FlagErrorf("export: %s exists (use -f/--force to overwrite)", o.Out)
 		}
@@ -241,6 +295,60 @@ func tableNames() []string {
 		names = append(names, t.String())
 	}
 	return append(names, "raw")
+}
+
+// validateMore checks the flags of snapshots, buckets, whole-file
+// compression and per-instrument output.
+func (o *exportOptions) validateMore(snapshots, bucketTime, compress string) error {
+	table, _ := export.ParseTable(o.Table)
+	if snapshots != "" {
+		if o.Table != export.TableBookChanges.String() {
+			return cli.FlagErrorf("export: --snapshots applies to --table book_changes only")
+		}
+		m, err := export.ParseSnapshots(snapshots)
+		if err != nil {
+			return cli.FlagErrorf("--snapshots: %v", err)
+		}
+		o.Snapshots = m
+	}
+	if bucketTime != "" {
+		if table != export.TableDepth || o.Interval == 0 {
+			return cli.FlagErrorf("export: --bucket-time applies to --table depth with --interval only")
+		}
+		b, err := export.ParseBucketTime(bucketTime)
+		if err != nil {
+			return cli.FlagErrorf("--bucket-time: %v", err)
+		}
+		o.BucketTime = b
+	}
+	fromPath := interchange.CompressionFromPath(o.Out)
+	o.Compress = fromPath
+	if compress != "" {
+		c, err := parseCompress(compress)
+		if err != nil {
+			return err
+		}
+		if fromPath != interchange.None && c != fromPath {
+			return cli.FlagErrorf("export: --compress %s contradicts --out %q", compress, o.Out)
+		}
+		o.Compress = c
+	}
+	if o.SplitBy != "" && o.Out == "-" {
+		return cli.FlagErrorf("export: --split-by writes files, not standard output")
+	}
+	return nil
+}
+
+func parseCompress(s string) (interchange.Compression, error) {
+	switch s {
+	case "gzip", "gz":
+		return interchange.Gzip, nil
+	case "zstd", "zst":
+		return interchange.Zstd, nil
+	case "none":
+		return interchange.None, nil
+	}
+	return 0, cli.FlagErrorf("--compress %q: want gzip, zstd or none", s)
 }
 
 func formatFromPath(p string, raw bool) string {
@@ -260,75 +368,146 @@ func formatFromPath(p string, raw bool) string {
 	return ""
 }
 
-// runExport writes the table to a temporary file beside --out and renames it
-// into place only when the export succeeded, so a failed run never leaves a
-// half-written file where a good one is expected.
+// runExport writes each output to a temporary file beside its path and
+// renames it into place only when the whole export succeeded, so a failed
+// run never leaves a half-written file where a good one is expected.
 func runExport(ctx context.Context, o *exportOptions) (err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var (
-		w   io.Writer = o.Stdout
-		tmp *os.File
-	)
-	if o.Out != "-" {
-		tmp, err = os.CreateTemp(filepath.Dir(o.Out), "."+filepath.Base(o.Out)+".tmp*")
+	var outs []*outFile
+	defer func() {
+		if err != nil {
+			for _, f := range outs {
+				f.abort()
+			}
+		}
+	}()
+	open := func(path string) (io.Writer, error) {
+		f, err := createOut(o, path)
+		if err != nil {
+			return nil, err
+		}
+		outs = append(outs, f)
+		return f.w, nil
+	}
+	if o.Table == "raw" {
+		w, err := open(o.Out)
+		if err != nil {
+			return err
+		}
+		if err := exportRaw(o, w); err != nil {
+			return err
+		}
+	} else if err := exportTable(ctx, o, open); err != nil {
+		return err
+	}
+	for _, f := range outs {
+		if err := f.commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outFile is one output of an export: a temporary file beside its path (or
+// stdout), buffered, compressed as the options say.
+type outFile struct {
+	path   string
+	tmp    *os.File // nil: stdout
+	bw     *bufio.Writer
+	closer io.Closer // the compressor, nil when none
+	w      io.Writer
+}
+
+func createOut(o *exportOptions, path string) (*outFile, error) {
+	f := &outFile{path: path}
+	var w io.Writer = o.Stdout
+	if path != "-" {
+		tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 		if err != nil {
 			// The temporary file is ours; the path to name is the user's.
 			var pe *os.PathError
 			if errors.As(err, &pe) {
 				err = pe.Err
 			}
-			return fmt.Errorf("export: create %s: %w", o.Out, err)
+			return nil, fmt.Errorf("export: create %s: %w", path, err)
 		}
-		defer func() {
-			if err != nil {
-				tmp.Close()
-				os.Remove(tmp.Name())
-			}
-		}()
-		w = tmp
+		f.tmp, w = tmp, tmp
 	}
-	bw := bufio.NewWriterSize(w, 1<<20) // Parquet and IPC write many small pieces
-	w = bw
-	var gz *gzip.Writer
-	if strings.HasSuffix(o.Out, ".gz") && o.Table != "raw" && o.Format == "csv" {
-		// Header fields stay zero (no name, no mtime): the bytes depend on the data only.
-		gz = gzip.NewWriter(w)
-		w = gz
-	}
+	f.bw = bufio.NewWriterSize(w, 1<<20) // Parquet and IPC write many small pieces
+	f.w = f.bw
 	if o.Table == "raw" {
-		err = exportRaw(o, w)
-	} else {
-		err = exportTable(ctx, o, w)
+		return f, nil // interchange compresses raw exports itself
 	}
-	if err != nil {
-		return err
+	switch o.Compress {
+	case interchange.Gzip:
+		// Header fields stay zero (no name, no mtime): the bytes depend on the data only.
+		gz := gzip.NewWriter(f.bw)
+		f.w, f.closer = gz, gz
+	case interchange.Zstd:
+		zw, err := zstd.NewWriter(f.bw, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			f.abort()
+			return nil, fmt.Errorf("export: zstd: %w", err)
+		}
+		f.w, f.closer = zw, zw
 	}
-	if gz != nil {
-		if err := gz.Close(); err != nil {
-			return fmt.Errorf("export: gzip %s: %w", o.Out, err)
+	return f, nil
+}
+
+// commit finishes the stream and renames the file into place.
+func (f *outFile) commit() error {
+	if f.closer != nil {
+		if err := f.closer.Close(); err != nil {
+			return fmt.Errorf("export: compress %s: %w", f.path, err)
 		}
 	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("export: write %s: %w", o.Out, err)
+	if err := f.bw.Flush(); err != nil {
+		return fmt.Errorf("export: write %s: %w", f.path, err)
 	}
-	if tmp != nil {
-		// CreateTemp makes the file private; an export is an ordinary file.
-		if err := tmp.Chmod(0o644); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		if err := tmp.Close(); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		if err := os.Rename(tmp.Name(), o.Out); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
+	if f.tmp == nil {
+		return nil
 	}
+	// CreateTemp makes the file private; an export is an ordinary file.
+	if err := f.tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := f.tmp.Close(); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := os.Rename(f.tmp.Name(), f.path); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	f.tmp = nil
 	return nil
 }
 
-func exportTable(ctx context.Context, o *exportOptions, w io.Writer) error {
+// abort removes the temporary file, if any is left.
+func (f *outFile) abort() {
+	if f.tmp != nil {
+		f.tmp.Close()
+		os.Remove(f.tmp.Name())
+		f.tmp = nil
+	}
+}
+
+// splitPath is --out with {venue} and {instrument} filled in; characters
+// that do not belong in a file name (Hyperliquid's "@107", "PURR/USDC")
+// become '_'.
+func splitPath(tmpl, venueName, instrument string) string {
+	clean := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_' {
+				return r
+			}
+			return '_'
+		}, s)
+	}
+	return strings.NewReplacer("{instrument}", clean(instrument), "{venue}", clean(venueName)).Replace(tmpl)
+}
+
+func exportTable(ctx context.Context, o *exportOptions, open func(path string) (io.Writer, error)) error {
 	table, _ := export.ParseTable(o.Table)
 	format, _ := export.ParseFormat(o.Format)
 	var ropts []replayer.Option
@@ -370,9 +549,52 @@ func exportTable(ctx context.Context, o *exportOptions, w io.Writer) error {
 	if o.Quality {
 		sopts = append(sopts, export.WithQualityColumns())
 	}
-	sink, err := export.New(w, table, format, sopts...)
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
+	if o.Snapshots != 0 {
+		sopts = append(sopts, export.WithSnapshots(o.Snapshots))
+	}
+	if o.BucketTime != 0 {
+		sopts = append(sopts, export.WithBucketTime(o.BucketTime))
+	}
+	if o.TardisExch != "" {
+		sopts = append(sopts, export.WithTardisExchange(o.TardisExch))
+	}
+	if len(o.Instruments) > 0 {
+		sopts = append(sopts, export.WithInstruments(o.Instruments...))
+	}
+	var sink interface {
+		replayer.Subscriber
+		Close() error
+		Rows() uint64
+	}
+	if o.SplitBy == "instrument" {
+		paths := map[string]string{} // file → instrument, to refuse two instruments in one file
+		split, err := export.NewSplit(func(v, inst string) (io.Writer, error) {
+			p := splitPath(o.Out, v, inst)
+			if other, ok := paths[p]; ok {
+				return nil, fmt.Errorf("export: instruments %s and %s both map to %s", other, inst, p)
+			}
+			paths[p] = inst
+			if !o.Force {
+				if _, err := os.Stat(p); err == nil {
+					return nil, fmt.Errorf("export: %s exists (use -f/--force to overwrite)", p)
+				}
+			}
+			return open(p)
+		}, table, format, sopts...)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		sink = split
+	} else {
+		w, err := open(o.Out)
+		if err != nil {
+			return err
+		}
+		s, err := export.New(w, table, format, sopts...)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		sink = s
 	}
 	r.Subscribe(replayer.Key{}, sink)
 

@@ -15,7 +15,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/datasets/interchange"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/internal/samplegen"
 	"github.com/tapedeck/tapedeck/replayer/export"
@@ -110,7 +112,55 @@ func TestExportFlags(t *testing.T) {
 		{name: "levels 0", args: []string{ds, "--table", "depth", "--levels", "0", "--out", out}, wantErr: "--levels 0"},
 		{name: "bad interval", args: []string{ds, "--table", "depth", "--interval", "-1s", "--out", out}, wantErr: "--interval"},
 		{name: "exact csv", args: []string{ds, "--table", "depth", "--exact", "--out", "x.csv"}, wantErr: "--exact does not apply"},
-		{name: "gz parquet", args: []string{ds, "--table", "depth", "--format", "parquet", "--out", "x.parquet.gz"}, wantErr: ".gz"},
+		{name: "gz parquet", args: []string{ds, "--table", "depth", "--format", "parquet", "--out", "x.parquet.gz"},
+			check: func(t *testing.T, o *exportOptions) {
+				if o.Compress != interchange.Gzip {
+					t.Errorf("compress %v", o.Compress)
+				}
+			}},
+		{name: "compress contradicts", args: []string{ds, "--table", "depth", "--compress", "zstd", "--out", "x.parquet.gz"}, wantErr: "contradicts"},
+		{name: "compress flag", args: []string{ds, "--table", "trades", "--compress", "zstd", "--out", "x.csv"},
+			check: func(t *testing.T, o *exportOptions) {
+				if o.Compress != interchange.Zstd || o.Format != "csv" {
+					t.Errorf("%+v", o)
+				}
+			}},
+		{name: "bad compress", args: []string{ds, "--table", "trades", "--compress", "lz4", "--out", "x.csv"}, wantErr: "--compress"},
+		{name: "tardis", args: []string{ds, "--table", "trades", "--format", "tardis", "--tardis-exchange", "hyperliquid", "--out", "x.csv"},
+			check: func(t *testing.T, o *exportOptions) {
+				if o.Format != "tardis" || o.TardisExch != "hyperliquid" {
+					t.Errorf("%+v", o)
+				}
+			}},
+		{name: "tardis exchange off tardis", args: []string{ds, "--table", "trades", "--tardis-exchange", "hyperliquid", "--out", "x.csv"}, wantErr: "--tardis-exchange"},
+		{name: "tardis events", args: []string{ds, "--table", "events", "--format", "tardis", "--out", "x.csv"}, wantErr: "no Tardis layout"},
+		{name: "quality csv", args: []string{ds, "--table", "depth", "--quality-columns", "--out", "x.csv"}, wantErr: "--format tardis only"},
+		{name: "snapshots", args: []string{ds, "--table", "book_changes", "--snapshots", "diff", "--out", out},
+			check: func(t *testing.T, o *exportOptions) {
+				if o.Snapshots != export.SnapshotsDiff {
+					t.Errorf("%+v", o)
+				}
+			}},
+		{name: "snapshots off book_changes", args: []string{ds, "--table", "depth", "--snapshots", "full", "--out", out}, wantErr: "--snapshots applies"},
+		{name: "bad snapshots", args: []string{ds, "--table", "book_changes", "--snapshots", "some", "--out", out}, wantErr: "--snapshots"},
+		{name: "bucket time", args: []string{ds, "--table", "depth", "--interval", "1s", "--bucket-time", "exchange", "--out", out},
+			check: func(t *testing.T, o *exportOptions) {
+				if o.BucketTime != export.BucketExchange {
+					t.Errorf("%+v", o)
+				}
+			}},
+		{name: "bucket time without interval", args: []string{ds, "--table", "depth", "--bucket-time", "exchange", "--out", out}, wantErr: "--bucket-time applies"},
+		{name: "split", args: []string{ds, "--table", "depth", "--split-by", "instrument", "--instrument", "x", "--instrument", "y", "--out", "d-{instrument}.parquet"},
+			check: func(t *testing.T, o *exportOptions) {
+				if o.SplitBy != "instrument" || strings.Join(o.Instruments, ",") != "x,y" {
+					t.Errorf("%+v", o)
+				}
+			}},
+		{name: "split without template", args: []string{ds, "--table", "depth", "--split-by", "instrument", "--out", out}, wantErr: "{instrument}"},
+		{name: "template without split", args: []string{ds, "--table", "depth", "--out", "d-{instrument}.parquet"}, wantErr: "--split-by"},
+		{name: "split events", args: []string{ds, "--table", "events", "--split-by", "instrument", "--out", "e-{instrument}.csv"}, wantErr: "no instrument"},
+		{name: "split stdout", args: []string{ds, "--table", "depth", "--split-by", "instrument", "--format", "csv", "--out", "-"}, wantErr: "{instrument}"},
+		{name: "raw instrument", args: []string{ds, "--table", "raw", "--format", "ndjson", "--instrument", "x", "--out", out}, wantErr: "--instrument does not apply"},
 		{name: "snappy arrow", args: []string{ds, "--table", "depth", "--compression", "snappy", "--out", "x.arrow"}, wantErr: "snappy"},
 		{name: "quality parquet", args: []string{ds, "--table", "depth", "--quality-columns", "--out", out}, wantErr: "--quality-columns"},
 		{name: "quality events", args: []string{ds, "--table", "events", "--quality-columns", "--out", "x.csv"}, wantErr: "--quality-columns"},
@@ -170,7 +220,7 @@ func TestExportExamples(t *testing.T) {
 		if !strings.HasPrefix(line, "replay export ") {
 			continue
 		}
-		args := strings.Fields(line)[1:]
+		args := strings.Fields(strings.ReplaceAll(line, "'", ""))[1:]
 		var out string
 		for i, a := range args {
 			if p, ok := samples[a]; ok {
@@ -182,9 +232,18 @@ func TestExportExamples(t *testing.T) {
 			}
 		}
 		expMust(t, args...)
-		st, err := os.Stat(out)
-		if err != nil || st.Size() == 0 {
-			t.Fatalf("%s: no output (%v)", line, err)
+		outs := []string{out}
+		if strings.Contains(out, "{instrument}") {
+			outs, _ = filepath.Glob(strings.ReplaceAll(out, "{instrument}", "*"))
+			if len(outs) < 2 {
+				t.Fatalf("%s: %d files", line, len(outs))
+			}
+		}
+		for _, out := range outs {
+			st, err := os.Stat(out)
+			if err != nil || st.Size() == 0 {
+				t.Fatalf("%s: no output (%v)", line, err)
+			}
 		}
 		n++
 	}
@@ -219,33 +278,51 @@ func TestExportOverwrite(t *testing.T) {
 	}
 }
 
-// TestExportCSVGzip: .csv.gz is gzip of the plain CSV, byte for byte.
-func TestExportCSVGzip(t *testing.T) {
+// TestExportCompression: for every format, .gz and .zst (or --compress)
+// are gzip and zstd of the plain file, byte for byte.
+func TestExportCompression(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	ds := expSample(t, venue.Polymarket)
 	dir := t.TempDir()
-	plain, gz := filepath.Join(dir, "c.csv"), filepath.Join(dir, "c.csv.gz")
-	expMust(t, "export", ds, "--table", "depth", "--levels", "5", "--interval", "1s", "--out", plain)
-	expMust(t, "export", ds, "--table", "depth", "--levels", "5", "--interval", "1s", "--out", gz)
-	f, err := os.Open(gz)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _ := os.ReadFile(plain)
-	if len(want) == 0 || !bytes.Equal(got, want) {
-		t.Fatalf("gunzipped %d bytes, plain %d", len(got), len(want))
-	}
-	if !strings.HasPrefix(string(want), "exchange,symbol,timestamp,local_timestamp,asks[0].price,asks[0].amount,bids[0].price,bids[0].amount,") {
-		t.Fatalf("header %.120s", want)
+	for _, f := range []struct{ format, ext string }{{"csv", ".csv"}, {"tardis", ".csv"}, {"parquet", ".parquet"}, {"arrow", ".arrow"}} {
+		plain := filepath.Join(dir, f.format+f.ext)
+		args := []string{"export", ds, "--table", "depth", "--levels", "5", "--interval", "1s", "--format", f.format}
+		expMust(t, append(args, "--out", plain)...)
+		want, _ := os.ReadFile(plain)
+		if len(want) == 0 {
+			t.Fatalf("%s: empty", plain)
+		}
+		for _, c := range []struct {
+			suffix string
+			flags  []string
+			read   func(io.Reader) (io.Reader, error)
+		}{
+			{".gz", nil, func(r io.Reader) (io.Reader, error) { return gzip.NewReader(r) }},
+			{".zst", nil, func(r io.Reader) (io.Reader, error) { return zstd.NewReader(r) }},
+			{".z", []string{"--compress", "zstd"}, func(r io.Reader) (io.Reader, error) { return zstd.NewReader(r) }},
+		} {
+			out := plain + c.suffix
+			expMust(t, append(append(args, c.flags...), "--out", out)...)
+			fh, err := os.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			zr, err := c.read(fh)
+			if err != nil {
+				t.Fatalf("%s: %v", out, err)
+			}
+			got, err := io.ReadAll(zr)
+			fh.Close()
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s: decompressed %d bytes (%v), plain %d", out, len(got), err, len(want))
+			}
+		}
+		if f.format == "tardis" && !strings.HasPrefix(string(want), "exchange,symbol,timestamp,local_timestamp,asks[0].price,asks[0].amount,bids[0].price,bids[0].amount,") {
+			t.Fatalf("tardis header %.120s", want)
+		}
+		if f.format == "csv" && !strings.HasPrefix(string(want), "exchange_ts_ns,local_ts_ns,venue,instrument,bid_price_0,bid_size_0,ask_price_0,ask_size_0,") {
+			t.Fatalf("csv header %.120s", want)
+		}
 	}
 }
 
@@ -396,14 +473,16 @@ func TestExportReadByDuckDB(t *testing.T) {
 			span := m.EndNs - m.StartNs
 			var moments []string
 			for _, f := range []int64{1, 5, 20, 50, 80, 100} {
-				moments = append(moments, strconv.FormatInt(m.StartNs+span*f/100, 10))
+				// Whole µs: DuckDB reads TIMESTAMP(NANOS, UTC) as a µs TIMESTAMPTZ.
+				moments = append(moments, strconv.FormatInt((m.StartNs+span*f/100)/1000*1000, 10))
 			}
 			list := strings.Join(moments, ",")
 			var duck struct {
 				Version string             `json:"duckdb_version"`
 				Tables  map[string]jsTable `json:"tables"`
+				Joins   map[string]jsTable `json:"joins"`
 			}
-			out := nodeScript(t, "duckdb_check.mjs", append(pq, "--asof", "depth="+list, "--asof", "depth_exact="+list)...)
+			out := nodeScript(t, "duckdb_check.mjs", append(pq, "--asof", "depth="+list, "--asof", "depth_exact="+list, "--join", "trades=quotes")...)
 			if err := json.Unmarshal(out, &duck); err != nil {
 				t.Fatal(err)
 			}
@@ -418,6 +497,12 @@ func TestExportReadByDuckDB(t *testing.T) {
 			depth := duck.Tables["depth"]
 			if depth.Count < 100 || depth.KV[export.MetaVenue] != v || depth.KV[export.MetaTable] != "depth" {
 				t.Fatalf("depth: %d rows, kv %v", depth.Count, depth.KV)
+			}
+			for _, c := range []string{"exchange_ts_ns", "local_ts_ns"} {
+				// TIMESTAMP(NANOS, isAdjustedToUTC) is what DuckDB reads as TIMESTAMPTZ.
+				if ty := depth.Types[depth.col(t, c)]; ty != "TIMESTAMP WITH TIME ZONE" {
+					t.Fatalf("%s is %s, want a UTC timestamp", c, ty)
+				}
 			}
 			if ty := depth.Types[depth.col(t, "bid_price_0")]; ty != "DOUBLE" {
 				t.Fatalf("bid_price_0 is %s", ty)
@@ -487,7 +572,11 @@ func TestExportReadByDuckDB(t *testing.T) {
 				}
 				for i := range d.Rows {
 					for c := range d.Columns {
-						if x, y := jsCell(d.Rows[i][c]), jsCell(a.Rows[i][c]); x != y {
+						x, y := jsCell(d.Rows[i][c]), jsCell(a.Rows[i][c])
+						if strings.HasPrefix(d.Types[c], "TIMESTAMP") && y != "" {
+							y = microsNs(t, y) // DuckDB keeps µs of the ns Arrow JS reads
+						}
+						if x != y {
 							t.Fatalf("%s row %d %s: DuckDB %q, Arrow JS %q", tbl, i, d.Columns[c], x, y)
 						}
 					}
@@ -496,9 +585,76 @@ func TestExportReadByDuckDB(t *testing.T) {
 					t.Fatalf("%s: metadata arrow %v parquet %v", tbl, a.Meta, d.KV)
 				}
 			}
+			checkAsofJoin(t, duck.Joins["trades=quotes"], arrowJS.Tables["trades"], arrowJS.Tables["quotes"])
 			t.Logf("%s: DuckDB read %d depth rows; %d level values matched replay books at %d moments",
 				v, depth.Count, checked, len(moments))
 		})
+	}
+}
+
+// microsNs truncates a decimal ns count to whole µs, in ns.
+func microsNs(t *testing.T, s string) string {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("timestamp %q: %v", s, err)
+	}
+	return strconv.FormatInt(n/1000*1000, 10)
+}
+
+// checkAsofJoin checks DuckDB's ASOF JOIN of trades with quotes against the
+// rows Arrow JS read: every trade once, joined to the last quote of its
+// instrument at or before it (at DuckDB's µs), and that quote's prices
+// (any of the quotes at that very µs, where several share it).
+func checkAsofJoin(t *testing.T, join, trades, quotes jsTable) {
+	t.Helper()
+	if len(join.Rows) != len(trades.Rows) || len(trades.Rows) == 0 {
+		t.Fatalf("ASOF JOIN: %d rows for %d trades", len(join.Rows), len(trades.Rows))
+	}
+	type quote struct {
+		ns       int64
+		bid, ask string
+	}
+	byInst := map[string][]quote{}
+	for _, r := range quotes.Rows {
+		ns, _ := strconv.ParseInt(microsNs(t, jsCell(r[quotes.col(t, "local_ts_ns")])), 10, 64)
+		inst := jsCell(r[quotes.col(t, "instrument")])
+		byInst[inst] = append(byInst[inst], quote{ns, jsCell(r[quotes.col(t, "bid_price")]), jsCell(r[quotes.col(t, "ask_price")])})
+	}
+	matched := 0
+	for _, r := range join.Rows {
+		tradeNs, _ := strconv.ParseInt(jsCell(r[join.col(t, "trade_ns")]), 10, 64)
+		inst := jsCell(r[join.col(t, "instrument")])
+		var want []quote
+		for _, q := range byInst[inst] {
+			if q.ns > tradeNs {
+				continue
+			}
+			if len(want) > 0 && q.ns > want[0].ns {
+				want = want[:0]
+			}
+			if len(want) == 0 || q.ns == want[0].ns {
+				want = append(want, q)
+			}
+		}
+		gotNs := jsCell(r[join.col(t, "quote_ns")])
+		if len(want) == 0 {
+			if gotNs != "" {
+				t.Fatalf("trade of %s at %d: DuckDB joined a quote at %s, there is none before", inst, tradeNs, gotNs)
+			}
+			continue
+		}
+		bid, ask := jsCell(r[join.col(t, "bid_price")]), jsCell(r[join.col(t, "ask_price")])
+		ok := false
+		for _, q := range want {
+			ok = ok || (strconv.FormatInt(q.ns, 10) == gotNs && q.bid == bid && q.ask == ask)
+		}
+		if !ok {
+			t.Fatalf("trade of %s at %d: DuckDB joined %s %s/%s, want %+v", inst, tradeNs, gotNs, bid, ask, want)
+		}
+		matched++
+	}
+	if matched == 0 {
+		t.Fatal("ASOF JOIN matched no trade to a quote")
 	}
 }
 

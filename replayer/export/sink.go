@@ -125,7 +125,7 @@ func (s *Sink) OnEvent(e *replayer.Event) error {
 			return err
 		}
 	}
-	if s.cfg.instruments != nil && e.Instrument != "" && !s.wanted(e) {
+	if s.cfg.instruments != nil && e.Instrument != "" && !s.cfg.wanted(e) {
 		return nil
 	}
 	if carriesValues(e) && e.Scale != s.cfg.scale {
@@ -138,12 +138,12 @@ func (s *Sink) OnEvent(e *replayer.Event) error {
 // wanted reports whether e's instrument is one WithInstruments asked for,
 // by its id or its market; an instrument once matched by its market stays
 // matched for the events that name no market (losses).
-func (s *Sink) wanted(e *replayer.Event) bool {
-	if s.cfg.instruments[e.Instrument] {
+func (c *config) wanted(e *replayer.Event) bool {
+	if c.instruments[e.Instrument] {
 		return true
 	}
-	if d := e.Decoded; d != nil && d.Market != "" && s.cfg.instruments[d.Market] {
-		s.cfg.instruments[strings.Clone(e.Instrument)] = true
+	if d := e.Decoded; d != nil && d.Market != "" && c.instruments[d.Market] {
+		c.instruments[strings.Clone(e.Instrument)] = true
 		return true
 	}
 	return false

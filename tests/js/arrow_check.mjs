@@ -5,9 +5,23 @@
 //
 // Per NAME: the schema (field names, Arrow types, nullability), the schema
 // metadata, the number of record batches and every row, with 64-bit integers
-// as decimal strings and doubles as JSON numbers (exact round trip).
+// as decimal strings, timestamps as their int64 value (ns since the epoch for
+// tapedeck's timestamp[ns, UTC]) as a decimal string, and doubles as JSON
+// numbers (exact round trip).
 import { readFileSync } from 'node:fs';
-import { tableFromIPC } from 'apache-arrow';
+import { tableFromIPC, Type } from 'apache-arrow';
+
+// The stored int64 of a timestamp cell: get() would give float milliseconds.
+function timestampAt(col, r) {
+  for (const d of col.data) {
+    if (r < d.length) {
+      if (d.nullCount > 0 && !d.getValid(r)) return null;
+      return d.values[d.offset + r].toString();
+    }
+    r -= d.length;
+  }
+  return null;
+}
 
 const out = { tables: {} };
 for (const a of process.argv.slice(2)) {
@@ -21,7 +35,8 @@ for (const a of process.argv.slice(2)) {
   const cols = fields.map((f) => table.getChild(f.name));
   const rows = [];
   for (let r = 0; r < table.numRows; r++) {
-    rows.push(cols.map((c) => {
+    rows.push(cols.map((c, i) => {
+      if (fields[i].typeId === Type.Timestamp) return timestampAt(c, r);
       const v = c.get(r);
       if (v === null || v === undefined) return null;
       if (typeof v === 'bigint') return v.toString();
