@@ -164,6 +164,7 @@ func TestExportFlags(t *testing.T) {
 		{name: "snappy arrow", args: []string{ds, "--table", "depth", "--compression", "snappy", "--out", "x.arrow"}, wantErr: "snappy"},
 		{name: "quality parquet", args: []string{ds, "--table", "depth", "--quality-columns", "--out", out}, wantErr: "--quality-columns"},
 		{name: "quality events", args: []string{ds, "--table", "events", "--quality-columns", "--out", "x.csv"}, wantErr: "--quality-columns"},
+		{name: "quality book_changes", args: []string{ds, "--table", "book_changes", "--format", "tardis", "--quality-columns", "--out", "x.csv"}, wantErr: "--quality-columns"},
 		{name: "raw two datasets", args: []string{ds, ds, "--table", "raw", "--format", "ndjson", "--out", out}, wantErr: "one DATASET"},
 		{name: "raw levels", args: []string{ds, "--table", "raw", "--format", "ndjson", "--levels", "3", "--out", out}, wantErr: "--levels does not apply"},
 		{name: "raw parquet", args: []string{ds, "--table", "raw", "--format", "parquet", "--out", out}, wantErr: "--format"},

@@ -27,11 +27,11 @@ func TestTradesBackfillColumn(t *testing.T) {
 	if len(tb.rows) != 2 || tb.rows[0][bf] != "true" || tb.rows[1][bf] != "false" {
 		t.Fatalf("parquet rows %v", tb.rows)
 	}
-	data, _ = exportOne(t, paths, TableTrades, FormatCSV, 0)
+	data, _ = exportOne(t, paths, TableTrades, FormatTardis, 0)
 	if csv := readCSV(t, data); len(csv.rows) != 1 {
 		t.Fatalf("Tardis CSV kept %d rows, want the live one", len(csv.rows))
 	}
-	data, _ = exportOne(t, paths, TableTrades, FormatCSV, 0, WithQualityColumns())
+	data, _ = exportOne(t, paths, TableTrades, FormatTardis, 0, WithQualityColumns())
 	csv := readCSV(t, data)
 	if bf := csv.col(t, "backfill"); len(csv.rows) != 2 || csv.rows[0][bf] != "true" || csv.rows[1][bf] != "false" {
 		t.Fatalf("CSV with quality columns: %v", csv.rows)
@@ -66,7 +66,7 @@ func TestBestBidAskAndRejectRows(t *testing.T) {
 	if venueRows != 1 || bookRows < 2 { // the snapshot, then invalid after the reject
 		t.Fatalf("%d venue and %d book rows: %v", venueRows, bookRows, tb.rows)
 	}
-	data, _ = exportOne(t, paths, TableQuotes, FormatCSV, 0)
+	data, _ = exportOne(t, paths, TableQuotes, FormatTardis, 0)
 	if csv := readCSV(t, data); len(csv.rows) != bookRows {
 		t.Fatalf("Tardis CSV has %d rows, want the %d book rows", len(csv.rows), bookRows)
 	}

@@ -386,7 +386,7 @@ func (t *quotesTable) columns(b *batch, _ string, _ bool) {
 
 func (t *quotesTable) onEvent(s *Sink, e *replayer.Event) error {
 	if d := e.Decoded; d != nil && d.Type == venue.EventQuote && d.Book == nil && e.Instrument != "" {
-		if s.format == FormatCSV && !s.cfg.quality {
+		if s.format == FormatTardis && !s.cfg.quality {
 			return nil
 		}
 		return t.venueRow(s, e, d)
