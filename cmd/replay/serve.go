@@ -26,6 +26,9 @@ type serveCmdOptions struct {
 	Queue      int
 	Window     time.Duration
 	CloseAtEnd bool
+	MaxGap     time.Duration
+	MaxSubs    int
+	MaxBytes   int64
 
 	ErrOut io.Writer
 	// Ready, if set, is called on a goroutine of its own with the listening
@@ -55,7 +58,11 @@ beginning --subscribe-window after its first subscribe so that the subscribe
 frames a client sends on connecting all count from the first frame. A client
 that falls behind a paced replay by more than --queue messages is disconnected
 with close code 1008 and a reason; at --speed max each replay goes as fast as
-its client reads. Recorded gaps are silence, as they were live.
+its client reads. A paced replay skips the recorded time around a loss
+(disconnect, gap, stall) at once and cuts any other silence to --max-gap of
+recorded time. A client holding more than --max-subscriptions subscriptions,
+or sending more than --max-client-bytes of frames, is closed with 1008 and a
+reason.
 
 Serve on a loopback address: there is no authentication. Ctrl-C stops the
 server and prints what it served.`,
@@ -84,6 +91,12 @@ server and prints what it served.`,
 			if opts.Window < 0 {
 				return cli.FlagErrorf("--subscribe-window %v: want 0 or more", opts.Window)
 			}
+			if opts.MaxGap < 0 {
+				return cli.FlagErrorf("--max-gap %v: want 0 or more", opts.MaxGap)
+			}
+			if opts.MaxSubs < 1 || opts.MaxBytes < 1 {
+				return cli.FlagErrorf("--max-subscriptions and --max-client-bytes: want at least 1")
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -91,7 +104,10 @@ server and prints what it served.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.Listen, "listen", "127.0.0.1:8765", "`HOST:PORT` to listen on (port 0 picks a free one)")
-	cmd.Flags().StringVar(&speed, "speed", "1x", "pacing: 1x (wire speed), 10x, 0.5x, or max (as fast as each client reads)")
+	cmd.Flags().StringVar(&speed, "speed", "1x", "pacing: 1x (wire speed), 0.01x to 100000x, or max (as fast as each client reads)")
+	cmd.Flags().DurationVar(&opts.MaxGap, "max-gap", replayer.DefaultMaxGap, "paced replays: the longest recorded silence a client waits out (0: all of it)")
+	cmd.Flags().IntVar(&opts.MaxSubs, "max-subscriptions", serve.DefaultMaxSubscriptions, "subscriptions one client may hold before it is closed (1008)")
+	cmd.Flags().Int64Var(&opts.MaxBytes, "max-client-bytes", serve.DefaultMaxClientBytes, "bytes of frames one client may send before it is closed (1008)")
 	cmd.Flags().IntVar(&opts.Queue, "queue", serve.DefaultSendQueue, "messages a client may fall behind by before it is disconnected as slow")
 	cmd.Flags().DurationVar(&opts.Window, "subscribe-window", serve.DefaultSubscribeWindow, "delay from a client's first subscribe to the start of its replay")
 	cmd.Flags().BoolVar(&opts.CloseAtEnd, "close-at-end", false, "close each connection (code 1000) once its replay has sent the last frame")
@@ -117,7 +133,7 @@ func runServe(ctx context.Context, opts *serveCmdOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sopts := []serve.Option{serve.WithSpeed(opts.Speed), serve.WithSendQueue(opts.Queue),
-		serve.WithSubscribeWindow(opts.Window)}
+		serve.WithSubscribeWindow(opts.Window), serve.WithMaxGap(opts.MaxGap), serve.WithClientLimits(opts.MaxSubs, opts.MaxBytes)}
 	if opts.CloseAtEnd {
 		sopts = append(sopts, serve.WithCloseAtEnd())
 	}
@@ -140,7 +156,10 @@ func runServe(ctx context.Context, opts *serveCmdOptions) error {
 	}
 	err = s.Serve(ctx, ln)
 	st := s.Stats()
-	fmt.Fprintf(opts.ErrOut, "served %d connections: %d frames (%s); %d slow clients disconnected; %d replays stopped by read errors\n",
-		st.Connections, st.FramesSent, humanBytes(st.BytesSent), st.SlowDisconnects, st.ReadErrors)
+	fmt.Fprintf(opts.ErrOut, "served %d connections: %d frames (%s); %d slow clients disconnected; %d over a client limit; %d replays stopped by read errors\n",
+		st.Connections, st.FramesSent, humanBytes(st.BytesSent), st.SlowDisconnects, st.OverLimit, st.ReadErrors)
+	if k := st.Skipped; k != (replayer.Skipped{}) {
+		fmt.Fprintf(opts.ErrOut, "not waited out: %s\n", skippedText(&k))
+	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -25,9 +26,13 @@ type conn struct {
 	ctrl   chan outMsg // answers to the client (acks, pongs), written first
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex // guards sess and started
+	mu      sync.Mutex // guards sess, started, subs and inBytes
 	sess    venue.ServerSession
 	started bool
+	subs    int   // subscriptions held (Added minus Removed)
+	inBytes int64 // bytes of client frames so far
+
+	queued atomic.Int64 // bytes of recorded frames in out
 
 	kickOnce  sync.Once
 	kicked    chan struct{} // closed by kick
@@ -85,7 +90,17 @@ func (c *conn) readLoop() {
 			return
 		}
 		c.mu.Lock()
+		if c.inBytes += int64(len(msg)); c.inBytes > c.s.opts.maxIn {
+			c.mu.Unlock()
+			c.overLimit(fmt.Sprintf("tapedeck: client sent over %d bytes of frames", c.s.opts.maxIn))
+			return
+		}
 		r := c.sess.Handle(msg, typ == websocket.BinaryMessage)
+		if c.subs += len(r.Added) - len(r.Removed); c.subs > c.s.opts.maxSubs {
+			c.mu.Unlock()
+			c.overLimit(fmt.Sprintf("tapedeck: over %d subscriptions on one connection", c.s.opts.maxSubs))
+			return
+		}
 		for _, a := range r.Answers {
 			c.reply(websocket.TextMessage, a) // copied into the queue
 		}
@@ -104,6 +119,13 @@ func (c *conn) readLoop() {
 			go c.replay()
 		}
 	}
+}
+
+// overLimit closes a client that went over a limit (1008 and the reason).
+// The reader stops reading its frames.
+func (c *conn) overLimit(reason string) {
+	c.s.stats.overLimit.Add(1)
+	c.kick(websocket.ClosePolicyViolation, reason, false)
 }
 
 // reply queues an answer to a client frame.
@@ -139,15 +161,26 @@ func (c *conn) send(typ int, b []byte, recorded bool) bool {
 		if c.s.opts.speed == replayer.SpeedMax {
 			select {
 			case q <- m:
+				c.queued.Add(int64(len(b)))
 				return true
 			case <-c.kicked:
 				bufPool.Put(bp)
 				return false
 			}
 		}
+		if c.queued.Load()+int64(len(b)) > c.s.opts.maxQueued {
+			bufPool.Put(bp)
+			c.s.stats.slow.Add(1)
+			c.kick(websocket.ClosePolicyViolation,
+				fmt.Sprintf("tapedeck: client too slow: over %d bytes queued", c.s.opts.maxQueued), false)
+			return false
+		}
 	}
 	select {
 	case q <- m:
+		if recorded {
+			c.queued.Add(int64(len(b)))
+		}
 		return true
 	default:
 		bufPool.Put(bp)
@@ -224,6 +257,9 @@ func (c *conn) writeLoop() {
 func (c *conn) write(m outMsg) error {
 	_ = c.ws.SetWriteDeadline(time.Now().Add(c.s.opts.writeTimeout))
 	err := c.ws.WriteMessage(m.typ, *m.buf)
+	if m.recorded {
+		c.queued.Add(-int64(len(*m.buf)))
+	}
 	if err == nil && m.recorded {
 		c.s.stats.frames.Add(1)
 		c.s.stats.bytes.Add(uint64(len(*m.buf)))
@@ -296,8 +332,13 @@ func (c *conn) replayFrames() error {
 	}
 	m := replayer.NewMerger(readers)
 	clock := replayer.NewClockWith(c.s.opts.speed, c.s.opts.sleeper)
+	clock.SetMaxGap(c.s.opts.maxGap)
+	defer func() { c.s.addSkipped(clock.Skipped()) }()
 	for m.Next() {
 		_, rec := m.Record()
+		if rec.Kind.IsLoss() {
+			clock.Loss(rec.WallNs) // nobody saw data around it: no silence for it
+		}
 		if rec.Kind != datasets.KindFrame {
 			continue
 		}

@@ -18,6 +18,10 @@ type options struct {
 	writeTimeout time.Duration
 	closeAtEnd   bool
 	sleeper      replayer.Sleeper
+	maxGap       time.Duration
+	maxSubs      int
+	maxIn        int64
+	maxQueued    int64
 }
 
 // Serve defaults.
@@ -31,21 +35,76 @@ const (
 	DefaultSubscribeWindow = 250 * time.Millisecond
 	// DefaultWriteTimeout bounds one write to a client that has stopped reading.
 	DefaultWriteTimeout = 10 * time.Second
+	// DefaultMaxSubscriptions is the most subscriptions one client may hold
+	// (ten times Hyperliquid's 1000 per IP; twenty Polymarket connections of
+	// 500 assets).
+	DefaultMaxSubscriptions = 10_000
+	// DefaultMaxClientBytes is the most bytes of frames one client may send
+	// over its connection (a day of pings and resubscriptions is well under
+	// 1 MiB).
+	DefaultMaxClientBytes = 64 << 20
+	// DefaultMaxQueuedBytes bounds the bytes of recorded frames waiting for
+	// one client; past it the client is too slow, as past the send queue.
+	DefaultMaxQueuedBytes = 64 << 20
 )
 
 func defaults() options {
 	return options{speed: 1, queue: DefaultSendQueue, window: DefaultSubscribeWindow,
-		writeTimeout: DefaultWriteTimeout}
+		writeTimeout: DefaultWriteTimeout, maxGap: replayer.DefaultMaxGap,
+		maxSubs: DefaultMaxSubscriptions, maxIn: DefaultMaxClientBytes, maxQueued: DefaultMaxQueuedBytes}
 }
 
-// WithSpeed sets the pacing of every connection's replay (see replayer.Speed).
-// Default: 1x, wire speed, as a live venue would send.
+// WithSpeed sets the pacing of every connection's replay (see
+// replayer.Speed): replayer.SpeedMax or a factor within [replayer.MinSpeed,
+// replayer.MaxSpeed]. Default: 1x, wire speed, as a live venue would send.
+// A paced replay skips the recorded time around loss records at once and
+// cuts other idle stretches to the max gap (WithMaxGap).
 func WithSpeed(s replayer.Speed) Option {
 	return func(o *options) error {
-		if s < 0 || s != s {
-			return fmt.Errorf("%w: speed %v", ErrOption, float64(s))
+		if s != s || !s.Valid() {
+			return fmt.Errorf("%w: speed %v (want max, or %v to %v)", ErrOption, float64(s), replayer.MinSpeed, replayer.MaxSpeed)
 		}
 		o.speed = s
+		return nil
+	}
+}
+
+// WithMaxGap caps the recorded idle stretches a paced replay waits out at d
+// of recorded time (default replayer.DefaultMaxGap; 0 waits every stretch
+// out, as the recording was live).
+func WithMaxGap(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("%w: max gap %v", ErrOption, d)
+		}
+		o.maxGap = d
+		return nil
+	}
+}
+
+// WithClientLimits bounds what one client may make the server hold: at most
+// subs subscriptions at a time and in bytes of client frames over its
+// connection (defaults DefaultMaxSubscriptions, DefaultMaxClientBytes). A
+// client over either is closed with code 1008 and a reason naming the limit.
+func WithClientLimits(subs int, in int64) Option {
+	return func(o *options) error {
+		if subs < 1 || in < 1 {
+			return fmt.Errorf("%w: client limits %d subscriptions, %d bytes (want ≥ 1)", ErrOption, subs, in)
+		}
+		o.maxSubs, o.maxIn = subs, in
+		return nil
+	}
+}
+
+// WithMaxQueuedBytes bounds the bytes of recorded frames waiting for one
+// client (default DefaultMaxQueuedBytes); past it the client is disconnected
+// as slow (1008), like past the send queue.
+func WithMaxQueuedBytes(n int64) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("%w: max queued bytes %d (want ≥ 1)", ErrOption, n)
+		}
+		o.maxQueued = n
 		return nil
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
 	"github.com/tapedeck/tapedeck/venue/registry"
 )
@@ -79,6 +80,9 @@ type Server struct {
 
 	stats struct {
 		accepted, slow, failed, frames, bytes atomic.Uint64
+		overLimit                             atomic.Uint64
+		skipMu                                sync.Mutex
+		skipped                               replayer.Skipped
 		active                                atomic.Int64
 	}
 }
@@ -88,9 +92,13 @@ type Stats struct {
 	Connections     uint64 // WebSocket connections accepted
 	Active          int64  // connections open now
 	SlowDisconnects uint64 // clients disconnected because their send queue was full
-	ReadErrors      uint64 // replays stopped by a damaged dataset (the client got close code 1011)
-	FramesSent      uint64 // recorded frames written to clients
-	BytesSent       uint64 // bytes of those frames
+	OverLimit       uint64 // clients closed for going over a client limit (WithClientLimits)
+	// Skipped sums the recorded time the connections' paced replays did not
+	// wait out (around losses, past the max gap).
+	Skipped    replayer.Skipped
+	ReadErrors uint64 // replays stopped by a damaged dataset (the client got close code 1011)
+	FramesSent uint64 // recorded frames written to clients
+	BytesSent  uint64 // bytes of those frames
 }
 
 // New returns a Server for the datasets in paths, which must all be
@@ -140,10 +148,26 @@ func (s *Server) Stats() Stats {
 		Connections:     s.stats.accepted.Load(),
 		Active:          s.stats.active.Load(),
 		SlowDisconnects: s.stats.slow.Load(),
+		OverLimit:       s.stats.overLimit.Load(),
+		Skipped:         s.skippedSoFar(),
 		ReadErrors:      s.stats.failed.Load(),
 		FramesSent:      s.stats.frames.Load(),
 		BytesSent:       s.stats.bytes.Load(),
 	}
+}
+
+func (s *Server) skippedSoFar() replayer.Skipped {
+	s.stats.skipMu.Lock()
+	defer s.stats.skipMu.Unlock()
+	return s.stats.skipped
+}
+
+// addSkipped adds one finished replay's skipped time.
+func (s *Server) addSkipped(k replayer.Skipped) {
+	s.stats.skipMu.Lock()
+	defer s.stats.skipMu.Unlock()
+	t := &s.stats.skipped
+	t.Losses, t.LossNs, t.Capped, t.CappedNs = t.Losses+k.Losses, t.LossNs+k.LossNs, t.Capped+k.Capped, t.CappedNs+k.CappedNs
 }
 
 // ServeHTTP upgrades the request to a WebSocket and serves one client until
