@@ -289,8 +289,8 @@ func Repair(dir string, opts ...RepairOption) (*RepairReport, error) {
 				e.fromHeader(rg.Off, &rg.Hdr)
 				entries = append(entries, e)
 			}
-			if _, err := readIndex(dir, s.num, s.size); err == nil {
-				continue
+			if idx, err := readIndex(dir, s.num, s.size); err == nil && sameEntries(idx, entries) {
+				continue // an index that checks out but disagrees is rewritten too
 			}
 		}
 		if err := writeIndex(dir, s.num, size, entries, true); err != nil {

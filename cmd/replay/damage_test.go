@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,5 +173,56 @@ func TestRunFromPastTheEnd(t *testing.T) {
 	}
 	if code, _, errs := execReplay(t, "run", "--from", "+1s", dir); code != cli.ExitOK {
 		t.Fatalf("--from +1s: exit %d: %s", code, errs)
+	}
+}
+
+// TestRepairVerifiesAfter (issue 13 item 14): repair says "repaired" only
+// when verify then passes; what it must not fix (swapped segments) is exit 3
+// naming the files, and it changes nothing then.
+func TestRepairVerifiesAfter(t *testing.T) {
+	bad := crashedCopy(t, "polymarket")
+	damage(t, bad)
+	code, out, errs := execReplay(t, "repair", bad)
+	if code != cli.ExitOK || !strings.Contains(out, "(verify: ok)") || !strings.Contains(out, "gap record seq") || !strings.Contains(out, "recovered") {
+		t.Fatalf("repair: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, _ := execReplay(t, "verify", bad); code != cli.ExitOK {
+		t.Fatalf("verify after repair: exit %d\n%s", code, out)
+	}
+	// Inspect shows the loss and the repaired state; exit 0, the damage is gone.
+	code, out, _ = execReplay(t, "inspect", "--format", "table", bad)
+	if code != cli.ExitOK || !strings.Contains(out, "repaired") || !strings.Contains(out, "repair: ") {
+		t.Fatalf("inspect after repair: exit %d\n%s", code, out)
+	}
+
+	// Swapped segments: refused, exit 3, nothing changed.
+	dir := t.TempDir()
+	w, err := datasets.Create(dir+"/ds", datasets.Manifest{Venue: "hyperliquid", Endpoint: "wss://api.hyperliquid.xyz/ws"},
+		datasets.WithSegmentDuration(time.Minute), datasets.WithFlushInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		if _, err := w.Append(&datasets.Record{Kind: datasets.KindFrame, WallNs: int64(i+1) * 1e9, MonoNs: int64(i + 1), Payload: []byte(`{"channel":"pong","pad":"` + fmt.Sprint(i) + strings.Repeat("x", 2000) + `"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a, b := dir+"/ds/00000001.seg", dir+"/ds/00000002.seg"
+	ab, errA := os.ReadFile(a)
+	bb, errB := os.ReadFile(b)
+	if errA != nil || errB != nil {
+		t.Fatalf("want 2+ segments: %v %v", errA, errB)
+	}
+	os.WriteFile(a, bb, 0o644)
+	os.WriteFile(b, ab, 0o644)
+	code, out, errs = execReplay(t, "repair", dir+"/ds")
+	if code != cli.ExitProblem || !strings.Contains(errs, "00000001.seg") || !strings.Contains(errs, "cannot repair") {
+		t.Fatalf("repair of swapped segments: exit %d\n%s%s", code, out, errs)
+	}
+	if now, _ := os.ReadFile(a); string(now) != string(bb) {
+		t.Fatal("repair changed a swapped segment")
 	}
 }
