@@ -36,20 +36,22 @@ const (
 // liveOptions configure the live engine (WithLive, WithHeal, WithLiveQueue,
 // WithHealBackoff).
 type liveOptions struct {
-	off         bool
-	noHeal      bool
-	noHashCheck bool
-	records     int
-	bytes       int64
-	healMin     time.Duration
-	healMax     time.Duration
+	off          bool
+	noHeal       bool
+	noHashCheck  bool
+	records      int
+	bytes        int64
+	healMin      time.Duration
+	healMax      time.Duration
+	drainTimeout time.Duration
 	// newDecoder builds a connection's decoder; tests swap in one that panics.
 	newDecoder func(venueName string, hashCheck bool) (venue.Decoder, error)
 }
 
 func defaultLiveOptions() liveOptions {
 	return liveOptions{records: DefaultLiveQueueRecords, bytes: DefaultLiveQueueBytes,
-		healMin: DefaultHealBackoffMin, healMax: DefaultHealBackoffMax, newDecoder: liveDecoder}
+		healMin: DefaultHealBackoffMin, healMax: DefaultHealBackoffMax, drainTimeout: DefaultLiveDrainTimeout,
+		newDecoder: liveDecoder}
 }
 
 // WithLive turns the live engine on (the default) or off. Off, nothing is
@@ -97,6 +99,7 @@ type liveEngine struct {
 	bytes    atomic.Int64
 	maxBytes int64
 	done     chan struct{}
+	abort    atomic.Bool // close gave up waiting: skip what is left
 
 	// Writer-owned: records skipped since the last one handed over.
 	skipN            uint64
@@ -228,14 +231,27 @@ func (l *liveEngine) skip(wallNs int64) {
 	l.skipTo = wallNs
 }
 
+// DefaultLiveDrainTimeout bounds how long a shutdown waits for the live
+// engine to work through its backlog (a slow subscriber): after it, the rest
+// is skipped.
+const DefaultLiveDrainTimeout = 5 * time.Second
+
 // close ends the hand-off once the writer is gone and waits for the engine
-// to drain it.
+// to drain it, at most the drain timeout before it makes the engine skip the
+// rest.
 func (l *liveEngine) close() {
 	if l == nil {
 		return
 	}
 	close(l.ch)
-	<-l.done
+	t := time.NewTimer(l.r.o.live.drainTimeout)
+	defer t.Stop()
+	select {
+	case <-l.done:
+	case <-t.C:
+		l.abort.Store(true)
+		<-l.done
+	}
 }
 
 // While behind (records were skipped in the last liveBehindFor), the engine
@@ -256,6 +272,14 @@ func (l *liveEngine) run() {
 	var credit time.Duration // processing time left in the behind budget
 	var last time.Time
 	for lr := range l.ch {
+		if l.abort.Load() { // shutting down with a backlog: skip the rest
+			l.skip(lr.rec.WallNs)
+			l.bytes.Add(-int64(len(lr.rec.Payload)))
+			if lr.pooled {
+				l.r.q.putBuf(lr.rec.Payload)
+			}
+			continue
+		}
 		l.refreshSubs()
 		var t0 time.Time
 		if lr.skipped > 0 || !behindUntil.IsZero() {
@@ -323,7 +347,7 @@ func (l *liveEngine) safely(rec *datasets.Record) {
 					}
 				}
 			}
-			l.r.control(rec.Conn, datasets.KindLiveLag, datasets.Control{FromNs: rec.WallNs, ToNs: rec.WallNs,
+			l.record(rec.Conn, datasets.KindLiveLag, datasets.Control{FromNs: rec.WallNs, ToNs: rec.WallNs,
 				Err: fmt.Sprint(p), Text: text})
 		}
 	}()
@@ -371,7 +395,7 @@ func (l *liveEngine) flushLag() {
 			l.heal.request(c.conn, inst, healLag, "live engine fell behind")
 		}
 	}
-	l.r.control(0, datasets.KindLiveLag, datasets.Control{Dropped: n, FromNs: l.lag.from, ToNs: l.lag.to, Instruments: insts,
+	l.record(0, datasets.KindLiveLag, datasets.Control{Dropped: n, FromNs: l.lag.from, ToNs: l.lag.to, Instruments: insts,
 		Text: fmt.Sprintf("live engine fell behind: skipped %d records (kept in the recording); live books invalid until their next snapshot", n)})
 	l.lag.n, l.lag.from, l.lag.to = 0, 0, 0
 }
@@ -501,6 +525,18 @@ func (l *liveEngine) process(rec *datasets.Record) {
 	}
 }
 
+// record writes one of the engine's own records into the recording (it
+// comes back to the engine through the writer, in Seq order). Once the
+// recording has ended (the last records of the engine come after the
+// queue closed) it cannot: the log says what was not written.
+func (l *liveEngine) record(conn uint32, k datasets.Kind, c datasets.Control) {
+	r := l.r
+	if !r.q.push(r.wctx, entry{rec: datasets.Record{Kind: k, Conn: conn, Payload: datasets.EncodeControl(c)}}) {
+		r.log.Warn("live engine record not written: the recording has ended", "kind", k.String(), "conn", conn,
+			"instruments", len(c.Instruments), "dropped", c.Dropped, "text", c.Text)
+	}
+}
+
 // decodeLiveControl returns the record's Control (empty for sent and REST
 // payloads). Control records are rare: this allocates.
 func decodeLiveControl(rec *datasets.Record) *datasets.Control {
@@ -624,7 +660,7 @@ func (l *liveEngine) fail(s *liveSub, e *feed.Event, err error) {
 	s.failed = true
 	l.stats.subFailures.Add(1)
 	l.r.log.Error("live subscriber failed; it receives nothing more", "subscriber", s.index, "seq", e.Seq, "err", err)
-	l.r.control(0, datasets.KindNote, datasets.Control{Err: err.Error(),
+	l.record(0, datasets.KindNote, datasets.Control{Err: err.Error(),
 		Text: fmt.Sprintf("live subscriber %d failed at record %d and receives nothing more", s.index, e.Seq)})
 }
 

@@ -196,7 +196,7 @@ func (l *liveEngine) finding(c *liveConn, rec *datasets.Record, inst, check stri
 		text += fmt.Sprintf("; %d more such findings since the previous record were not recorded one by one", f.n)
 	}
 	l.r.log.Warn("live integrity", "conn", c.conn, "instrument", inst, "check", check, "text", text)
-	l.r.control(c.conn, datasets.KindIntegrity, datasets.Control{Instruments: []string{inst}, Reason: check,
+	l.record(c.conn, datasets.KindIntegrity, datasets.Control{Instruments: []string{inst}, Reason: check,
 		Dropped: f.n, FromNs: from, ToNs: rec.WallNs, Text: text})
 	l.heal.request(c.conn, inst, check, text)
 }

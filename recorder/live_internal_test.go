@@ -167,3 +167,66 @@ func TestLiveHotPathAllocs(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveShutdownDoesNotWaitForASlowSubscriber: a subscriber far behind at
+// shutdown delays it by at most the drain timeout; the rest of the backlog
+// is skipped by the live engine, and the recording has every frame.
+func TestLiveShutdownDoesNotWaitForASlowSubscriber(t *testing.T) {
+	s := fakeexchange.New(fakeexchange.PolymarketConfig())
+	defer s.Close()
+	r, err := New(Spec{Venue: venue.Polymarket, Endpoint: s.WSURL(), RESTEndpoint: s.RESTURL(), CLOBEndpoint: s.CLOBURL(),
+		Instruments: []string{fakeexchange.PolymarketStreamAsset}},
+		WithFlushInterval(20*time.Millisecond), WithHeal(false), WithLiveQueue(1<<12, 1<<26))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.o.live.drainTimeout = 50 * time.Millisecond
+	release := make(chan struct{})
+	defer close(release)
+	r.Subscribe(feed.Key{}, feed.SubscriberFunc(func(*feed.Event) error {
+		select { // stuck until the test ends, or 10 ms
+		case <-release:
+		case <-time.After(10 * time.Millisecond):
+		}
+		return nil
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "ds")
+	if _, err := r.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := datasets.Create(dir, r.Manifest(), datasets.WithFlushInterval(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, w) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for r.LiveStats().Backlog < 200 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil { // would take seconds with the backlog delivered
+		t.Fatal(err)
+	}
+	w.Close()
+	sent := 0
+	for _, c := range s.Conns() {
+		sent += len(c.Sent())
+	}
+	rd, err := datasets.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	frames := 0
+	for rd.Next() {
+		if rd.Record().Kind == datasets.KindFrame {
+			frames++
+		}
+	}
+	if ls := r.LiveStats(); frames != sent || ls.Skipped < 100 || ls.Records+ls.Skipped != r.Stats().Records {
+		t.Errorf("%d frames recorded of %d sent; live %+v; %d records", frames, sent, ls, r.Stats().Records)
+	}
+}
