@@ -356,3 +356,46 @@ func TestLiveHealsInstrumentStall(t *testing.T) {
 		t.Errorf("live stats %+v", st)
 	}
 }
+
+// TestLiveTopMismatchAndCrossed: after a valid book, the venue sends a
+// price change whose best_bid/best_ask disagree with the rebuilt book, then
+// one that leaves the book crossed after its batch: an integrity record
+// each, naming the instrument and the check.
+func TestLiveTopMismatchAndCrossed(t *testing.T) {
+	s := fakeexchange.New(fakeexchange.PolymarketHashConfig())
+	defer s.Close()
+	asset := fakeexchange.PolymarketHashAsset
+	c := startCapture(t, pmSpec(s, asset), nil)
+	waitFor(t, "the book", func() bool { b, ok := c.rec.LiveBook(asset); return ok && b.Valid })
+	pc := func(ts int64, price, size, side, bb, ba string) []byte {
+		return fmt.Appendf(nil, `{"event_type":"price_change","market":"0x2f1ab0ffaf465c4acd76b9a4a1f8980db26bfae7d248a6bb289350586028307e",`+
+			`"price_changes":[{"asset_id":%q,"price":%q,"size":%q,"side":%q,"best_bid":%q,"best_ask":%q}],"timestamp":%d}`,
+			asset, price, size, side, bb, ba, ts)
+	}
+	const ts = 1761179960000
+	s.SendAll(pc(ts, "0.06", "5", "BUY", "0.5", "0.6"))    // top is 0.33/0.34: the venue's disagrees
+	s.SendAll(pc(ts+1, "0.4", "10", "BUY", "0.4", "0.34")) // closes the first batch; crosses the book
+	s.SendAll(pc(ts+2, "0.4", "0", "BUY", "0.33", "0.34")) // closes the crossed batch
+	waitFor(t, "both findings", func() bool {
+		st := c.rec.LiveStats()
+		return st.TopMismatches >= 1 && st.CrossedBooks >= 1
+	})
+	recs := c.stop()
+	got := map[string]datasets.Control{}
+	for _, r := range ofKind(recs, datasets.KindIntegrity) {
+		ctl := r.control(t)
+		got[ctl.Reason] = ctl
+	}
+	for _, check := range []string{datasets.CheckTopMismatch, datasets.CheckCrossed} {
+		ctl, ok := got[check]
+		if !ok || !slices.Equal(ctl.Instruments, []string{asset}) || !strings.Contains(ctl.Text, "rebuilt top") {
+			t.Errorf("%s record %+v (all: %v)", check, ctl, got)
+		}
+	}
+	if _, ok := got[datasets.CheckHashMismatch]; ok {
+		t.Errorf("hash mismatch reported for frames without a hash: %v", got)
+	}
+	if len(ofKind(recs, datasets.KindResubscribe)) == 0 {
+		t.Error("no resubscribe")
+	}
+}
