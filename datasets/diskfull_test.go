@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -159,5 +160,32 @@ func TestBacklogTakesLossRecords(t *testing.T) {
 	got, err, _ := readAll(t, dir, WithStrict())
 	if err != nil || got[len(got)-1].Kind != KindCleanClose {
 		t.Fatalf("%d records, %v", len(got), err)
+	}
+}
+
+// A killed writer leaves its reserve file; repair removes it and says so.
+func TestRepairRemovesReserve(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	w, err := Create(dir, Manifest{Venue: "hyperliquid"}, WithFlushInterval(0), WithReserve(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range genRecords(t, 100, 1000) {
+		w.Append(&r)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	unlockDir(w.lock) // as the kill would
+	reserve := filepath.Join(dir, ReserveName)
+	if _, err := os.Stat(reserve); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Repair(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(reserve); !errors.Is(err, os.ErrNotExist) || !slices.Contains(rep.RemovedFiles, reserve) {
+		t.Fatalf("reserve after repair: %v; removed %v", err, rep.RemovedFiles)
 	}
 }

@@ -144,7 +144,8 @@ func Repair(dir string, opts ...RepairOption) (*RepairReport, error) {
 		return nil, err
 	}
 	// Leftovers of an interrupted rewrite: the originals are intact.
-	for _, pat := range []string{"*" + segmentExt + compactExt, "*" + segmentExt + ".repair", "*.tmp"} {
+	// (And the reserve file of a killed writer: it holds no data.)
+	for _, pat := range []string{"*" + segmentExt + compactExt, "*" + segmentExt + ".repair", "*.tmp", ReserveName} {
 		left, _ := filepath.Glob(filepath.Join(dir, pat))
 		for _, p := range left {
 			if err := os.Remove(p); err == nil {
