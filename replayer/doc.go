@@ -1,14 +1,18 @@
 // Package replayer reads tapedeck datasets in time order and drives every
-// frame through the same venue decoder and L2 book as live capture, calling
-// subscribers keyed by (venue, instrument, channel) with each decoded event
-// and a read-only view of the book after it.
+// frame through the venue driver's decoder and L2 book (venue/registry) —
+// the very decoder live capture runs on every frame it records (recorder's
+// live engine takes it from the same driver) — calling subscribers keyed by
+// (venue, instrument, channel) with each decoded event and a read-only view
+// of the book after it.
 //
 // The package owns three things: the order in which records of several
 // datasets are replayed (Merger), the pacing of that replay against the
 // recorded schedule (Speed, Clock), and the engine that decodes, routes,
 // isolates faulty subscribers and digests what it emitted (Replayer, Summary).
-// What a record means on the wire lives in venue/*; how it is stored lives in
-// datasets.
+// What a record means on the wire lives in venue/* (found by name through
+// venue/registry; this package imports no venue's own package); how it is
+// stored lives in datasets. Serving a recording as the venue's WebSocket is
+// package replayer/serve; writing tables, replayer/export.
 //
 // # Order
 //

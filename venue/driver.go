@@ -78,3 +78,15 @@ type Endpoints struct {
 	// a replay server accepts any path and prints this one.
 	ServePath string
 }
+
+// Locator is implemented by every decoder's rejection error: the path of the
+// offending field ("bids[3].price"; "" for the frame as a whole) and the
+// byte offset in the frame where the problem was found. venuetest checks it
+// of every driver.
+type Locator interface {
+	Where() (field string, offset int)
+}
+
+// DecoderOptions returns the options that use every check the capabilities
+// allow (HashCheck where the venue publishes book hashes).
+func (c Capabilities) DecoderOptions() DecoderOptions { return DecoderOptions{HashCheck: c.BookHashes} }

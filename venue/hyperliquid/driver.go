@@ -35,3 +35,7 @@ var sniffChannel = []byte(`"channel"`)
 
 // Sniff reports whether frame carries the WebSocket envelope: a "channel" key.
 func (driver) Sniff(frame []byte) bool { return bytes.Contains(frame, sniffChannel) }
+
+// Where returns the offending field's path and the byte offset in the frame
+// (venue.Locator).
+func (e *DecodeError) Where() (string, int) { return e.Field, e.Offset }

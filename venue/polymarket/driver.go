@@ -41,3 +41,7 @@ var (
 func (driver) Sniff(frame []byte) bool {
 	return bytes.Contains(frame, sniffEventType) || bytes.Contains(frame, sniffAssetID)
 }
+
+// Where returns the offending field's path and the byte offset in the frame
+// (venue.Locator).
+func (e *DecodeError) Where() (string, int) { return e.Field, e.Offset }

@@ -1,0 +1,132 @@
+package layering
+
+import (
+	"bufio"
+	"bytes"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/tapedeck/tapedeck/"
+
+// root is the module's directory.
+func root(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// engine reports whether a package must reach venues only through venue
+// and venue/registry: the recorder, the replayer and its subpackages, the
+// backtester and the CLIs.
+func engine(pkg string) bool {
+	p := strings.TrimPrefix(pkg, module)
+	for _, pre := range []string{"recorder", "replayer", "backtest", "cmd"} {
+		if p == pre || strings.HasPrefix(p, pre+"/") {
+			return p != "recorder/fakeexchange" // a test exchange: it builds fixtures with a venue's hash
+		}
+	}
+	return false
+}
+
+// venuePackage reports whether pkg is one venue's own package (or below).
+func venuePackage(pkg string) bool {
+	p, ok := strings.CutPrefix(pkg, module+"venue/")
+	if !ok {
+		return false
+	}
+	top, _, _ := strings.Cut(p, "/")
+	return top != "registry" && top != "internal" && top != "venuetest"
+}
+
+// TestEngineImportsNoVenue asserts from go list that no engine package
+// imports a venue package directly (its tests may). The registry depends on
+// every driver, so it is the direct imports that count.
+func TestEngineImportsNoVenue(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...")
+	cmd.Dir = root(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	checked := 0
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || !engine(f[0]) {
+			continue
+		}
+		checked++
+		for _, imp := range f[1:] {
+			if venuePackage(imp) {
+				t.Errorf("%s imports %s: engine code reaches venues through venue/registry", f[0], imp)
+			}
+		}
+	}
+	if checked < 7 {
+		t.Fatalf("only %d engine packages listed:\n%s", checked, out)
+	}
+}
+
+// nameSwitch matches a comparison with, or a case of, a venue's name.
+var nameSwitch = regexp.MustCompile(`(==|!=|\bcase)\s*("polymarket"|"hyperliquid"|venue\.Polymarket|venue\.Hyperliquid|Polymarket\b|Hyperliquid\b)|("polymarket"|"hyperliquid"|venue\.Polymarket|venue\.Hyperliquid)\s*(==|!=|:)`)
+
+// TestOneSwitchOnVenueNames greps the tree: outside a venue's own package
+// and the registry, no code compares with or switches on a venue's name.
+// The sample generator (internal/samplegen, cmd/samplegen) writes each
+// venue's synthetic sessions and is the one other exception.
+func TestOneSwitchOnVenueNames(t *testing.T) {
+	dir := root(t)
+	allowed := []string{"venue/polymarket/", "venue/hyperliquid/", "venue/registry/", "internal/samplegen/", "cmd/samplegen/", "internal/layering/"}
+	files := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+			return nil
+		}
+		for _, a := range allowed {
+			if strings.HasPrefix(rel, a) {
+				return nil
+			}
+		}
+		files++
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			code, _, _ := strings.Cut(line, "//")
+			if nameSwitch.MatchString(code) && !strings.Contains(code, "`") {
+				t.Errorf("%s:%d chooses by venue name (only venue/registry may): %s", rel, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 50 {
+		t.Fatalf("only %d files read", files)
+	}
+}
