@@ -270,3 +270,58 @@ func TestDuplicatedOrSwappedSegments(t *testing.T) {
 		})
 	}
 }
+
+// FuzzSkipDamaged feeds arbitrary bytes as a dataset's second segment to a
+// reader that steps over damage: it must not panic or loop, must return
+// records in strictly increasing seq order, and must stop only at the end
+// or with a *CorruptionError.
+func FuzzSkipDamaged(f *testing.F) {
+	segs, _ := filepath.Glob(filepath.Join(fixtureDir, "*"+segmentExt))
+	if len(segs) == 0 {
+		f.Fatal("no seed segments in " + fixtureDir)
+	}
+	seed, err := os.ReadFile(segs[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed, false)
+	flipped := append([]byte(nil), seed...)
+	flipped[len(flipped)/2] ^= 1
+	f.Add(flipped, true)
+	f.Add(seed[:len(seed)*2/3], true)
+	f.Fuzz(func(t *testing.T, data []byte, unclean bool) {
+		if len(data) > 1<<20 {
+			return
+		}
+		dir := filepath.Join(t.TempDir(), "ds")
+		if err := os.CopyFS(dir, os.DirFS(fixtureDir)); err != nil {
+			t.Fatal(err)
+		}
+		var sh segmentHeader
+		if len(data) >= segmentHeaderSize && sh.unmarshal(data) == nil {
+			sh.Number = 2 // so that the header names its file
+			sh.marshal((*[segmentHeaderSize]byte)(data))
+		}
+		os.WriteFile(filepath.Join(dir, segmentName(2)), data, 0o644)
+		if unclean {
+			markUnclean(t, dir)
+		}
+		r, err := Open(dir, WithSkipDamaged())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var last uint64
+		for n := 0; r.Next(); n++ {
+			if s := r.Record().Seq; s <= last {
+				t.Fatalf("record %d: seq %d after %d", n, s, last)
+			} else {
+				last = s
+			}
+		}
+		var ce *CorruptionError
+		if err := r.Err(); err != nil && !errors.As(err, &ce) {
+			t.Fatalf("stopped with %T %v", err, err)
+		}
+	})
+}
