@@ -390,8 +390,12 @@ func orderSegments(dir string, segs []repairSeg, rep *RepairReport) ([]repairSeg
 			explained := lastGap || lastBad || rg.firstKind == KindGap
 			if rg.Hdr.FirstSeq != maxSeq+1 && !explained {
 				what := fmt.Sprintf("%v: seq jumps from %d to %d", ErrMissingRecords, maxSeq, rg.Hdr.FirstSeq)
-				if si > 0 && s.num != segs[si-1].num+1 {
-					what += fmt.Sprintf(" (segments %s to %s are missing)", segmentName(segs[si-1].num+1), segmentName(s.num-1))
+				prevNum := uint32(0)
+				if si > 0 {
+					prevNum = segs[si-1].num
+				}
+				if s.num > prevNum+1 {
+					what += fmt.Sprintf(" (segments %s to %s are missing)", segmentName(prevNum+1), segmentName(s.num-1))
 				}
 				regs = append(regs, repairRegion{region: region{Off: rg.Off, End: rg.Off,
 					Err: &CorruptionError{File: s.path, Offset: rg.Off, Err: errors.New(what)}}})

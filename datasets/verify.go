@@ -108,6 +108,10 @@ func Verify(dir string) (*VerifyReport, error) {
 			rep.Blocks++
 			for sr.nextRecord(&rec) {
 				rep.Records++
+				if !haveRec && rec.Seq != 1 && !explained && rec.Kind != KindGap {
+					rep.Problems = append(rep.Problems, Problem{File: s.path, Offset: reg.Off, Seq: rec.Seq,
+						What: fmt.Sprintf("%v: the first record is seq %d, not 1, with no gap record", ErrMissingRecords, rec.Seq)})
+				}
 				if haveRec && rec.Seq > lastSeq+1 && !explained && rec.Kind != KindGap {
 					rep.Problems = append(rep.Problems, Problem{File: s.path, Offset: reg.Off, Seq: rec.Seq,
 						What: fmt.Sprintf("%v: seq jumps from %d to %d with no gap record", ErrMissingRecords, lastSeq, rec.Seq)})
