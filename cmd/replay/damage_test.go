@@ -226,3 +226,89 @@ func TestRepairVerifiesAfter(t *testing.T) {
 		t.Fatal("repair changed a swapped segment")
 	}
 }
+
+// resegmented rewrites a shipped sample into segments of one minute of
+// record time each (the records byte for byte, seqs as before).
+func resegmented(t *testing.T, venueName string) (string, []string) {
+	t.Helper()
+	src := filepath.Join("..", "..", "datasets", "samples", venueName)
+	r, err := datasets.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	dir := filepath.Join(t.TempDir(), venueName)
+	m := r.Manifest()
+	m.Clean, m.EndNs = false, 0
+	w, err := datasets.Create(dir, m, datasets.WithSegmentDuration(time.Minute), datasets.WithFlushInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r.Next() {
+		if _, err := w.Append(r.Record()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil || r.Err() != nil {
+		t.Fatal(err, r.Err())
+	}
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	if len(segs) < 4 {
+		t.Fatalf("%d segments, want 4 or more", len(segs))
+	}
+	return dir, segs
+}
+
+// TestMissingAndDuplicatedSegmentVerbs is issue 13 item 3 on the command
+// line: a segment file removed is a loss every replaying verb reports
+// (exit 3, or 0 with --skip-damaged); a segment copied over the next is an
+// error naming both files; repair fixes the first and sets the copy aside.
+func TestMissingAndDuplicatedSegmentVerbs(t *testing.T) {
+	dir, segs := resegmented(t, "polymarket")
+	code, out, _ := execReplay(t, "run", "--json", dir)
+	var whole runJSON
+	if err := json.Unmarshal([]byte(out), &whole); code != 0 || err != nil {
+		t.Fatalf("whole: exit %d %v", code, err)
+	}
+	os.Remove(segs[1])
+	os.Remove(strings.TrimSuffix(segs[1], ".seg") + ".idx")
+	code, out, errs := execReplay(t, "run", "--json", dir)
+	var b runJSON
+	if err := json.Unmarshal([]byte(out), &b); err != nil || code != cli.ExitProblem || b.Damaged == nil || !b.Damaged.RecordsExact {
+		t.Fatalf("missing segment: exit %d %v\n%s", code, err, errs)
+	}
+	if b.Records != whole.Records-b.Damaged.Records+1 || b.Losses["gap"] != whole.Losses["gap"]+1 {
+		t.Fatalf("records %d of %d, lost %d, losses %v", b.Records, whole.Records, b.Damaged.Records, b.Losses)
+	}
+	if code, out, _ := execReplay(t, "run", "--skip-damaged", dir); code != cli.ExitOK || !strings.Contains(out, filepath.Base(segs[1])) {
+		t.Fatalf("--skip-damaged: exit %d\n%s", code, out)
+	}
+	if code, out, _ := execReplay(t, "repair", dir); code != cli.ExitOK || !strings.Contains(out, filepath.Base(segs[1])) {
+		t.Fatalf("repair: exit %d\n%s", code, out)
+	}
+	if code, _, errs := execReplay(t, "run", dir); code != cli.ExitOK {
+		t.Fatalf("run after repair: exit %d %s", code, errs)
+	}
+
+	// A copy of segment 3 over segment 4: an error naming both, whatever
+	// the flags; repair sets the copy aside and keeps the range.
+	dir, segs = resegmented(t, "polymarket")
+	before, _ := datasets.ReadManifest(dir)
+	c, _ := os.ReadFile(segs[2])
+	os.WriteFile(segs[3], c, 0o644)
+	for _, args := range [][]string{{"run", dir}, {"run", "--skip-damaged", dir}, {"books", "--skip-damaged", dir}} {
+		code, _, errs := execReplay(t, args...)
+		if code != cli.ExitError || !strings.Contains(errs, filepath.Base(segs[3])) || !strings.Contains(errs, "out of order") {
+			t.Fatalf("%v: exit %d %s", args, code, errs)
+		}
+	}
+	if code, out, _ := execReplay(t, "repair", dir); code != cli.ExitOK || !strings.Contains(out, "set aside") {
+		t.Fatalf("repair: exit %d\n%s", code, out)
+	}
+	if m, _ := datasets.ReadManifest(dir); m.EndNs < before.EndNs && before.EndNs != 0 {
+		t.Fatalf("range shrank to %d from %d", m.EndNs, before.EndNs)
+	}
+	if code, _, errs := execReplay(t, "verify", dir); code != cli.ExitOK {
+		t.Fatalf("verify after repair: exit %d %s", code, errs)
+	}
+}
