@@ -7,7 +7,9 @@ package venue
 
 import "github.com/tapedeck/tapedeck/book"
 
-// Names of the supported venues, as stored in dataset manifests.
+// Names of the venues shipped, as stored in dataset manifests: a
+// convenience for tests and tools. venue/registry is the list of venues; a
+// new one needs no constant here.
 const (
 	Polymarket  = "polymarket"
 	Hyperliquid = "hyperliquid"
