@@ -125,13 +125,14 @@ func (d *Decoder) rejectEvent(out *venue.Frame, in *instrument, start, end int, 
 // of that market), or, when neither can be read, all of them.
 func (d *Decoder) rejectMsg(m *msg, out *venue.Frame) {
 	d.stats.Rejected++
+	r := d.rejs[m.rej-1]
 	lo := len(d.errText)
-	d.errText = append(d.errText, m.err.Error()...)
+	d.errText = append(d.errText, r.err.Error()...)
 	text := d.errText[lo:len(d.errText):len(d.errText)]
 	n := 0
-	switch m.want {
+	switch r.want {
 	case kBook, kPriceChange:
-		if m.want == kBook && len(m.asset.b) > 0 {
+		if r.want == kBook && len(m.asset.b) > 0 {
 			// The asset alone; one never seen has no book to invalidate.
 			if in := d.lookup(m.asset.b); in != nil {
 				d.invalidate(in)
@@ -178,10 +179,10 @@ func (d *Decoder) apply(out *venue.Frame) error {
 		switch m.kind {
 		case kRejected:
 			d.rejectMsg(m, out)
-			if first == nil {
-				first = m.err
+			if err := d.rejs[m.rej-1].err; first == nil {
+				first = err
 			} else {
-				more = append(more, m.err)
+				more = append(more, err)
 			}
 		case kText:
 			d.stats.NonJSON++

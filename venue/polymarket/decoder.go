@@ -97,6 +97,7 @@ type Decoder struct {
 	sortBuf []book.Level
 	hashBuf []byte       // a hash input's head, up to the bids
 	errText []byte       // the texts of this frame's EventReject events
+	rejs    []rejection  // this frame's rejected messages (msg.rej)
 	topBuf  []book.Level // levels for a hash cache rebuild
 	sha     hash.Hash    // SHA-1, reset or restored for every hash check
 }

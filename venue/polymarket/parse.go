@@ -33,7 +33,6 @@ const (
 type val struct {
 	b   []byte
 	off int
-	str bool // a JSON string (else a bare number)
 }
 
 // msg is one parsed message of a frame. Byte slices point into the frame.
@@ -61,13 +60,9 @@ type msg struct {
 	deferred error       // first semantic problem, reported only for kinds we decode
 	inst     *instrument // the asset's instrument if it existed at parse time
 	txHash   []byte      // last_trade_price's transaction_hash, the trade's id
+	nums     uint32      // bit kc: the scalar of key code kc was a bare number, not a string
 	ltpEmpty bool        // "last_trade_price":"" (present, empty: no trade yet)
-
-	// A rejected message (kind kRejected): the kind it would have been, its
-	// error, and the asset id of the price_changes entry that failed.
-	want     kind
-	err      error
-	errAsset []byte
+	rej      int32       // kind kRejected: 1 + its index in Decoder.rejs
 
 	// Parsed scalars.
 	pPrice, pSize, pBid, pAsk, pTick, pMinOrder, pLtp int64
@@ -99,6 +94,10 @@ const (
 func (d *Decoder) parse(frame []byte) error {
 	d.frame = frame
 	d.msgs = d.msgs[:0]
+	if len(d.rejs) > 0 {
+		clear(d.rejs)
+		d.rejs = d.rejs[:0]
+	}
 	d.levels = d.levels[:0]
 	d.changes = d.changes[:0]
 	s := &d.s
@@ -128,8 +127,8 @@ func (d *Decoder) parse(frame []byte) error {
 				if _, err := s.Skip(); err != nil {
 					return d.syntax(err, "")
 				}
-				d.msgs = append(d.msgs, msg{kind: kRejected, start: off, end: s.Offset(),
-					err: &DecodeError{Offset: off, Err: ErrType}})
+				d.msgs = append(d.msgs, msg{start: off, end: s.Offset()})
+				d.reject(&d.msgs[len(d.msgs)-1], kUnknown, &DecodeError{Offset: off, Err: ErrType})
 				continue
 			}
 			if err := d.parseMsg(&newIDs); err != nil {
@@ -215,25 +214,25 @@ func (d *Decoder) parseMsg(newIDs *int) error {
 		case kcHash:
 			m.hash, err = d.rawString(m, "hash")
 		case kcTimestamp:
-			err = d.rawScalar(m, &m.ts, "timestamp")
+			err = d.rawScalar(m, &m.ts, kc)
 		case kcPrice:
-			err = d.rawScalar(m, &m.price, "price")
+			err = d.rawScalar(m, &m.price, kc)
 		case kcSize:
-			err = d.rawScalar(m, &m.size, "size")
+			err = d.rawScalar(m, &m.size, kc)
 		case kcSide:
-			err = d.rawScalar(m, &m.side, "side")
+			err = d.rawScalar(m, &m.side, kc)
 		case kcBestBid:
-			err = d.rawScalar(m, &m.bestBid, "best_bid")
+			err = d.rawScalar(m, &m.bestBid, kc)
 		case kcBestAsk:
-			err = d.rawScalar(m, &m.bestAsk, "best_ask")
+			err = d.rawScalar(m, &m.bestAsk, kc)
 		case kcNewTick:
-			err = d.rawScalar(m, &m.newTick, "new_tick_size")
+			err = d.rawScalar(m, &m.newTick, kc)
 		case kcTickSize:
-			err = d.rawScalar(m, &m.tickSize, "tick_size")
+			err = d.rawScalar(m, &m.tickSize, kc)
 		case kcMinOrder:
-			err = d.rawScalar(m, &m.minOrder, "min_order_size")
+			err = d.rawScalar(m, &m.minOrder, kc)
 		case kcLastTrade:
-			err = d.rawScalar(m, &m.ltp, "last_trade_price")
+			err = d.rawScalar(m, &m.ltp, kc)
 		case kcNegRisk:
 			off := s.Offset()
 			switch s.Peek() {
@@ -280,17 +279,24 @@ func (d *Decoder) parseMsg(newIDs *int) error {
 	saved := *newIDs
 	if err := d.classify(m, newIDs); err != nil {
 		*newIDs = saved
-		if de, ok := err.(*DecodeError); ok && de.Asset == "" {
-			switch {
-			case len(m.errAsset) > 0:
-				de.Asset = string(m.errAsset)
-			case len(m.asset.b) > 0:
-				de.Asset = string(m.asset.b)
-			}
+		if de, ok := err.(*DecodeError); ok && de.Asset == "" && len(m.asset.b) > 0 {
+			de.Asset = string(m.asset.b)
 		}
-		m.want, m.err, m.kind = m.kind, err, kRejected
+		d.reject(m, m.kind, err)
 	}
 	return nil
+}
+
+// rejection is a message parse rejected: the kind it would have been and why.
+type rejection struct {
+	want kind
+	err  error
+}
+
+// reject marks m rejected (kept out of msg, which every message zeroes).
+func (d *Decoder) reject(m *msg, want kind, err error) {
+	d.rejs = append(d.rejs, rejection{want, err})
+	m.kind, m.rej = kRejected, int32(len(d.rejs))
 }
 
 // rawString reads a string value (or null, as absent). Another type is held
@@ -310,18 +316,20 @@ func (d *Decoder) rawString(m *msg, field string) ([]byte, error) {
 	return nil, err
 }
 
-// rawScalar reads a string or number value into v (null = absent).
-func (d *Decoder) rawScalar(m *msg, v *val, field string) error {
+// rawScalar reads a string or number value into v (null = absent); a bare
+// number sets kc's bit in m.nums.
+func (d *Decoder) rawScalar(m *msg, v *val, kc keyCode) error {
 	s := &d.s
 	v.off = s.Offset()
 	switch c := s.Peek(); {
 	case c == '"':
 		b, err := d.str()
-		v.b, v.str = b, true
+		v.b = b
 		return err
 	case c == '-' || c >= '0' && c <= '9':
 		b, err := s.Number()
-		v.b, v.str = b, false
+		v.b = b
+		m.nums |= 1 << kc
 		return err
 	case c == 'n':
 		if s.IsNull() {
@@ -330,10 +338,13 @@ func (d *Decoder) rawScalar(m *msg, v *val, field string) error {
 		}
 	}
 	v.off = s.Offset()
-	m.hold(v.off, field, ErrType)
+	m.hold(v.off, keyNames[kc], ErrType)
 	_, err := s.Skip()
 	return err
 }
+
+// num reports whether the scalar of key code kc was a bare number.
+func (m *msg) num(kc keyCode) bool { return m.nums&(1<<kc) != 0 }
 
 // parseSide parses a snapshot side into d.levels, returning its range and
 // price order. A semantic problem is held in m and the array skipped.
@@ -389,7 +400,8 @@ func (d *Decoder) parseSide(m *msg, name string) (lo, hi int, ord order, err err
 			m.hold(off, fmt.Sprintf("%s[%d].size", name, idx), book.ErrBadLevel)
 			return d.abandonArray(arr, lo)
 		}
-		if field, err := checkLevel(price, size); err != nil {
+		if price <= 0 || price > maxPrice || size > maxSize { // inline guard: checkLevel names it
+			field, err := checkLevel(price, size)
 			m.hold(off, fmt.Sprintf("%s[%d].%s", name, idx, field), err)
 			return d.abandonArray(arr, lo)
 		}
@@ -505,30 +517,30 @@ func (d *Decoder) parseChanges(m *msg) (lo, hi int, err error) {
 			break
 		}
 		off := s.Offset()
-		c, end, fast := scanChange(d.frame, off)
-		var field string
-		var herr error
-		if fast {
+		if c, end, ok := scanChange(d.frame, off); ok && inDomain(&c) {
 			s.SetOffset(end)
-		} else {
-			c, field, herr, err = d.parseChange()
-			if err != nil {
-				return lo, lo, err
-			}
+			c.start, c.end = off, end
+			d.changes = append(d.changes, c)
+			continue
 		}
-		if herr == nil {
-			if f, derr := checkChange(&c); derr != nil {
-				field, herr = "."+f, derr
-			}
+		// Anything else, an entry outside the venue's domain included, is
+		// judged (and named) by the generic path.
+		c, field, herr, err := d.parseChange()
+		if err != nil {
+			return lo, lo, err
+		}
+		if herr == nil && !inDomain(&c) {
+			f, derr := checkChange(&c)
+			field, herr = "."+f, derr
 		}
 		if herr != nil {
-			m.errAsset = c.asset
 			if f, ok := herr.(*DecodeError); ok {
 				f.Field = fmt.Sprintf("price_changes[%d].%s", idx, f.Field)
 				m.hold(f.Offset, f.Field, f.Err)
 			} else {
 				m.hold(off, fmt.Sprintf("price_changes[%d]%s", idx, field), herr)
 			}
+			m.nameAsset(c.asset)
 			d.changes = d.changes[:lo]
 			s.SetOffset(arr)
 			_, err = s.Skip()
@@ -685,6 +697,11 @@ func checkLevel(price, size int64) (string, error) {
 		return "size", sizeErr(size)
 	}
 	return "", nil
+}
+
+// inDomain is checkChange's fast negative, inlined on the hot path.
+func inDomain(c *change) bool {
+	return c.price > 0 && c.price <= maxPrice && c.size <= maxSize && c.bestBid <= maxPrice && c.bestAsk <= maxPrice
 }
 
 // checkChange validates a price_changes entry, parsed by either path.
@@ -852,7 +869,7 @@ func (d *Decoder) classify(m *msg, newIDs *int) error {
 		}
 		// "" is present and empty (an asset that never traded has
 		// "last_trade_price":""): accepted, and hashed as the venue does.
-		if m.pTick, err = optDec(m.tickSize, "tick_size", priceDecimals); err != nil {
+		if m.pTick, err = optDec(m.tickSize, m.num(kcTickSize), "tick_size", priceDecimals); err != nil {
 			return fail(err)
 		}
 		if m.pTick != 0 {
@@ -860,13 +877,13 @@ func (d *Decoder) classify(m *msg, newIDs *int) error {
 				return fail(&DecodeError{Offset: m.tickSize.off, Field: "tick_size", Err: err})
 			}
 		}
-		if m.pMinOrder, err = optDec(m.minOrder, "min_order_size", sizeDecimals); err != nil {
+		if m.pMinOrder, err = optDec(m.minOrder, m.num(kcMinOrder), "min_order_size", sizeDecimals); err != nil {
 			return fail(err)
 		}
 		if m.pMinOrder > maxSize {
 			return fail(&DecodeError{Offset: m.minOrder.off, Field: "min_order_size", Err: sizeErr(m.pMinOrder)})
 		}
-		if m.pLtp, err = optDec(m.ltp, "last_trade_price", priceDecimals); err != nil {
+		if m.pLtp, err = optDec(m.ltp, m.num(kcLastTrade), "last_trade_price", priceDecimals); err != nil {
 			return fail(err)
 		}
 		m.ltpEmpty = m.ltp.b != nil && len(m.ltp.b) == 0
@@ -876,13 +893,13 @@ func (d *Decoder) classify(m *msg, newIDs *int) error {
 			}
 		}
 	case kTrade:
-		if m.pPrice, err = reqDec(m.price, m.start, "price", priceDecimals); err != nil {
+		if m.pPrice, err = reqDec(m.price, m.num(kcPrice), m.start, "price", priceDecimals); err != nil {
 			return fail(err)
 		}
 		if err := checkPrice(m.pPrice); err != nil {
 			return fail(&DecodeError{Offset: m.price.off, Field: "price", Err: err})
 		}
-		if m.pSize, err = reqDec(m.size, m.start, "size", sizeDecimals); err != nil {
+		if m.pSize, err = reqDec(m.size, m.num(kcSize), m.start, "size", sizeDecimals); err != nil {
 			return fail(err)
 		}
 		if m.pSize <= 0 || m.pSize > maxSize {
@@ -898,7 +915,7 @@ func (d *Decoder) classify(m *msg, newIDs *int) error {
 		}
 		m.pSide = side
 	case kTick:
-		if m.pTick, err = reqDec(m.newTick, m.start, "new_tick_size", priceDecimals); err != nil {
+		if m.pTick, err = reqDec(m.newTick, m.num(kcNewTick), m.start, "new_tick_size", priceDecimals); err != nil {
 			return fail(err)
 		}
 		if err := checkTick(m.pTick); err != nil {
@@ -906,10 +923,10 @@ func (d *Decoder) classify(m *msg, newIDs *int) error {
 		}
 	case kQuote:
 		// "0", "" (either side) and "1" (asks) are the venue's empty side.
-		if m.pBid, err = optDec(m.bestBid, "best_bid", priceDecimals); err != nil {
+		if m.pBid, err = optDec(m.bestBid, m.num(kcBestBid), "best_bid", priceDecimals); err != nil {
 			return fail(err)
 		}
-		if m.pAsk, err = optDec(m.bestAsk, "best_ask", priceDecimals); err != nil {
+		if m.pAsk, err = optDec(m.bestAsk, m.num(kcBestAsk), "best_ask", priceDecimals); err != nil {
 			return fail(err)
 		}
 		if m.pBid > maxPrice {
@@ -975,11 +992,11 @@ func (d *Decoder) checkDistinct(lo, hi int, ord order, off int, name string) err
 
 // optDec parses an optional decimal field; absent and "" are 0. The venue
 // sends decimals as strings: a bare number is ErrType.
-func optDec(v val, field string, dec uint8) (int64, error) {
+func optDec(v val, num bool, field string, dec uint8) (int64, error) {
 	if v.b == nil {
 		return 0, nil
 	}
-	if !v.str {
+	if num {
 		return 0, &DecodeError{Offset: v.off, Field: field, Err: fmt.Errorf("%w: a bare number where the venue sends a string", ErrType)}
 	}
 	if len(v.b) == 0 {
@@ -993,11 +1010,11 @@ func optDec(v val, field string, dec uint8) (int64, error) {
 }
 
 // reqDec parses a required decimal field; "" is missing.
-func reqDec(v val, msgOff int, field string, dec uint8) (int64, error) {
-	if v.b == nil || v.str && len(v.b) == 0 {
+func reqDec(v val, num bool, msgOff int, field string, dec uint8) (int64, error) {
+	if v.b == nil || len(v.b) == 0 {
 		return 0, &DecodeError{Offset: msgOff, Field: field, Err: ErrMissingField}
 	}
-	return optDec(v, field, dec)
+	return optDec(v, num, field, dec)
 }
 
 func clip(b []byte) []byte {
@@ -1005,4 +1022,12 @@ func clip(b []byte) []byte {
 		return b[:64]
 	}
 	return b
+}
+
+// nameAsset names the asset of the price_changes entry that failed in the
+// message's held error (error path only).
+func (m *msg) nameAsset(asset []byte) {
+	if de, ok := m.deferred.(*DecodeError); ok && de.Asset == "" && len(asset) > 0 {
+		de.Asset = string(asset)
+	}
 }
