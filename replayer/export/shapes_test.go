@@ -36,6 +36,15 @@ func TestTradesBackfillColumn(t *testing.T) {
 	if bf := csv.col(t, "backfill"); len(csv.rows) != 2 || csv.rows[0][bf] != "true" || csv.rows[1][bf] != "false" {
 		t.Fatalf("CSV with quality columns: %v", csv.rows)
 	}
+
+	// No ack (a proxy that does not acknowledge): the recorded subscribe
+	// alone arms it, so the replayer hands KindSent records to the decoder.
+	noAck := writeDataset(t, venue.Hyperliquid, 0, []rec{recs[0], recs[1], jk[1], jk[1]})
+	data, _ = exportOne(t, []string{noAck}, TableTrades, FormatParquet, 0)
+	tb = readArrowTable(t, FormatParquet, data)
+	if bf := tb.col(t, "backfill"); len(tb.rows) != 2 || tb.rows[0][bf] != "true" || tb.rows[1][bf] != "false" {
+		t.Fatalf("without an ack: %v", tb.rows)
+	}
 }
 
 // Polymarket best_bid_ask reaches the quotes table as a venue row (the
