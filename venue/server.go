@@ -1,5 +1,10 @@
 package venue
 
+import (
+	"context"
+	"net/http"
+)
+
 // ServerProtocol is a venue's WebSocket protocol as the venue's own server
 // speaks it, for the two servers tapedeck runs: replay serve (recorded
 // frames to a client written for the venue) and the test exchange (fixture
@@ -8,6 +13,27 @@ package venue
 type ServerProtocol interface {
 	// NewSession returns the state of one fresh client connection.
 	NewSession() ServerSession
+	// REST returns the venue's REST API as a test exchange serves it
+	// (discovery listings, book snapshots), answering from docs. The
+	// handler is mounted at the exchange's root.
+	REST(docs RESTDocs) http.Handler
+}
+
+// RESTDocs is what a test exchange's REST API answers from. The functions
+// are called per request and must be safe for concurrent use; a nil one
+// answers as if it returned nothing.
+type RESTDocs struct {
+	// Listing returns the venue's listing document of that name, nil if
+	// none: "markets" (Polymarket's Gamma market array), "meta" and
+	// "spotMeta" (Hyperliquid's info universes).
+	Listing func(name string) []byte
+	// Book returns the REST book snapshot of an instrument (Polymarket's
+	// book summary), nil if it has none.
+	Book func(instrument string) []byte
+	// BookRequest is called with the instruments of every book-snapshot
+	// request before it is answered. A non-zero status fails the request
+	// with that HTTP status; it may block (a slow venue) until ctx ends.
+	BookRequest func(ctx context.Context, instruments []string) (status int)
 }
 
 // ServerSession is one client connection of a venue server. It is not safe

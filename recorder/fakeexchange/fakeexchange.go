@@ -1,9 +1,10 @@
 // Package fakeexchange runs loopback stand-ins of the Polymarket market
 // channel and the Hyperliquid WebSocket (plus their REST discovery
 // endpoints and Polymarket's CLOB book summaries) for tests and benchmarks.
-// Their WebSocket side is the venue driver's server protocol
-// (venue.Driver.Server, the one replay serve speaks): heartbeats,
-// acknowledgements and the venue's errors come from there; this package
+// Their protocol is the venue driver's server side (venue.Driver.Server, the
+// one replay serve speaks): heartbeats, acknowledgements and the venue's
+// errors on the WebSocket, and the REST endpoints (Gamma /markets, CLOB
+// /books and /book, Hyperliquid /info) answering from the Config; this package
 // adds the data, from real captured frames — snapshots before updates, a
 // feed per subscription — and the 1006 close on an unknown coin, and can be
 // told to misbehave:
@@ -16,13 +17,12 @@ package fakeexchange
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
-	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,6 +74,9 @@ type Config struct {
 	Summary Template
 	// Meta and SpotMeta are the Hyperliquid info responses.
 	Meta, SpotMeta []byte
+	// Docs are further REST listing documents by the name the venue's
+	// driver asks for (venue.RESTDocs.Listing), for other venues.
+	Docs map[string][]byte
 	// BadCoins close the socket abruptly (1006, no message) when subscribed,
 	// as Hyperliquid does for an unknown coin.
 	BadCoins []string
@@ -134,10 +137,8 @@ func New(cfg Config) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ws", s.serveWS)
 	mux.HandleFunc("/ws/market", s.serveWS)
-	mux.HandleFunc("/markets", s.serveMarkets)
-	mux.HandleFunc("/info", s.serveInfo)
-	mux.HandleFunc("/books", s.serveBooks)
-	mux.HandleFunc("/book", s.serveBooks)
+	// The venue's REST API (discovery, book snapshots) is its driver's too.
+	mux.Handle("/", drv.Server().REST(venue.RESTDocs{Listing: s.listingDoc, Book: s.bookDoc, BookRequest: s.bookRequest}))
 	s.http = httptest.NewServer(mux)
 	return s
 }
@@ -588,94 +589,33 @@ func appendFrameHeader(b []byte, n int) []byte {
 	}
 }
 
-func (s *Server) serveMarkets(w http.ResponseWriter, r *http.Request) {
-	markets, _, _ := s.listing()
-	if markets == nil { // not a Gamma stand-in
-		http.NotFound(w, r)
-		return
-	}
-	var all []json.RawMessage
-	if err := json.Unmarshal(markets, &all); err != nil {
-		http.Error(w, "bad test market list", http.StatusInternalServerError)
-		return
-	}
-	q := r.URL.Query()
-	var out []json.RawMessage
-	for _, m := range all {
-		var f struct {
-			Slug        string `json:"slug"`
-			ConditionID string `json:"conditionId"`
-		}
-		_ = json.Unmarshal(m, &f)
-		if v := q.Get("slug"); v != "" && v != f.Slug {
-			continue
-		}
-		if v := q.Get("condition_ids"); v != "" && v != f.ConditionID {
-			continue
-		}
-		out = append(out, m)
-	}
-	off, _ := strconv.Atoi(q.Get("offset"))
-	lim, err := strconv.Atoi(q.Get("limit"))
-	if err != nil || lim <= 0 {
-		lim = len(out)
-	}
-	off = min(off, len(out))
-	out = out[off:min(off+lim, len(out))]
-	if out == nil {
-		out = []json.RawMessage{}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
-}
-
-func (s *Server) serveInfo(w http.ResponseWriter, r *http.Request) {
-	if _, meta, _ := s.listing(); meta == nil || r.Method != http.MethodPost { // not an info stand-in
-		http.Error(w, "POST only", http.StatusMethodNotAllowed)
-		return
-	}
-	var req struct {
-		Type string `json:"type"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, meta, spot := s.listing()
-	switch req.Type {
+// listingDoc answers the REST listing documents from the Config: the
+// Gamma market list, Hyperliquid's meta and spotMeta.
+func (s *Server) listingDoc(name string) []byte {
+	markets, meta, spot := s.listing()
+	switch name {
+	case "markets":
+		return markets
 	case "meta":
-		w.Write(meta)
+		return meta
 	case "spotMeta":
-		w.Write(spot)
-	default:
-		http.Error(w, "unknown type", http.StatusBadRequest)
+		return spot
 	}
+	return s.cfg.Docs[name]
 }
 
-// serveBooks answers POST /books (a JSON array of {"token_id":…}) and
-// GET /book?token_id=… with the Summary template, as the CLOB REST API does.
-func (s *Server) serveBooks(w http.ResponseWriter, r *http.Request) {
-	var ids []string
-	batch := r.URL.Path == "/books"
-	switch {
-	case batch && r.Method == http.MethodPost:
-		var req []struct {
-			TokenID string `json:"token_id"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			http.Error(w, `{"error":"Invalid payload"}`, http.StatusBadRequest)
-			return
-		}
-		for _, q := range req {
-			ids = append(ids, q.TokenID)
-		}
-	case !batch && r.Method == http.MethodGet:
-		ids = []string{r.URL.Query().Get("token_id")}
-	default:
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
+// bookDoc is the Summary template for a token, nil without one.
+func (s *Server) bookDoc(id string) []byte {
+	sum := s.cfg.Summary
+	if len(sum.Frame) == 0 {
+		return nil
 	}
+	return bytes.ReplaceAll(sum.Frame, []byte(sum.ID), []byte(id))
+}
+
+// bookRequest records a book-summary request and applies FailBooks and
+// DelayBooks.
+func (s *Server) bookRequest(ctx context.Context, ids []string) int {
 	s.bmu.Lock()
 	s.bookReqs = append(s.bookReqs, ids)
 	status, delay := s.bookStatus, s.bookDelay
@@ -684,34 +624,9 @@ func (s *Server) serveBooks(w http.ResponseWriter, r *http.Request) {
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
-		case <-r.Context().Done():
+		case <-ctx.Done():
 		}
 		t.Stop()
 	}
-	w.Header().Set("Content-Type", "application/json")
-	if status != 0 {
-		w.WriteHeader(status)
-		w.Write([]byte(`{"error":"fake exchange: failing book requests"}`))
-		return
-	}
-	sum := s.cfg.Summary
-	if !batch {
-		if len(sum.Frame) == 0 {
-			w.WriteHeader(http.StatusNotFound)
-			w.Write([]byte(`{"error":"No orderbook exists for the requested token id"}`))
-			return
-		}
-		w.Write(bytes.ReplaceAll(sum.Frame, []byte(sum.ID), []byte(ids[0])))
-		return
-	}
-	out := []byte{'['}
-	if len(sum.Frame) > 0 {
-		for i, id := range ids {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			out = append(out, bytes.ReplaceAll(sum.Frame, []byte(sum.ID), []byte(id))...)
-		}
-	}
-	w.Write(append(out, ']'))
+	return status
 }

@@ -1,6 +1,7 @@
 package hyperliquid
 
 import (
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -51,4 +52,26 @@ func mustRead(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestREST: POST /info answers meta and spotMeta as a test exchange serves
+// them, and nothing else.
+func TestREST(t *testing.T) {
+	h := Driver.Server().REST(venue.RESTDocs{Listing: func(name string) []byte { return []byte(`{"doc":"` + name + `"}`) }})
+	for _, c := range []struct {
+		method, body string
+		code         int
+		want         string
+	}{
+		{"POST", MetaRequest, 200, `{"doc":"meta"}`},
+		{"POST", SpotMetaRequest, 200, `{"doc":"spotMeta"}`},
+		{"POST", `{"type":"l2Book"}`, 400, "unknown type"},
+		{"GET", "", 405, "POST only"},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(c.method, "/info", strings.NewReader(c.body)))
+		if got := strings.TrimSpace(rec.Body.String()); rec.Code != c.code || got != c.want {
+			t.Errorf("%s %s: %d %s, want %d %s", c.method, c.body, rec.Code, got, c.code, c.want)
+		}
+	}
 }

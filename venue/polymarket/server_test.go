@@ -1,8 +1,13 @@
 package polymarket
 
 import (
+	"context"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/tapedeck/tapedeck/venue"
 )
 
 func TestAssetIDs(t *testing.T) {
@@ -60,5 +65,50 @@ func TestServerSession(t *testing.T) {
 		if got := s.Wants([]byte(c.frame)); got != c.want {
 			t.Errorf("Wants(%s) = %v", c.frame, got)
 		}
+	}
+}
+
+// TestREST: the Gamma filters and pagination, and the book summaries, as a
+// test exchange serves them.
+func TestREST(t *testing.T) {
+	var asked [][]string
+	h := Driver.Server().REST(venue.RESTDocs{
+		Listing: func(name string) []byte {
+			if name != "markets" {
+				return nil
+			}
+			return []byte(`[{"slug":"a","conditionId":"0x1"},{"slug":"b","conditionId":"0x2"},{"slug":"c","conditionId":"0x3"}]`)
+		},
+		Book: func(id string) []byte {
+			if id == "2" {
+				return nil
+			}
+			return []byte(`{"asset_id":"` + id + `"}`)
+		},
+		BookRequest: func(_ context.Context, ids []string) int { asked = append(asked, ids); return 0 },
+	})
+	get := func(method, target, body string) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(method, target, strings.NewReader(body)))
+		return rec.Code, strings.TrimSpace(rec.Body.String())
+	}
+	for _, c := range []struct {
+		method, target, body string
+		code                 int
+		want                 string
+	}{
+		{"GET", "/markets?slug=b", "", 200, `[{"slug":"b","conditionId":"0x2"}]`},
+		{"GET", "/markets?condition_ids=0x3", "", 200, `[{"slug":"c","conditionId":"0x3"}]`},
+		{"GET", GammaMarketsPath(1, 1), "", 200, `[{"slug":"b","conditionId":"0x2"}]`},
+		{"POST", BooksPath, string(BooksRequest([]string{"1", "2", "3"})), 200, `[{"asset_id":"1"},{"asset_id":"3"}]`},
+		{"GET", BookPath("2"), "", 404, `{"error":"No orderbook exists for the requested token id"}`},
+		{"GET", "/info", "", 404, "404 page not found"},
+	} {
+		if code, body := get(c.method, c.target, c.body); code != c.code || body != c.want {
+			t.Errorf("%s %s: %d %s, want %d %s", c.method, c.target, code, body, c.code, c.want)
+		}
+	}
+	if len(asked) != 2 || len(asked[0]) != 3 {
+		t.Errorf("book requests seen: %v", asked)
 	}
 }
