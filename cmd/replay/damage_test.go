@@ -344,3 +344,19 @@ func TestRepairRebuildsManifest(t *testing.T) {
 		t.Fatalf("after rebuild: exit %d %v, %d records (was %d) %s", code, err, after.Records, whole.Records, errs)
 	}
 }
+
+// TestExportFromPastTheEnd: an export window after the last record writes
+// nothing and says so (exit 3), as run does.
+func TestExportFromPastTheEnd(t *testing.T) {
+	dir := sampleCopy(t, "hyperliquid")
+	m, _ := datasets.ReadManifest(dir)
+	from := time.Unix(0, m.EndNs+int64(time.Hour)).UTC().Format(time.RFC3339)
+	out := filepath.Join(t.TempDir(), "t.csv")
+	code, _, errs := execReplay(t, "export", dir, "--table", "trades", "--from", from, "--out", out)
+	if code != cli.ExitProblem || !strings.Contains(errs, "past the last record") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("%s written: %v", out, err)
+	}
+}

@@ -614,6 +614,10 @@ func exportTable(ctx context.Context, o *exportOptions, open func(path string) (
 		return fmt.Errorf("export: replay: %w", err)
 	}
 	warnDamaged(o.Stderr, sum)
+	if o.FromNs != 0 && sum.Frames > 0 && sum.WarmupFrames == sum.Frames {
+		return &cli.ProblemError{Err: fmt.Errorf("export: --from %s is past the last record: all %d frames were warm-up, nothing written",
+			fmtNs(o.FromNs), sum.Frames)}
+	}
 	if err := sink.Close(); err != nil {
 		return err
 	}
