@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -52,6 +53,11 @@ func TestDiskFullAtClose(t *testing.T) {
 				t.Fatal("overload record refused")
 			}
 			accepted = append(accepted, over)
+			cc := Record{Kind: KindCleanClose, WallNs: over.WallNs, MonoNs: over.MonoNs, Payload: EncodeControl(Control{Text: "stopped"})}
+			if seq, _ := w.Append(&cc); seq == 0 {
+				t.Fatal("clean close refused")
+			}
+			accepted = append(accepted, cc)
 			written := w.Stats().Records
 			disk.mu.Lock()
 			disk.limit = disk.used + tc.reserve // not a byte more than the reserve frees
@@ -65,7 +71,7 @@ func TestDiskFullAtClose(t *testing.T) {
 			}
 			st := w.Stats()
 			if tc.reserve > 0 {
-				st.Records-- // the gap record
+				st.Records -= 2 // the gap record and the clean close after it
 			}
 			lost := uint64(len(accepted)) - st.Records
 			if st.Unwritten != lost || lost == 0 || st.Records < written {
@@ -90,11 +96,14 @@ func TestDiskFullAtClose(t *testing.T) {
 			if !strings.Contains(err.Error(), "a gap record in the dataset covers them") {
 				t.Fatalf("close: %v", err)
 			}
-			if rerr != nil || tr != nil || uint64(len(got)) != st.Records+1 {
+			if rerr != nil || tr != nil || uint64(len(got)) != st.Records+2 {
 				t.Fatalf("%d records read (%d written), %v %v", len(got), st.Records, rerr, tr)
 			}
 			checkPrefix(t, got[:st.Records], accepted[:st.Records])
-			gap := got[len(got)-1]
+			gap, end := got[len(got)-2], got[len(got)-1]
+			if end.Kind != KindCleanClose || !bytes.Equal(end.Payload, cc.Payload) || end.Seq != gap.Seq+1 {
+				t.Fatalf("the dataset ends %v %q seq %d after the gap's %d, want the clean close", end.Kind, end.Payload, end.Seq, gap.Seq)
+			}
 			c, err := DecodeControl(gap.Payload)
 			if err != nil || gap.Kind != KindGap || gap.Conn != ConnAll || gap.Seq != uint64(len(accepted))+1 {
 				t.Fatalf("last record %v conn %d seq %d: %+v %v", gap.Kind, gap.Conn, gap.Seq, c, err)

@@ -55,6 +55,8 @@ type Writer struct {
 	openDropped  uint64 // frames the open block's loss records report dropped
 	reserve      SegmentFile
 	unwritten    uint64 // records given up at Close
+	lastClose    []byte // payload of the last record appended when it is a KindCleanClose
+	lastCloseRec Record
 	seg          SegmentFile
 	segNum       uint32
 	segOff       int64 // bytes of the segment known good on disk
@@ -283,6 +285,13 @@ func (w *Writer) Append(r *Record) (seq uint64, err error) {
 		w.openFrames++
 	case r.Kind.IsLoss():
 		w.openDropped += droppedOf(r.Payload)
+	}
+	// The last record, if a clean close, is kept (rare, small): should Close
+	// have to give up the backlog, the dataset still ends with it.
+	w.lastClose = w.lastClose[:0]
+	if r.Kind == KindCleanClose {
+		w.lastClose = append(w.lastClose, r.Payload...)
+		w.lastCloseRec = Record{Kind: r.Kind, Flags: r.Flags, Conn: r.Conn, WallNs: r.WallNs, MonoNs: r.MonoNs}
 	}
 	if w.b.size() >= w.o.blockSize {
 		if err := w.seal(); err != nil {
@@ -692,6 +701,14 @@ func (w *Writer) giveUp(err error) (error, bool) {
 	w.seq++
 	var b blockBuilder
 	b.add(&Record{Kind: KindGap, Conn: ConnAll, WallNs: last.LastWall, MonoNs: w.b.lastMono, Payload: EncodeControl(c)}, w.seq)
+	if len(w.lastClose) > 0 {
+		// The clean close the writer's owner ended with still ends the
+		// dataset, after the gap (its own seq is among those given up).
+		cc := w.lastCloseRec
+		cc.Payload = w.lastClose
+		w.seq++
+		b.add(&cc, w.seq)
+	}
 	pb := pendingBlock{ownedBuf: true}
 	pb.buf = b.seal(nil, 0, nil, &pb.hdr)
 	msg := fmt.Errorf("%w: %d records (%d frames, seq %d..%d) given up at close: %w", ErrUnwritten, recs, frames, first.FirstSeq, last.LastSeq, err)

@@ -193,7 +193,7 @@ func TestDiskFullThenFreed(t *testing.T) {
 
 // The disk is still full at shutdown: the recorder gives up after a bounded
 // retry, Run and Close say how many records were not written, and the
-// dataset ends with gap records (written in the space the reserve frees)
+// dataset ends (before the clean close) with gap records (written in the space the reserve frees)
 // that, with the frames and overload records that did reach the disk,
 // account for every frame the server sent.
 func TestDiskFullAtShutdown(t *testing.T) {
@@ -225,9 +225,10 @@ func TestDiskFullAtShutdown(t *testing.T) {
 	for _, r := range ofKind(recs, datasets.KindWriteError) {
 		t.Errorf("a write_error record claims recovery: %s", r.Payload)
 	}
-	last := recs[len(recs)-1]
-	if last.Kind != datasets.KindGap || last.Conn != datasets.ConnAll || !strings.Contains(string(last.Payload), "not written") {
-		t.Fatalf("last record %s %s, want the gap of what was not written", last.Kind, last.Payload)
+	last := recs[len(recs)-2]
+	if last.Kind != datasets.KindGap || last.Conn != datasets.ConnAll || !strings.Contains(string(last.Payload), "not written") ||
+		recs[len(recs)-1].Kind != datasets.KindCleanClose {
+		t.Fatalf("dataset ends %s %s, %s; want the gap of what was not written, then the clean close", last.Kind, last.Payload, recs[len(recs)-1].Kind)
 	}
 	got := accounted(t, s, recs)
 	if got < uint64(before) || got > uint64(sentTotal(s)) {

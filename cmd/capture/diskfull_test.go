@@ -23,8 +23,9 @@ import (
 
 // A real capture process on a real filesystem that fills up and stays full
 // until it is stopped: exit status 1, a summary and an error that say how
-// many records were not written, and a dataset that says it too (its last
-// record is the gap of what was not written, in the space of the reserve)
+// many records were not written, and a dataset that says it too (it ends
+// with the gap of what was not written, in the space of the reserve, and
+// the clean close)
 // and keeps every frame that reached the disk, byte-identical.
 func TestRunDiskFullAtShutdown(t *testing.T) {
 	defer goleak.VerifyNone(t)
@@ -67,20 +68,20 @@ func TestRunDiskFullAtShutdown(t *testing.T) {
 	}
 	defer rd.Close()
 	var frames [][]byte
-	var last datasets.Record
+	var tail [2]datasets.Record
 	for rd.Next() {
 		r := rd.Record()
 		if r.Kind == datasets.KindFrame {
 			frames = append(frames, bytes.Clone(r.Payload))
 		}
-		last = *r
-		last.Payload = bytes.Clone(r.Payload)
+		tail[0], tail[1] = tail[1], *r
+		tail[1].Payload = bytes.Clone(r.Payload)
 	}
 	if err := rd.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if last.Kind != datasets.KindGap || !strings.Contains(string(last.Payload), "not written") {
-		t.Fatalf("last record %s %s, want the gap of what was not written", last.Kind, last.Payload)
+	if gap := tail[0]; gap.Kind != datasets.KindGap || !strings.Contains(string(gap.Payload), "not written") || tail[1].Kind != datasets.KindCleanClose {
+		t.Fatalf("dataset ends %s %s, %s; want the gap of what was not written, then the clean close", gap.Kind, gap.Payload, tail[1].Kind)
 	}
 	sent, j := s.Conns()[0].Sent(), 0
 	for _, f := range frames {

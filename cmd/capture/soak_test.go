@@ -99,15 +99,15 @@ func TestSoakKillAndDiskFull(t *testing.T) {
 				t.Fatalf("run %d: summary %q", i, stdout.String())
 			}
 			nw, _ := strconv.Atoi(m[1])
-			got, last := accountFrames(t, out)
-			if last != datasets.KindGap || got < k || got > capSent(s) {
-				t.Fatalf("run %d: %d frames recorded or reported missing (sent %d before filling, %d in all); last record %v",
-					i, got, k, capSent(s), last)
+			got, tail := accountFrames(t, out)
+			if tail != [2]datasets.Kind{datasets.KindGap, datasets.KindCleanClose} || got < k || got > capSent(s) {
+				t.Fatalf("run %d: %d frames recorded or reported missing (sent %d before filling, %d in all); dataset ends %v",
+					i, got, k, capSent(s), tail)
 			}
 			notWritten, total = append(notWritten, nw), append(total, capSent(s))
 			s.Close()
 		}
-		t.Logf("disk-full soak: %d runs, all exit 1 with the count in the summary and a closing gap record; records not written per run %v of frames sent %v",
+		t.Logf("disk-full soak: %d runs, all exit 1 with the count in the summary and a closing gap and clean-close record; records not written per run %v of frames sent %v",
 			n, notWritten, total)
 	})
 }
@@ -132,8 +132,9 @@ func readFrames(t *testing.T, dir string) [][]byte {
 }
 
 // accountFrames counts the frames a dataset holds plus those its overload
-// and gap records report missing, and returns the kind of its last record.
-func accountFrames(t *testing.T, dir string) (int, datasets.Kind) {
+// and gap records report missing, and returns the kinds of its last two
+// records.
+func accountFrames(t *testing.T, dir string) (int, [2]datasets.Kind) {
 	t.Helper()
 	rd, err := datasets.Open(dir, datasets.WithStrict())
 	if err != nil {
@@ -141,10 +142,10 @@ func accountFrames(t *testing.T, dir string) (int, datasets.Kind) {
 	}
 	defer rd.Close()
 	n := 0
-	var last datasets.Kind
+	var last [2]datasets.Kind
 	for rd.Next() {
 		r := rd.Record()
-		last = r.Kind
+		last[0], last[1] = last[1], r.Kind
 		switch r.Kind {
 		case datasets.KindFrame:
 			n++
