@@ -105,6 +105,39 @@ func (b *Book) Replace(bids, asks []Level) error {
 	return nil
 }
 
+// Matches reports whether the book is valid and holds exactly bids and asks
+// (each side in either strictly monotone price order, as Replace takes it):
+// whether Replace(bids, asks) would change nothing. Input in no monotone
+// order reports false. It allocates nothing.
+func (b *Book) Matches(bids, asks []Level) bool {
+	return b.valid && sideMatches(b.bids, bids) && sideMatches(b.asks, asks)
+}
+
+// sideMatches reports whether src, in storage order or reversed, equals stored.
+func sideMatches(stored, src []Level) bool {
+	n := len(src)
+	if n != len(stored) {
+		return false
+	}
+	if n == 0 {
+		return true
+	}
+	if src[0] == stored[0] {
+		for i := range src {
+			if src[i] != stored[i] {
+				return false
+			}
+		}
+		return true
+	}
+	for i := range src {
+		if src[i] != stored[n-1-i] {
+			return false
+		}
+	}
+	return true
+}
+
 // Input order of a snapshot side, found in one pass.
 const (
 	orderWorstFirst = iota // strictly worst-to-best: our storage order

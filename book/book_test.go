@@ -495,3 +495,40 @@ func TestLevelLayout(t *testing.T) {
 		t.Fatalf("offsetof(Level.Count) = %d, want 16", o)
 	}
 }
+
+func TestMatches(t *testing.T) {
+	b := New(pmScale)
+	bids := []Level{{Price: 4800, Size: 10}, {Price: 4900, Size: 20}}
+	asks := []Level{{Price: 5100, Size: 30}, {Price: 5000, Size: 40}}
+	if b.Matches(bids, asks) {
+		t.Fatal("an invalid, empty book matches a snapshot")
+	}
+	if err := b.Replace(bids, asks); err != nil {
+		t.Fatal(err)
+	}
+	rev := func(l []Level) []Level { return []Level{l[1], l[0]} }
+	for name, c := range map[string]struct {
+		bids, asks []Level
+		want       bool
+	}{
+		"same order":           {bids, asks, true},
+		"reversed":             {rev(bids), rev(asks), true},
+		"one size differs":     {bids, []Level{{Price: 5100, Size: 30}, {Price: 5000, Size: 41}}, false},
+		"one level fewer":      {bids[:1], asks, false},
+		"a price differs":      {[]Level{{Price: 4800, Size: 10}, {Price: 4950, Size: 20}}, asks, false},
+		"sides swapped":        {asks, bids, false},
+		"unordered of three":   {[]Level{{Price: 4800, Size: 10}, {Price: 4700, Size: 1}, {Price: 4900, Size: 20}}, asks, false},
+		"empty side vs levels": {nil, asks, false},
+	} {
+		if got := b.Matches(c.bids, c.asks); got != c.want {
+			t.Errorf("%s: Matches = %v, want %v", name, got, c.want)
+		}
+	}
+	b.Invalidate()
+	if b.Matches(bids, asks) {
+		t.Error("an invalidated book matches its old levels")
+	}
+	if n := testing.AllocsPerRun(100, func() { b.Matches(bids, asks) }); n != 0 {
+		t.Errorf("Matches allocates %v times", n)
+	}
+}

@@ -168,18 +168,29 @@ func cpuNs() int64 {
 
 // BenchmarkReplaySamples replays the shipped samples (generated from real
 // frames, with REST summaries, losses and every message type): the mix a
-// user's first run sees.
+// user's first run sees. The Polymarket sample is hash-rich, so it runs in
+// each hash mode: the default (sampled) against off is issue 17's ratio.
 func BenchmarkReplaySamples(b *testing.B) {
-	for _, name := range []string{"polymarket", "hyperliquid"} {
-		b.Run(name, func(b *testing.B) {
-			dir := "../datasets/samples/" + name
+	runs := []struct {
+		name, dir string
+		mode      HashMode
+	}{
+		{"polymarket/hash=sampled", "polymarket", HashSampled},
+		{"polymarket/hash=all", "polymarket", HashAll},
+		{"polymarket/hash=off", "polymarket", HashOff},
+		{"hyperliquid", "hyperliquid", HashSampled},
+	}
+	for _, run := range runs {
+		b.Run(run.name, func(b *testing.B) {
+			dir := "../datasets/samples/" + run.dir
 			if _, err := datasets.ReadManifest(dir); err != nil {
 				b.Skip(err)
 			}
 			var frames, bytes uint64
 			b.ReportAllocs()
+			cpu0 := cpuNs()
 			for range b.N {
-				r, err := New([]string{dir})
+				r, err := New([]string{dir}, WithHashMode(run.mode, DefaultHashEvery))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -191,8 +202,10 @@ func BenchmarkReplaySamples(b *testing.B) {
 				frames += s.Frames
 				bytes = s.Bytes
 			}
+			cpu := cpuNs() - cpu0
 			b.SetBytes(int64(bytes))
 			b.ReportMetric(float64(frames)/b.Elapsed().Seconds(), "frames/s")
+			b.ReportMetric(float64(cpu)/float64(frames), "cpu-ns/frame")
 		})
 	}
 }

@@ -13,10 +13,10 @@ var ErrVenue = errors.New("replayer: unsupported venue")
 
 // venueDecoder returns a fresh decoder for one connection slot from the
 // venue's driver.
-func venueDecoder(name string, hashCheck bool) (venue.Decoder, error) {
+func venueDecoder(name string, o venue.DecoderOptions) (venue.Decoder, error) {
 	d, err := registry.Lookup(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w %q", ErrVenue, name)
 	}
-	return d.NewDecoder(venue.DecoderOptions{HashCheck: hashCheck}), nil
+	return d.NewDecoder(o), nil
 }

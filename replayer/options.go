@@ -23,8 +23,9 @@ type options struct {
 	sleeper      Sleeper
 	// newDecoder builds the decoder of one connection slot from the
 	// manifest's venue; tests swap in fakes.
-	newDecoder func(venueName string, hashCheck bool) (venue.Decoder, error)
-	hashCheck  bool
+	newDecoder func(venueName string, o venue.DecoderOptions) (venue.Decoder, error)
+	hashMode   HashMode
+	hashEvery  time.Duration
 	// skipDamaged makes damage stepped over a warning instead of Run's error.
 	skipDamaged bool
 	// Bounds on per-dataset state (WithLimits).
@@ -35,7 +36,7 @@ type options struct {
 
 // defaults are the options of a Replayer with none given.
 func defaults() options {
-	return options{speed: SpeedMax, maxGap: DefaultMaxGap, newDecoder: venueDecoder, hashCheck: true,
+	return options{speed: SpeedMax, maxGap: DefaultMaxGap, newDecoder: venueDecoder, hashEvery: DefaultHashEvery,
 		maxConns: DefaultMaxConns, maxInstruments: DefaultMaxInstruments}
 }
 
@@ -91,22 +92,93 @@ func WithSleeper(s Sleeper) Option {
 	}
 }
 
-// WithHashCheck turns the verification of venue book hashes on or off
-// (default on). Polymarket hashes are SHA-1 over the whole book and cost most
-// of the decoding time where they can be checked (a REST summary supplied the
-// fields WebSocket books lack); books are the same either way, only the
-// Quality and Summary hash counters stay 0 when off.
-func WithHashCheck(on bool) Option {
+// HashMode says which venue book hashes a replay verifies (Polymarket
+// publishes one per book and per price change; other venues none).
+type HashMode uint8
+
+// Hash modes. The zero value is the default.
+const (
+	// HashSampled verifies, per instrument, at most one hash per interval of
+	// the venue's time (WithHashMode; DefaultHashEvery), always the newest
+	// one a frame left, and always the pending one before a snapshot
+	// replaces the book (unless the snapshot equals the book, which confirms
+	// its levels), before a loss and at the end. A book that diverges stays
+	// diverged until one of those, so every divergence is still reported,
+	// at most an interval of venue time later.
+	HashSampled HashMode = iota
+	// HashAll verifies every hash.
+	HashAll
+	// HashOff verifies none.
+	HashOff
+)
+
+// DefaultHashEvery is HashSampled's interval.
+const DefaultHashEvery = 2 * time.Second
+
+var hashModeNames = [...]string{"sampled", "all", "off"}
+
+// String returns "sampled", "all" or "off".
+func (m HashMode) String() string {
+	if int(m) < len(hashModeNames) {
+		return hashModeNames[m]
+	}
+	return fmt.Sprintf("HashMode(%d)", uint8(m))
+}
+
+// ParseHashMode reads "all", "sampled" or "off"; "true" and "false", the
+// values of the boolean flag it replaced, mean all and off.
+func ParseHashMode(s string) (HashMode, error) {
+	switch s {
+	case "all", "true":
+		return HashAll, nil
+	case "sampled":
+		return HashSampled, nil
+	case "off", "false":
+		return HashOff, nil
+	}
+	return 0, fmt.Errorf("%w: hash check %q (want all, sampled or off)", ErrOption, s)
+}
+
+// WithHashMode sets which venue book hashes are verified (default
+// HashSampled at DefaultHashEvery); every is HashSampled's interval of the
+// venue's time, ignored by the other modes. Books are the same in every
+// mode: only the Quality and Summary hash counters differ, and the digest
+// does not cover them. Polymarket hashes are SHA-1 over the whole book, most
+// of the decoding time where they can be checked.
+func WithHashMode(m HashMode, every time.Duration) Option {
 	return func(o *options) error {
-		o.hashCheck = on
+		if int(m) >= len(hashModeNames) || (m == HashSampled && every <= 0) {
+			return fmt.Errorf("%w: hash check %v every %v", ErrOption, m, every)
+		}
+		o.hashMode, o.hashEvery = m, every
 		return nil
 	}
+}
+
+// WithHashCheck is WithHashMode(HashAll) when on, HashOff when off.
+func WithHashCheck(on bool) Option {
+	return func(o *options) error {
+		o.hashMode = HashOff
+		if on {
+			o.hashMode = HashAll
+		}
+		return nil
+	}
+}
+
+// decoderOptions are the venue decoder options the hash mode implies.
+func (o *options) decoderOptions() venue.DecoderOptions {
+	d := venue.DecoderOptions{HashCheck: o.hashMode != HashOff}
+	if o.hashMode == HashSampled {
+		d.HashEvery = o.hashEvery
+	}
+	return d
 }
 
 // withDecoders replaces the venue decoder factory (tests).
 func withDecoders(f func(venueName string) (venue.Decoder, error)) Option {
 	return func(o *options) error {
-		o.newDecoder = func(name string, _ bool) (venue.Decoder, error) { return f(name) }
+		o.newDecoder = func(name string, _ venue.DecoderOptions) (venue.Decoder, error) { return f(name) }
 		return nil
 	}
 }

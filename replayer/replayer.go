@@ -75,7 +75,7 @@ func New(paths []string, opts ...Option) (*Replayer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("replayer: open %s: %w", p, err)
 		}
-		if _, err := o.newDecoder(m.Venue, o.hashCheck); err != nil {
+		if _, err := o.newDecoder(m.Venue, o.decoderOptions()); err != nil {
 			return nil, fmt.Errorf("replayer: dataset %s: %w", p, err)
 		}
 		r.manifests = append(r.manifests, m)
@@ -204,7 +204,7 @@ func (r *Replayer) conn(ds int, c uint32) (*connState, error) {
 			ErrLimit, r.paths[ds], r.opts.maxConns, c)
 	}
 	v := r.manifests[ds].Venue
-	dec, err := r.opts.newDecoder(v, r.opts.hashCheck)
+	dec, err := r.opts.newDecoder(v, r.opts.decoderOptions())
 	if err != nil {
 		return nil, fmt.Errorf("replayer: dataset %s: %w", r.paths[ds], err)
 	}
@@ -312,6 +312,7 @@ func addStats(dst *venue.Stats, s venue.Stats) {
 	dst.NonJSON += s.NonJSON
 	dst.HashChecked += s.HashChecked
 	dst.HashOK += s.HashOK
+	dst.HashSeen += s.HashSeen
 	dst.TopChecked += s.TopChecked
 	dst.TopMismatch += s.TopMismatch
 	dst.CrossedBatches += s.CrossedBatches
@@ -748,7 +749,11 @@ func (r *Replayer) summary(start time.Time) *Summary {
 		}
 	}
 	s.Instruments = len(seen)
-	s.HashChecked, s.HashOK = stats.HashChecked, stats.HashOK
+	s.HashChecked, s.HashOK, s.HashSeen = stats.HashChecked, stats.HashOK, stats.HashSeen
+	s.HashMode = r.opts.hashMode.String()
+	if r.opts.hashMode == HashSampled {
+		s.HashEvery = r.opts.hashEvery.String()
+	}
 	s.TopChecked, s.TopMismatch = stats.TopChecked, stats.TopMismatch
 	s.CrossedBatches = stats.CrossedBatches
 	s.RejectedMessages, s.BooksInvalidated = stats.Rejected, stats.Invalidated

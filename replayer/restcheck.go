@@ -25,7 +25,7 @@ func CheckREST(dir string) (*RESTCheck, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := venueDecoder(m.Venue, false); err != nil {
+	if _, err := venueDecoder(m.Venue, venue.DecoderOptions{}); err != nil {
 		return nil, fmt.Errorf("replayer: dataset %s: %w", dir, err)
 	}
 	rd, err := datasets.Open(dir, datasets.WithSkipDamaged())
@@ -44,7 +44,7 @@ func CheckREST(dir string) (*RESTCheck, error) {
 		c.Bodies++
 		dec := decs[rec.Conn]
 		if dec == nil {
-			dec, _ = venueDecoder(m.Venue, false)
+			dec, _ = venueDecoder(m.Venue, venue.DecoderOptions{})
 			decs[rec.Conn] = dec
 		}
 		if err := dec.Decode(rec.Payload, rec.WallNs, &out); err != nil {

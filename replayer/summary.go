@@ -65,6 +65,13 @@ type Summary struct {
 	// lists it); nil when none.
 	Damaged *Damaged `json:"damaged,omitempty"`
 
+	// HashMode is the verification that ran ("all", "sampled" or "off",
+	// WithHashMode); HashEvery the sampling interval of "sampled". HashSeen
+	// counts the hashes on checkable books, HashChecked those verified and
+	// HashOK those that matched.
+	HashMode       string `json:"hash_mode"`
+	HashEvery      string `json:"hash_every,omitempty"`
+	HashSeen       uint64 `json:"hash_seen"`
 	HashChecked    uint64 `json:"hash_checked"`
 	HashOK         uint64 `json:"hash_ok"`
 	TopChecked     uint64 `json:"top_checked"`

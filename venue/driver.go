@@ -2,6 +2,7 @@ package venue
 
 import (
 	"errors"
+	"time"
 
 	"github.com/tapedeck/tapedeck/book"
 )
@@ -46,6 +47,14 @@ type DecoderOptions struct {
 	// (Polymarket), counting results in Quality and Stats. A mismatch never
 	// rejects data.
 	HashCheck bool
+	// HashEvery, with HashCheck, samples the checks: per instrument at most
+	// one per HashEvery of the venue's own time, always the newest hash a
+	// frame left, and always the pending one before a snapshot replaces the
+	// book (unless the snapshot equals it, which confirms the levels), before
+	// a loss and at the end (Flush). A book that diverges stays diverged
+	// until one of those, so every divergence is still caught, a little
+	// later. 0 checks every hash.
+	HashEvery time.Duration
 }
 
 // Capabilities are what a venue's data carries, for code that shapes its

@@ -117,6 +117,7 @@ type Stats struct {
 	UnknownTypes   uint64 // messages of an event type or channel we skip
 	NonJSON        uint64 // PING/PONG and other text that is not JSON
 	HashChecked    uint64
+	HashSeen       uint64 // hashes on checkable books: checked, or passed over by sampling (DecoderOptions.HashEvery)
 	HashOK         uint64
 	TopChecked     uint64
 	TopMismatch    uint64

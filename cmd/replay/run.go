@@ -26,7 +26,7 @@ type runOptions struct {
 	Speed        replayer.Speed
 	MaxGap       time.Duration
 	JSON         bool
-	HashCheck    bool
+	Hash         hashFlags
 	SkipDamaged  bool
 	AllowRejects bool // exit 0 despite rejected frames
 
@@ -97,7 +97,7 @@ unless --allow-rejects is given.`,
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the summary as JSON")
 	cmd.Flags().BoolVar(&opts.SkipDamaged, "skip-damaged", false, skipDamagedUsage)
 	cmd.Flags().BoolVar(&opts.AllowRejects, "allow-rejects", false, "exit 0 even if the decoder rejected frames or REST bodies (they are still listed)")
-	cmd.Flags().BoolVar(&opts.HashCheck, "hash-check", true, "verify venue book hashes where the recording makes them checkable (false is faster; books are the same)")
+	opts.Hash.add(cmd.Flags())
 	return cmd
 }
 
@@ -106,7 +106,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		ctx = context.Background()
 	}
 	r, err := replayer.New(opts.Paths, replayer.WithWindow(opts.FromNs, opts.ToNs),
-		replayer.WithSpeed(opts.Speed), replayer.WithMaxGap(opts.MaxGap), replayer.WithHashCheck(opts.HashCheck), replayer.WithSkipDamaged(opts.SkipDamaged))
+		replayer.WithSpeed(opts.Speed), replayer.WithMaxGap(opts.MaxGap), opts.Hash.option(), replayer.WithSkipDamaged(opts.SkipDamaged))
 	if err != nil {
 		return err
 	}
@@ -215,7 +215,14 @@ func printSummary(w io.Writer, s *replayer.Summary) error {
 		fmt.Fprintf(tw, "REST bodies rejected\t%d\n", s.RESTUndecoded)
 		printDecodeErrors(tw, s.FirstRESTErrors)
 	}
-	fmt.Fprintf(tw, "hash checks\t%d ok of %d\n", s.HashOK, s.HashChecked)
+	switch s.HashMode {
+	case "sampled":
+		fmt.Fprintf(tw, "hash checks\t%d ok of %d checked (sampled every %s of %d hashes)\n", s.HashOK, s.HashChecked, s.HashEvery, s.HashSeen)
+	case "off":
+		fmt.Fprintf(tw, "hash checks\toff\n")
+	default:
+		fmt.Fprintf(tw, "hash checks\t%d ok of %d\n", s.HashOK, s.HashChecked)
+	}
 	fmt.Fprintf(tw, "top of book\t%d mismatches of %d checks\n", s.TopMismatch, s.TopChecked)
 	fmt.Fprintf(tw, "crossed batches\t%d\n", s.CrossedBatches)
 	if s.UnknownKinds > 0 || s.ControlErrors > 0 {

@@ -66,7 +66,11 @@ func (d *Decoder) Decode(frame []byte, recvNs int64, out *venue.Frame) error {
 		d.rejectFrame(frame, err, out)
 		return err
 	}
-	if err := d.apply(out); err != nil {
+	err := d.apply(out)
+	if len(d.hashDue) > 0 {
+		d.sampleHashes()
+	}
+	if err != nil {
 		d.stats.Errors++
 		return err
 	}
@@ -102,6 +106,7 @@ func (d *Decoder) rejectFrame(frame []byte, err error, out *venue.Frame) {
 
 // invalidate marks one instrument's book invalid until its next snapshot.
 func (d *Decoder) invalidate(in *instrument) {
+	d.settleHash(in)
 	d.closeBatch(in)
 	in.book.Invalidate()
 	in.gap = true
@@ -198,6 +203,12 @@ func (d *Decoder) apply(out *venue.Frame) error {
 		case kBook:
 			in := d.instrumentOf(m.inst, m.asset.b, m.market)
 			d.closeBatch(in)
+			if in.hashPend && in.book.Matches(d.levels[m.bidLo:m.bidHi], d.levels[m.askLo:m.askHi]) {
+				// The venue's snapshot is the book the pending sampled hash
+				// describes: it confirms the levels without a SHA-1.
+				in.hashPend = false
+			}
+			d.settleHash(in)
 			if err := in.book.Replace(d.levels[m.bidLo:m.bidHi], d.levels[m.askLo:m.askHi]); err != nil {
 				out.Events = out.Events[:0]
 				return &DecodeError{Offset: m.start, Event: "book", Err: errors.Join(errInternal, err)}
@@ -219,7 +230,7 @@ func (d *Decoder) apply(out *venue.Frame) error {
 			}
 			in.q.AfterGap, in.gap, in.snapped = in.gap, false, true
 			in.q.Crossed = in.book.Crossed()
-			d.checkHash(in, m.ts.b, m.hash)
+			d.checkHash(in, m.ts.b, m.hash, m.tsMs)
 			ev := d.newEvent(out, venue.EventSnapshot, m)
 			ev.Instrument, ev.Market, ev.Book = in.id, in.market, in.book
 		case kPriceChange:
@@ -241,9 +252,13 @@ func (d *Decoder) apply(out *venue.Frame) error {
 				// Set fails only on negative values, which parse rejects.
 				g0 := in.book.Generation()
 				_ = in.book.Set(c.side, c.price, c.size, 0)
-				in.hc.afterSet(in.book, g0, c.side, c.price, c.size)
+				if d.opts.hashEvery == 0 {
+					// Every hash is checked: keep the serialized sides in
+					// step. Sampled checks rebuild them (cheaply) instead.
+					in.hc.afterSet(in.book, g0, c.side, c.price, c.size)
+				}
 				if in.book.Valid() {
-					d.checkHash(in, m.ts.b, c.hash)
+					d.checkHash(in, m.ts.b, c.hash, m.tsMs)
 				}
 				ev := d.newEvent(out, venue.EventLevel, m)
 				ev.Instrument, ev.Market, ev.Book = in.id, in.market, in.book
@@ -351,11 +366,71 @@ func (d *Decoder) closeBatch(in *instrument) {
 }
 
 // checkHash compares in's book with the venue's hash want when every hashed
-// field is known. It tries the form that matched last first, then the other
-// one if a last trade price is known; a mismatch is only counted.
-func (d *Decoder) checkHash(in *instrument, ts, want []byte) {
+// field is known: now, or, when sampling (WithHashSampling), as the pending
+// hash that sampleHashes or settleHash verifies later.
+func (d *Decoder) checkHash(in *instrument, ts, want []byte, tsMs int64) {
+	if !d.opts.hashCheck || !in.hashable() {
+		return
+	}
+	d.stats.HashSeen++
+	if d.opts.hashEvery > 0 {
+		// Sampled: keep the newest hash; sampleHashes decides after the
+		// frame, settleHash before anything it does not cover changes.
+		in.hashPend = true
+		in.pendHash = append(in.pendHash[:0], want...)
+		in.pendTs = append(in.pendTs[:0], ts...)
+		in.pendMs, in.pendLtp, in.pendTick = tsMs, in.ltp, in.tick
+		if !in.hashQueued {
+			in.hashQueued = true
+			d.hashDue = append(d.hashDue, in)
+		}
+		return
+	}
+	d.verifyHash(in, ts, want)
+}
+
+// sampleHashes verifies, after a frame, the pending hash of each instrument
+// the frame gave one whose last verified check is at least hashEvery old (in
+// the venue's time), or that was never checked.
+func (d *Decoder) sampleHashes() {
+	for _, in := range d.hashDue {
+		in.hashQueued = false
+		if in.hashPend && (!in.everHashed || in.pendMs-in.checkedMs >= d.opts.hashEvery || in.pendMs < in.checkedMs) {
+			d.settleHash(in)
+		}
+	}
+	clear(d.hashDue)
+	d.hashDue = d.hashDue[:0]
+}
+
+// settleHash verifies in's pending sampled hash now, while the levels are
+// still the ones it describes (callers settle before a snapshot replaces
+// them, before a loss invalidates them, before instrument info changes and
+// at the end).
+func (d *Decoder) settleHash(in *instrument) {
+	if !in.hashPend {
+		return
+	}
+	in.hashPend = false
+	if !in.book.Valid() || !in.hashable() {
+		return
+	}
+	in.everHashed, in.checkedMs = true, in.pendMs
+	// The hash covers the last trade price and tick size as they were when
+	// it was sent; a trade or tick change since then does not touch levels.
+	ltp, tick := in.ltp, in.tick
+	in.ltp, in.tick = in.pendLtp, in.pendTick
+	d.verifyHash(in, in.pendTs, in.pendHash)
+	in.ltp, in.tick = ltp, tick
+}
+
+// verifyHash compares in's book with the venue's hash want (40 hex digits;
+// anything else is not checked). It tries the form that matched last first,
+// then the other one if a last trade price is known; a mismatch is only
+// counted.
+func (d *Decoder) verifyHash(in *instrument, ts, want []byte) {
 	var sum [sha1.Size]byte
-	if !d.opts.hashCheck || !in.hashable() || !decodeHash40(&sum, want) {
+	if !decodeHash40(&sum, want) {
 		return
 	}
 	ok := d.hashForm(in, ts, &sum, in.ltpFirst && in.ltp != 0)

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"hash"
 	"slices"
+	"time"
 
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/venue"
@@ -57,6 +58,7 @@ type Option func(*options)
 
 type options struct {
 	hashCheck bool
+	hashEvery int64 // ms of the venue's time between sampled checks; 0: every hash
 	infos     []InstrumentInfo
 }
 
@@ -66,6 +68,23 @@ func defaultOptions() options { return options{hashCheck: true} }
 // are computed only for books whose hashed fields are all known, so turning
 // it off matters only when InstrumentInfo is supplied or learned.
 func WithHashCheck(on bool) Option { return func(o *options) { o.hashCheck = on } }
+
+// WithHashSampling verifies at most one hash per asset per every of the
+// venue's time (rounded up to a millisecond) instead of every hash: always
+// the newest one a frame left, and always the pending one before a
+// snapshot replaces the book (unless the snapshot equals it, which confirms
+// the levels), before a loss (Invalidate), before SetInstrumentInfo and at
+// the end (Flush). A diverged book stays diverged until one of those, so it
+// is still caught.
+// 0 (the default) checks every hash.
+func WithHashSampling(every time.Duration) Option {
+	return func(o *options) {
+		o.hashEvery = 0
+		if every > 0 {
+			o.hashEvery = int64((every + time.Millisecond - 1) / time.Millisecond)
+		}
+	}
+}
 
 // WithInstrumentInfo supplies hash fields for some assets, as SetInstrumentInfo
 // does. NewDecoder panics if one is invalid: validate data from the network
@@ -95,11 +114,12 @@ type Decoder struct {
 	levels  []book.Level
 	changes []change
 	sortBuf []book.Level
-	hashBuf []byte       // a hash input's head, up to the bids
-	errText []byte       // the texts of this frame's EventReject events
-	rejs    []rejection  // this frame's rejected messages (msg.rej)
-	topBuf  []book.Level // levels for a hash cache rebuild
-	sha     hash.Hash    // SHA-1, reset or restored for every hash check
+	hashBuf []byte        // a hash input's head, up to the bids
+	errText []byte        // the texts of this frame's EventReject events
+	rejs    []rejection   // this frame's rejected messages (msg.rej)
+	topBuf  []book.Level  // levels for a hash cache rebuild
+	sha     hash.Hash     // SHA-1, reset or restored for every hash check
+	hashDue []*instrument // instruments given a pending hash by this frame
 }
 
 // NewDecoder returns a Decoder with no books.
@@ -142,6 +162,18 @@ type instrument struct {
 	inPending bool
 	hc        hashCache // the book serialized for hash checks
 
+	// Sampled hash checks: the newest hash not yet verified, its message's
+	// timestamp text and ms, and the ms of the last verified check.
+	hashPend   bool
+	hashQueued bool // in Decoder.hashDue for this frame
+	pendHash   []byte
+	pendTs     []byte
+	pendMs     int64
+	pendLtp    int64 // ltp and tick when the pending hash was sent
+	pendTick   int64
+	checkedMs  int64
+	everHashed bool
+
 	// The open timestamp batch of price changes.
 	batchOpen bool
 	batchTs   int64 // ms
@@ -176,6 +208,7 @@ func (d *Decoder) SetInstrumentInfo(info InstrumentInfo) error {
 		return fmt.Errorf("polymarket: instrument info %s: %w", info.AssetID, ErrTooManyInstruments)
 	}
 	in := d.intern([]byte(info.AssetID), []byte(info.Market))
+	d.settleHash(in) // a pending sampled hash describes the fields before this
 	if info.Market != "" {
 		in.market = d.internMarket([]byte(info.Market))
 	}
@@ -234,6 +267,11 @@ func (d *Decoder) Stats() venue.Stats { return d.stats }
 // Flush closes every open timestamp batch, running its top-of-book and
 // crossed-book checks. It appends no events; out may be nil.
 func (d *Decoder) Flush(out *venue.Frame) {
+	if d.opts.hashEvery > 0 {
+		for _, in := range d.list {
+			d.settleHash(in)
+		}
+	}
 	for _, in := range d.pending {
 		d.closeBatch(in)
 		in.inPending = false

@@ -20,7 +20,7 @@ func (driver) Name() string      { return Name }
 func (driver) Scale() book.Scale { return scale() }
 
 func (driver) NewDecoder(o venue.DecoderOptions) venue.Decoder {
-	return NewDecoder(WithHashCheck(o.HashCheck))
+	return NewDecoder(WithHashCheck(o.HashCheck), WithHashSampling(o.HashEvery))
 }
 
 func (driver) Capabilities() venue.Capabilities {

@@ -259,8 +259,11 @@ func (c *hashCache) afterSet(b *book.Book, g0 uint64, side book.Side, price, siz
 }
 
 // fill serializes side of b into s, copying the entries of levels that old
-// holds at the same index instead of formatting them again: a snapshot mostly
-// repeats the book it replaces. It reports whether s differs from old.
+// holds with the same price and size instead of formatting them again: a
+// snapshot mostly repeats the book it replaces, and a sampled hash check
+// (WithHashSampling) rebuilds a side after a few level changes. Both are in
+// storage order (bids ascending, asks descending), so one merge walk finds
+// every reusable entry. It reports whether s differs from old.
 func (s *sideCache) fill(b *book.Book, side book.Side, tmp *[]book.Level, old *sideCache) (changed bool) {
 	lv := b.Top(side, (*tmp)[:0], -1)
 	*tmp = lv
@@ -273,15 +276,21 @@ func (s *sideCache) fill(b *book.Book, side book.Side, tmp *[]book.Level, old *s
 	s.sizes = slices.Grow(s.sizes[:0], n)
 	s.ends = slices.Grow(s.ends[:0], n)
 	changed = len(lv) != len(old.prices)
+	bid := side == book.Bid
+	j := 0 // the first entry of old not yet passed
 	for i := len(lv) - 1; i >= 0; i-- {
 		k := len(s.prices)
 		p, z := lv[i].Price, lv[i].Size
-		if k < len(old.prices) && old.prices[k] == p && old.sizes[k] == z {
+		for j < len(old.prices) && (bid && old.prices[j] < p || !bid && old.prices[j] > p) {
+			j++
+		}
+		if j < len(old.prices) && old.prices[j] == p && old.sizes[j] == z {
 			lo := int32(0)
-			if k > 0 {
-				lo = old.ends[k-1]
+			if j > 0 {
+				lo = old.ends[j-1]
 			}
-			s.buf = append(s.buf, old.buf[lo:old.ends[k]]...)
+			s.buf = append(s.buf, old.buf[lo:old.ends[j]]...)
+			changed = changed || j != k
 		} else {
 			s.buf = appendEntry(s.buf, p, z)
 			changed = true

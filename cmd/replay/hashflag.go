@@ -1,0 +1,42 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tapedeck/tapedeck/replayer"
+)
+
+// hashFlags are --hash-check and --hash-every, shared by the verbs that
+// replay through the books.
+type hashFlags struct {
+	mode  replayer.HashMode
+	every time.Duration
+}
+
+// add registers the flags on fs. --hash-check alone means all; true and false,
+// the values of the boolean flag it replaced, still mean all and off.
+func (h *hashFlags) add(fs *pflag.FlagSet) {
+	h.mode, h.every = replayer.HashSampled, replayer.DefaultHashEvery
+	fs.Var((*hashModeValue)(&h.mode), "hash-check",
+		"venue book hash verification: sampled (at most one per instrument per --hash-every of venue time, always before a snapshot, a loss and at the end: a diverged book is still caught), all, or off; books are the same in every mode")
+	fs.Lookup("hash-check").NoOptDefVal = "all"
+	fs.DurationVar(&h.every, "hash-every", replayer.DefaultHashEvery, "--hash-check=sampled: the interval of venue time between checks of one instrument")
+}
+
+// option is the replayer option the flags ask for.
+func (h *hashFlags) option() replayer.Option { return replayer.WithHashMode(h.mode, h.every) }
+
+type hashModeValue replayer.HashMode
+
+func (v *hashModeValue) String() string { return replayer.HashMode(*v).String() }
+func (v *hashModeValue) Type() string   { return "mode" }
+func (v *hashModeValue) Set(s string) error {
+	m, err := replayer.ParseHashMode(s)
+	if err != nil {
+		return err
+	}
+	*v = hashModeValue(m)
+	return nil
+}
