@@ -73,7 +73,7 @@ func ExampleRecorder_Subscribe() {
 		log.Fatal(err)
 	}
 
-	rp, err := replayer.New([]string{path})
+	rp, err := replayer.New([]string{path}, replayer.WithHashCheck(true))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -62,7 +62,11 @@ func WithLive(on bool) Option {
 }
 
 // WithLiveHashCheck turns the live verification of venue book hashes on (the
-// default) or off, as replayer.WithHashCheck does for replay.
+// default) or off. Live, every hash is checked (a replay's --hash-check=all):
+// at a live frame rate that costs little, and a mismatch is seen, and healed,
+// at the frame that shows it rather than up to a sampling interval later. A
+// replay meant to match a live subscriber's Quality counts exactly uses
+// replayer.WithHashCheck(true) (replayer.HashAll).
 func WithLiveHashCheck(on bool) Option {
 	return func(o *options) error { o.live.noHashCheck = !on; return nil }
 }

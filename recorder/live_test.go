@@ -77,7 +77,7 @@ func TestLiveSubscriberSeesWhatReplayDelivers(t *testing.T) {
 		t.Fatalf("no integrity or resubscribe records: %+v", st)
 	}
 
-	rp, err := replayer.New([]string{c.dir})
+	rp, err := replayer.New([]string{c.dir}, replayer.WithHashCheck(true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestLiveHealsHashMismatch(t *testing.T) {
 	}
 
 	// A replay of the recording checks the same four hashes.
-	rp, err := replayer.New([]string{c.dir})
+	rp, err := replayer.New([]string{c.dir}, replayer.WithHashCheck(true))
 	if err != nil {
 		t.Fatal(err)
 	}
