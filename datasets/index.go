@@ -46,7 +46,11 @@ var errStaleIndex = errors.New("datasets: stale index")
 // readIndex reads the index of segment num and checks it against the
 // segment's current size. Any mismatch gives an error; callers rebuild.
 func readIndex(dir string, num uint32, segSize int64) ([]indexEntry, error) {
-	b, err := os.ReadFile(filepath.Join(dir, indexName(num)))
+	return readIndexIn(NewLocalStore(dir), num, segSize)
+}
+
+func readIndexIn(st Store, num uint32, segSize int64) ([]indexEntry, error) {
+	b, err := st.ReadFile(indexName(num))
 	if err != nil {
 		return nil, err
 	}
@@ -124,16 +128,21 @@ type scanResult struct {
 // scanSegment rebuilds a segment's index from its block headers, reading
 // only the headers (contents are skipped, not checksummed).
 func scanSegment(path string) (*scanResult, error) {
-	f, err := os.Open(path)
+	return scanSegmentIn(NewLocalStore(filepath.Dir(path)), filepath.Base(path))
+}
+
+func scanSegmentIn(store Store, name string) (*scanResult, error) {
+	path := store.Join(name)
+	f, err := store.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("datasets: open segment: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	size, err := f.Size()
 	if err != nil {
 		return nil, fmt.Errorf("datasets: stat segment: %w", err)
 	}
-	res := &scanResult{size: st.Size()}
+	res := &scanResult{size: size}
 	var buf [blockHeaderSize]byte
 	if _, err := io.ReadFull(io.NewSectionReader(f, 0, segmentHeaderSize), buf[:segmentHeaderSize]); err != nil {
 		res.damage = &CorruptionError{File: path, Offset: 0, Err: fmt.Errorf("segment header: %w", ErrShortHeader)}

@@ -39,6 +39,11 @@ type Info struct {
 	// Err is set when the dataset could not be read to the end (damage:
 	// run Verify and Repair); the counts cover what came before.
 	Err string `json:"error,omitempty"`
+	// FromIndex means the Info comes from the manifest and the segment
+	// indexes alone (Catalog of a remote store): no segment body was read,
+	// so Records, StartNs and EndNs are the indexes' and RawBytes, ByKind,
+	// Conns and Losses are not known.
+	FromIndex bool `json:"from_index,omitempty"`
 }
 
 // ConnInfo summarises one connection slot.
@@ -82,13 +87,13 @@ func Inspect(dir string) (*Info, error) {
 	defer r.Close()
 	info := &Info{Dir: dir, Manifest: r.Manifest(), Segments: len(r.segs), ByKind: map[string]uint64{},
 		Conns: []ConnInfo{}, Losses: []Loss{}, Live: []Loss{}}
-	ents, err := os.ReadDir(dir)
+	ents, err := r.st.List()
 	if err != nil {
 		return nil, fmt.Errorf("datasets: inspect: %w", err)
 	}
 	for _, e := range ents {
-		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
-			info.DiskBytes += fi.Size()
+		if e.Regular {
+			info.DiskBytes += e.Size
 		}
 	}
 	conns := map[uint32]*ConnInfo{}
@@ -178,7 +183,13 @@ func firstNonEmpty(s ...string) string {
 // order, without descending into a dataset. A dataset that cannot be
 // inspected is listed with only Dir and Err set. The error is for a root that
 // cannot be walked.
+//
+// A remote root (s3://bucket/prefix) is catalogued from the manifests and
+// indexes alone, without reading segment bodies (Info.FromIndex).
 func Catalog(root string) ([]*Info, error) {
+	if IsRemote(root) {
+		return catalogRemote(root)
+	}
 	var out []*Info
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -205,4 +216,66 @@ func Catalog(root string) ([]*Info, error) {
 		return nil, fmt.Errorf("datasets: catalog: %w", err)
 	}
 	return out, nil
+}
+
+func catalogRemote(root string) ([]*Info, error) {
+	st, err := OpenStore(root)
+	if err != nil {
+		return nil, err
+	}
+	w, ok := st.(Walker)
+	if !ok {
+		return nil, fmt.Errorf("datasets: catalog: %s cannot list its datasets", root)
+	}
+	locs, err := w.Datasets()
+	if err != nil {
+		return nil, fmt.Errorf("datasets: catalog %s: %w", root, err)
+	}
+	out := make([]*Info, 0, len(locs))
+	for _, loc := range locs {
+		info, err := IndexInfo(loc)
+		if err != nil {
+			info = &Info{Dir: loc, Err: err.Error()}
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// IndexInfo describes the dataset at location from its manifest and segment
+// indexes, reading no segment body (a missing or stale index is rebuilt from
+// the block headers): Info.FromIndex is set.
+func IndexInfo(location string) (*Info, error) {
+	r, err := Open(location)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	info := &Info{Dir: location, Manifest: r.Manifest(), Segments: len(r.segs), ByKind: map[string]uint64{},
+		Conns: []ConnInfo{}, Losses: []Loss{}, Live: []Loss{}, FromIndex: true}
+	ents, err := r.st.List()
+	if err != nil {
+		return nil, fmt.Errorf("datasets: inspect: %w", err)
+	}
+	for _, e := range ents {
+		info.DiskBytes += e.Size
+	}
+	for i := range r.segs {
+		if err := r.loadIndex(i); err != nil {
+			info.Err = err.Error()
+			break
+		}
+		s := &r.segs[i]
+		for _, e := range s.entries {
+			if info.Records == 0 {
+				info.StartNs = e.FirstWall
+			}
+			info.Records += uint64(e.Count)
+			info.EndNs = e.LastWall
+		}
+		if s.damage != nil && info.Err == "" {
+			info.Err = s.damage.Error()
+		}
+	}
+	return info, nil
 }

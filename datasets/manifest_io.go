@@ -10,18 +10,27 @@ import (
 	"path/filepath"
 )
 
-// ReadManifest reads the manifest of the dataset in dir. A directory without
-// one gives an error wrapping ErrNotDataset.
-func ReadManifest(dir string) (Manifest, error) {
+// ReadManifest reads the manifest of the dataset at location (a directory
+// or a URL of a registered scheme). A location without one gives an error
+// wrapping ErrNotDataset.
+func ReadManifest(location string) (Manifest, error) {
+	st, err := OpenStore(location)
+	if err != nil {
+		return Manifest{}, err
+	}
+	return readManifestIn(st)
+}
+
+func readManifestIn(st Store) (Manifest, error) {
 	var m Manifest
-	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	b, err := st.ReadFile(ManifestName)
 	if errors.Is(err, fs.ErrNotExist) {
-		return m, fmt.Errorf("%w: %s", ErrNotDataset, dir)
+		return m, fmt.Errorf("%w: %s", ErrNotDataset, st.Location())
 	}
 	if err != nil {
 		return m, fmt.Errorf("datasets: read manifest: %w", err)
 	}
-	return parseManifest(filepath.Join(dir, ManifestName), b)
+	return parseManifest(st.Join(ManifestName), b)
 }
 
 // parseManifest decodes and checks a manifest's bytes; path names it in errors.

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,7 +17,19 @@ type readerOptions struct {
 	strict      bool
 	allKinds    bool
 	skipDamaged bool
+	untilNs     int64 // read-ahead stops after the block reaching it; 0: none
+	store       Store
 }
+
+// WithReadUntil tells the reader that nothing at or after wallNs will be
+// read: a remote store's read-ahead stops after the block that reaches it,
+// so a window costs about its own blocks. Next still goes on past it (with
+// reads on demand).
+func WithReadUntil(wallNs int64) ReaderOption { return func(o *readerOptions) { o.untilNs = wallNs } }
+
+// WithStore makes Open read the dataset through st instead of opening the
+// store of its location.
+func WithStore(st Store) ReaderOption { return func(o *readerOptions) { o.store = st } }
 
 // WithStrict makes a torn tail an error (*CorruptionError) even when the
 // manifest says the writer did not close cleanly. By default the reader
@@ -67,7 +77,8 @@ func (t *Truncation) String() string {
 
 type segmentInfo struct {
 	num     uint32
-	path    string
+	name    string // file name in the store
+	path    string // st.Join(name), for messages
 	size    int64
 	entries []indexEntry // nil until loaded
 	loaded  bool
@@ -82,11 +93,12 @@ type segmentInfo struct {
 // where it stops cleanly and Truncated says what was skipped.
 type Reader struct {
 	dir  string
+	st   Store
 	man  Manifest
 	o    readerOptions
 	segs []segmentInfo
 	si   int // index into segs of the open segment
-	f    *os.File
+	f    File
 	sr   segmentReader
 	rec  Record
 
@@ -111,46 +123,56 @@ type Reader struct {
 	gapBuf []byte
 }
 
-// Open opens the dataset in dir for reading. It reads the manifest and lists
-// the segments; blocks are read as Next advances.
-func Open(dir string, opts ...ReaderOption) (*Reader, error) {
-	r := &Reader{dir: dir, fromStart: true}
+// Open opens the dataset at location (a directory, or a URL of a
+// registered scheme such as s3://bucket/prefix) for reading. It reads the
+// manifest and lists the segments; blocks are read as Next advances.
+func Open(location string, opts ...ReaderOption) (*Reader, error) {
+	r := &Reader{dir: location, fromStart: true}
 	for _, opt := range opts {
 		opt(&r.o)
 	}
-	m, err := ReadManifest(dir)
+	r.st = r.o.store
+	if r.st == nil {
+		var err error
+		if r.st, err = OpenStore(location); err != nil {
+			return nil, err
+		}
+	}
+	m, err := readManifestIn(r.st)
 	if err != nil {
 		return nil, err
 	}
 	r.man = m
-	if r.segs, err = listSegments(dir); err != nil {
+	if r.segs, err = listSegmentsIn(r.st); err != nil {
 		return nil, err
 	}
 	r.si = -1
 	return r, nil
 }
 
-func listSegments(dir string) ([]segmentInfo, error) {
-	ents, err := os.ReadDir(dir)
+// Fetched returns the bytes read from the dataset's files so far: for a
+// remote store, the bytes fetched over the network.
+func (r *Reader) Fetched() int64 { return r.st.Fetched() }
+
+func listSegments(dir string) ([]segmentInfo, error) { return listSegmentsIn(NewLocalStore(dir)) }
+
+func listSegmentsIn(st Store) ([]segmentInfo, error) {
+	ents, err := st.List()
 	if err != nil {
-		return nil, fmt.Errorf("datasets: list segments: %w", err)
+		return nil, fmt.Errorf("datasets: list segments of %s: %w", st.Location(), err)
 	}
 	var segs []segmentInfo
 	for _, e := range ents {
-		name := e.Name()
+		name := e.Name
 		base, ok := strings.CutSuffix(name, segmentExt)
-		if !ok || len(base) != nameDigits || e.IsDir() {
+		if !ok || len(base) != nameDigits {
 			continue
 		}
 		num, err := strconv.ParseUint(base, 10, 32)
 		if err != nil {
 			continue
 		}
-		info, err := e.Info()
-		if err != nil {
-			return nil, fmt.Errorf("datasets: list segments: %w", err)
-		}
-		segs = append(segs, segmentInfo{num: uint32(num), path: filepath.Join(dir, name), size: info.Size()})
+		segs = append(segs, segmentInfo{num: uint32(num), name: name, path: st.Join(name), size: e.Size})
 	}
 	sort.Slice(segs, func(i, j int) bool { return segs[i].num < segs[j].num })
 	return segs, nil
@@ -215,7 +237,7 @@ func (r *Reader) openSegment(i int, off int64) bool {
 	}
 	r.si = i
 	s := &r.segs[i]
-	f, err := os.Open(s.path)
+	f, err := r.st.Open(s.name)
 	if err != nil {
 		r.err = fmt.Errorf("datasets: open segment: %w", err)
 		return false
@@ -223,8 +245,8 @@ func (r *Reader) openSegment(i int, off int64) bool {
 	r.f = f
 	// A segment grows while it is written and shrinks when it is compacted:
 	// read it as it is now. Offsets into a rewritten one are void.
-	if st, err := f.Stat(); err == nil && st.Size() != s.size {
-		s.size = st.Size()
+	if size, err := f.Size(); err == nil && size != s.size {
+		s.size = size
 		if s.loaded {
 			s.entries, s.damage, s.loaded = nil, nil, false
 			if off > 0 {
@@ -233,6 +255,9 @@ func (r *Reader) openSegment(i int, off int64) bool {
 				return false
 			}
 		}
+	}
+	if p, ok := f.(ReadPlanner); ok {
+		r.plan(p, i, off)
 	}
 	// The header and dictionary are read even when seeking into the middle.
 	r.sr.reset(f, s.path, 0, s.size)
@@ -364,16 +389,46 @@ func (r *Reader) loadIndex(i int) error {
 	if s.loaded {
 		return nil
 	}
-	if e, err := readIndex(r.dir, s.num, s.size); err == nil {
+	if e, err := readIndexIn(r.st, s.num, s.size); err == nil {
 		s.entries, s.loaded = e, true
 		return nil
 	}
-	res, err := scanSegment(s.path)
+	res, err := scanSegmentIn(r.st, s.name)
 	if err != nil {
 		return err
 	}
 	s.entries, s.damage, s.loaded = res.entries, res.damage, true
 	return nil
+}
+
+// plan tells a reading-ahead file of segment i which bytes a read from off
+// needs: the header and dictionaries, then the blocks from off up to the
+// one that reaches the until bound (WithReadUntil), from the index.
+func (r *Reader) plan(p ReadPlanner, i int, off int64) {
+	s := &r.segs[i]
+	if r.loadIndex(i) != nil || len(s.entries) == 0 {
+		p.PlanReads([]Range{{0, s.size}})
+		return
+	}
+	first := s.entries[0].Offset
+	ranges := []Range{{0, first}}
+	if off < first {
+		off = first
+	}
+	end := s.size
+	if s.damage != nil {
+		end = s.size // what follows the damage is read to step over it
+	}
+	if u := r.o.untilNs; u != 0 {
+		j := sort.Search(len(s.entries), func(k int) bool { return s.entries[k].LastWall >= u })
+		if j < len(s.entries) && s.damage == nil {
+			end = s.entries[j].end()
+		}
+	}
+	if off < end {
+		ranges = append(ranges, Range{off, end})
+	}
+	p.PlanReads(ranges)
 }
 
 // Close releases the reader's file and decoder.
@@ -389,7 +444,7 @@ func (r *Reader) Close() error {
 // returns the offset of the first block of records. The copies are
 // identical, so the second starts one copy-length after the header; ok is
 // false when that does not hold or no copy is intact.
-func recoverDict(f *os.File, size int64, sh segmentHeader, sr *segmentReader) (dataOff int64, ok bool) {
+func recoverDict(f io.ReaderAt, size int64, sh segmentHeader, sr *segmentReader) (dataOff int64, ok bool) {
 	if sh.Version == 0 || sh.DictCopies < 2 {
 		return 0, false
 	}

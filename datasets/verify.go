@@ -3,7 +3,6 @@ package datasets
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 )
 
@@ -46,9 +45,13 @@ func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 }
 // range. It reads past damage to report everything. The error is non-nil
 // only when the dataset cannot be examined (no manifest, I/O failure).
 func Verify(dir string) (*VerifyReport, error) {
+	st, err := OpenStore(dir)
+	if err != nil {
+		return nil, err
+	}
 	rep := &VerifyReport{Dir: dir, Problems: []Problem{}}
-	mpath := filepath.Join(dir, ManifestName)
-	m, err := ReadManifest(dir)
+	mpath := st.Join(ManifestName)
+	m, err := readManifestIn(st)
 	if err != nil {
 		var ce *CorruptionError
 		if !errors.As(err, &ce) && !errors.Is(err, ErrVersion) {
@@ -56,7 +59,7 @@ func Verify(dir string) (*VerifyReport, error) {
 		}
 		rep.Problems = append(rep.Problems, Problem{File: mpath, What: err.Error()})
 	}
-	segs, err := listSegments(dir)
+	segs, err := listSegmentsIn(st)
 	if err != nil {
 		return nil, err
 	}
@@ -82,12 +85,12 @@ func Verify(dir string) (*VerifyReport, error) {
 			rep.Warnings = append(rep.Warnings, Problem{File: s.path, What: fmt.Sprintf("segment number %d, expected %d (a segment file is missing)", s.num, want)})
 		}
 		prevNum = s.num
-		if sh, err := readSegmentHeaderAt(s.path); err == nil && sh.Number != s.num {
+		if sh, err := readSegmentHeaderIn(st, s.name); err == nil && sh.Number != s.num {
 			rep.Problems = append(rep.Problems, Problem{File: s.path, What: fmt.Sprintf("segment header says segment %d", sh.Number)})
 		}
 		var entries []indexEntry
 		damaged := false
-		size, err := walkSegment(s.path, &sr, func(reg *region, sr *segmentReader) error {
+		size, err := walkSegmentIn(st, s.name, &sr, func(reg *region, sr *segmentReader) error {
 			if !reg.Good {
 				damaged = true
 				explained = true
@@ -149,10 +152,10 @@ func Verify(dir string) (*VerifyReport, error) {
 			rep.Problems = append(rep.Problems, Problem{File: s.path, What: fmt.Sprintf("segment unreadable: %v", err)})
 			continue
 		}
-		if idx, err := readIndex(dir, s.num, size); err != nil {
-			rep.Warnings = append(rep.Warnings, Problem{File: filepath.Join(dir, indexName(s.num)), What: "index missing or stale (rebuilt on read; repair rewrites it)"})
+		if idx, err := readIndexIn(st, s.num, size); err != nil {
+			rep.Warnings = append(rep.Warnings, Problem{File: st.Join(indexName(s.num)), What: "index missing or stale (rebuilt on read; repair rewrites it)"})
 		} else if !damaged && !sameEntries(idx, entries) {
-			rep.Problems = append(rep.Problems, Problem{File: filepath.Join(dir, indexName(s.num)), What: "index disagrees with the block headers"})
+			rep.Problems = append(rep.Problems, Problem{File: st.Join(indexName(s.num)), What: "index disagrees with the block headers"})
 		}
 	}
 	if haveRec && (m.Clean || m.Recovered) && len(rep.Problems) == 0 {
@@ -183,8 +186,13 @@ func sameEntries(a, b []indexEntry) bool {
 
 // readSegmentHeaderAt parses the header of the segment file at path.
 func readSegmentHeaderAt(path string) (segmentHeader, error) {
+	return readSegmentHeaderIn(NewLocalStore(filepath.Dir(path)), filepath.Base(path))
+}
+
+// readSegmentHeaderIn parses the header of segment file name of st.
+func readSegmentHeaderIn(st Store, name string) (segmentHeader, error) {
 	var sh segmentHeader
-	f, err := os.Open(path)
+	f, err := st.Open(name)
 	if err != nil {
 		return sh, err
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"path/filepath"
 )
 
 // region is a stretch of a segment file as walkSegment found it: one good
@@ -28,16 +28,23 @@ type region struct {
 // walk by returning an error, which walkSegment returns. sr.dict holds the
 // segment's dictionary afterwards (nil if none was found).
 func walkSegment(path string, sr *segmentReader, fn func(reg *region, sr *segmentReader) error) (size int64, err error) {
-	f, err := os.Open(path)
+	return walkSegmentIn(NewLocalStore(filepath.Dir(path)), filepath.Base(path), sr, fn)
+}
+
+func walkSegmentIn(store Store, name string, sr *segmentReader, fn func(reg *region, sr *segmentReader) error) (size int64, err error) {
+	path := store.Join(name)
+	f, err := store.Open(name)
 	if err != nil {
 		return 0, fmt.Errorf("datasets: open segment: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	size, err = f.Size()
 	if err != nil {
 		return 0, fmt.Errorf("datasets: stat segment: %w", err)
 	}
-	size = st.Size()
+	if p, ok := f.(ReadPlanner); ok {
+		p.PlanReads([]Range{{0, size}})
+	}
 	if err := sr.setDict(nil); err != nil {
 		return size, err
 	}
@@ -118,7 +125,7 @@ func walkSegment(path string, sr *segmentReader, fn func(reg *region, sr *segmen
 
 // resync returns the offset of the first block at or after from whose
 // header and content checksums hold, or size if there is none.
-func resync(f *os.File, from, size int64) int64 {
+func resync(f io.ReaderAt, from, size int64) int64 {
 	const window = 1 << 16
 	buf := make([]byte, window+blockHeaderSize)
 	var comp []byte

@@ -18,6 +18,7 @@ var ErrOption = errors.New("replayer: invalid option")
 
 type options struct {
 	fromNs, toNs int64 // 0 = unbounded
+	warmup       Warmup
 	speed        Speed
 	maxGap       time.Duration
 	sleeper      Sleeper
@@ -51,6 +52,61 @@ func WithWindow(fromNs, toNs int64) Option {
 			return fmt.Errorf("%w: window [%d, %d) is empty or negative", ErrOption, fromNs, toNs)
 		}
 		o.fromNs, o.toNs = fromNs, toNs
+		return nil
+	}
+}
+
+// Warmup says where a replay with a window start (WithWindow) begins to read.
+type Warmup int
+
+const (
+	// WarmupAuto is WarmupFull for local datasets and WarmupNone when any
+	// dataset is remote (s3://…), where reading from the start would fetch
+	// what the window does not need.
+	WarmupAuto Warmup = iota
+	// WarmupFull reads every dataset from its start and applies the records
+	// before the window to the books without delivering them: the books are
+	// exact from the first delivered event.
+	WarmupFull
+	// WarmupNone starts reading at the block holding the window start (found
+	// through the index): the books start empty and each becomes valid at
+	// its instrument's next snapshot (the decoders count the updates before
+	// it as unsnapshotted). The Summary says so (Warmup "none").
+	WarmupNone
+)
+
+// String returns auto, full or none.
+func (w Warmup) String() string {
+	switch w {
+	case WarmupFull:
+		return "full"
+	case WarmupNone:
+		return "none"
+	}
+	return "auto"
+}
+
+// ParseWarmup parses auto, full or none.
+func ParseWarmup(s string) (Warmup, error) {
+	switch s {
+	case "", "auto":
+		return WarmupAuto, nil
+	case "full":
+		return WarmupFull, nil
+	case "none":
+		return WarmupNone, nil
+	}
+	return 0, fmt.Errorf("%w: warmup %q (want auto, full or none)", ErrOption, s)
+}
+
+// WithWarmup sets where a windowed replay begins to read (see Warmup).
+// Default: WarmupAuto.
+func WithWarmup(w Warmup) Option {
+	return func(o *options) error {
+		if w < WarmupAuto || w > WarmupNone {
+			return fmt.Errorf("%w: warmup %d", ErrOption, w)
+		}
+		o.warmup = w
 		return nil
 	}
 }

@@ -80,6 +80,14 @@ func New(paths []string, opts ...Option) (*Replayer, error) {
 		}
 		r.manifests = append(r.manifests, m)
 	}
+	if r.opts.warmup == WarmupAuto {
+		r.opts.warmup = WarmupFull
+		for _, p := range paths {
+			if datasets.IsRemote(p) {
+				r.opts.warmup = WarmupNone
+			}
+		}
+	}
 	r.clock = newClock(o.speed, o.sleeper, true)
 	r.clock.SetMaxGap(o.maxGap)
 	return r, nil
@@ -191,6 +199,7 @@ type runState struct {
 	seeks                                                  int
 	truncated                                              []string
 	readers                                                []*datasets.Reader // the current pass's
+	fetched                                                []int64            // bytes earlier passes' readers read, per dataset
 }
 
 // conn returns the state of (ds, c), creating its decoder on first use.
@@ -271,9 +280,29 @@ func (r *Replayer) refreshSubs() {
 // openAll opens every dataset and returns the readers and their merger.
 func (r *Replayer) openAll() ([]*datasets.Reader, *Merger, error) {
 	rds := make([]*datasets.Reader, 0, len(r.paths))
+	if r.run.fetched == nil {
+		r.run.fetched = make([]int64, len(r.paths))
+	}
+	for i, rd := range r.run.readers {
+		r.run.fetched[i] += rd.Fetched()
+	}
+	from := r.opts.fromNs
+	if r.run.seeks > 0 {
+		from = 0 // a backward seek rereads from the start
+	}
 	for _, p := range r.paths {
-		rd, err := datasets.Open(p, datasets.WithSkipDamaged())
+		opts := []datasets.ReaderOption{datasets.WithSkipDamaged()}
+		if r.opts.toNs > 0 {
+			opts = append(opts, datasets.WithReadUntil(r.opts.toNs))
+		}
+		rd, err := datasets.Open(p, opts...)
+		if err == nil && from > 0 && r.opts.warmup == WarmupNone {
+			err = rd.SeekTime(from)
+		}
 		if err != nil {
+			if rd != nil {
+				rd.Close()
+			}
 			closeAll(rds)
 			return nil, nil, fmt.Errorf("replayer: open %s: %w", p, err)
 		}
@@ -727,6 +756,9 @@ func (r *Replayer) summary(start time.Time) *Summary {
 		Losses: lossCounts(&st.losses), SubscriberFailures: st.failures, Seeks: st.seeks,
 		WallNs: int64(wall), Speed: r.opts.speed.String(),
 	}
+	if r.opts.fromNs > 0 {
+		s.Warmup = r.opts.warmup.String()
+	}
 	for i, p := range r.paths {
 		d := DatasetSummary{Path: p, Venue: r.manifests[i].Venue}
 		if i < len(st.truncated) {
@@ -735,7 +767,12 @@ func (r *Replayer) summary(start time.Time) *Summary {
 		if i < len(st.readers) {
 			d.Damage = st.readers[i].Damaged()
 			s.Damaged = s.Damaged.add(d.Damage)
+			d.BytesFetched = st.readers[i].Fetched()
 		}
+		if i < len(st.fetched) {
+			d.BytesFetched += st.fetched[i]
+		}
+		s.BytesFetched += d.BytesFetched
 		s.Datasets = append(s.Datasets, d)
 	}
 	stats := st.retired
@@ -757,6 +794,7 @@ func (r *Replayer) summary(start time.Time) *Summary {
 	s.TopChecked, s.TopMismatch = stats.TopChecked, stats.TopMismatch
 	s.CrossedBatches = stats.CrossedBatches
 	s.RejectedMessages, s.BooksInvalidated = stats.Rejected, stats.Invalidated
+	s.Unsnapshotted = stats.Unsnapshotted
 	if sec := wall.Seconds(); sec > 0 {
 		s.FramesPerSec = float64(st.frames) / sec
 		s.MBPerSec = float64(st.bytes) / 1e6 / sec

@@ -90,6 +90,19 @@ type Summary struct {
 	// (around losses, and past the max gap); nil when none.
 	Skipped *Skipped `json:"skipped,omitempty"`
 
+	// BytesFetched is what the readers read from the datasets' files (for
+	// a remote dataset, the bytes fetched over the network: with a window,
+	// about the size of its blocks).
+	BytesFetched int64 `json:"bytes_fetched"`
+	// Warmup says, for a replay with a window start, whether the books were
+	// built from the start of the recording ("full") or start empty at the
+	// window and become valid at each instrument's next snapshot ("none").
+	Warmup string `json:"warmup,omitempty"`
+	// Unsnapshotted counts book updates that came before their book's
+	// first snapshot (with Warmup "none", those before each book's first
+	// snapshot in the window), which could not be applied.
+	Unsnapshotted uint64 `json:"unsnapshotted"`
+
 	// Digest identifies the emitted stream (see the digest encoding in
 	// the package documentation): same datasets and options, same digest.
 	Digest string `json:"digest"`
@@ -105,6 +118,8 @@ type DatasetSummary struct {
 	// Damage lists the stretches the reader could not read and stepped
 	// over, each replaced by a gap record.
 	Damage []datasets.Damage `json:"damage,omitempty"`
+	// BytesFetched is what was read from this dataset's files.
+	BytesFetched int64 `json:"bytes_fetched"`
 }
 
 // Damaged is what damage cost a replay: the records lost (a lower bound

@@ -12,12 +12,14 @@ import (
 // newRootCmd is the capture command with every verb: the one place verbs are
 // registered (a new verb adds its constructor here).
 func newRootCmd() *cobra.Command {
-	return cli.NewRoot("capture", "Record Polymarket and Hyperliquid market data, or import existing archives",
+	root := cli.NewRoot("capture", "Record Polymarket and Hyperliquid market data, or import existing archives",
 		newImportCmd(nil),
 		newPlanCmd(nil),
 		newRunCmd(nil),
 		newStatusCmd(nil),
 	)
+	cli.AddStorageFlags(root)
+	return root
 }
 
 func main() { os.Exit(cli.Main(newRootCmd(), os.Args[1:], os.Stderr)) }

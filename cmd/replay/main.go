@@ -13,7 +13,7 @@ import (
 // newRootCmd is the replay command with every verb: the one place verbs are
 // registered (a new verb adds its constructor here).
 func newRootCmd() *cobra.Command {
-	return cli.NewRoot("replay", "Replay, inspect, verify, serve and export tapedeck recordings",
+	root := cli.NewRoot("replay", "Replay, inspect, verify, serve and export tapedeck recordings",
 		newBenchCmd(nil),
 		newBooksCmd(nil),
 		newExportCmd(nil),
@@ -24,6 +24,8 @@ func newRootCmd() *cobra.Command {
 		newServeCmd(nil),
 		newVerifyCmd(nil),
 	)
+	cli.AddStorageFlags(root)
+	return root
 }
 
 func main() { os.Exit(cli.Main(newRootCmd(), os.Args[1:], os.Stderr)) }

@@ -19,6 +19,9 @@ import (
 	"github.com/tapedeck/tapedeck/replayer"
 )
 
+// warmupUsage is the help of --warmup.
+const warmupUsage = "with --from: full (read from the start so the books are exact in the window), none (read from the block holding --from: books start empty and are valid from each instrument's next snapshot), auto (full for local datasets, none for s3://)"
+
 // runOptions are the parsed flags of `replay run`.
 type runOptions struct {
 	Paths        []string
@@ -29,6 +32,7 @@ type runOptions struct {
 	Hash         hashFlags
 	SkipDamaged  bool
 	AllowRejects bool // exit 0 despite rejected frames
+	Warmup       replayer.Warmup
 
 	Out, ErrOut io.Writer
 	Progress    bool // a progress bar on ErrOut
@@ -36,7 +40,7 @@ type runOptions struct {
 
 func newRunCmd(runF func(context.Context, *runOptions) error) *cobra.Command {
 	opts := &runOptions{}
-	var from, to, speed string
+	var from, to, speed, warmup string
 	cmd := &cobra.Command{
 		Use:   "run DATASET...",
 		Short: "Replay datasets through the books and print a summary",
@@ -81,6 +85,9 @@ unless --allow-rejects is given.`,
 			if opts.FromNs, opts.ToNs, err = parseWindow(args, from, to); err != nil {
 				return err
 			}
+			if opts.Warmup, err = replayer.ParseWarmup(warmup); err != nil {
+				return cli.FlagErrorf("--warmup: %v", err)
+			}
 			if opts.MaxGap < 0 {
 				return cli.FlagErrorf("--max-gap %v is negative", opts.MaxGap)
 			}
@@ -92,6 +99,7 @@ unless --allow-rejects is given.`,
 	}
 	cmd.Flags().StringVar(&from, "from", "", "start of the window (`T`: "+cli.TimeSyntax+")")
 	cmd.Flags().StringVar(&to, "to", "", "end of the window, exclusive (`T`, as --from)")
+	cmd.Flags().StringVar(&warmup, "warmup", "auto", warmupUsage)
 	cmd.Flags().StringVar(&speed, "speed", "max", "pacing: max, or 0.01x to 100000x: 1x (wire speed), 10x, 0.5x, …; the time around recorded losses is skipped at once")
 	cmd.Flags().DurationVar(&opts.MaxGap, "max-gap", replayer.DefaultMaxGap, "paced replays: wait at most this much recorded time between two records (0: wait every stretch out)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the summary as JSON")
@@ -106,7 +114,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		ctx = context.Background()
 	}
 	r, err := replayer.New(opts.Paths, replayer.WithWindow(opts.FromNs, opts.ToNs),
-		replayer.WithSpeed(opts.Speed), replayer.WithMaxGap(opts.MaxGap), opts.Hash.option(), replayer.WithSkipDamaged(opts.SkipDamaged))
+		replayer.WithSpeed(opts.Speed), replayer.WithMaxGap(opts.MaxGap), opts.Hash.option(), replayer.WithSkipDamaged(opts.SkipDamaged), replayer.WithWarmup(opts.Warmup))
 	if err != nil {
 		return err
 	}
@@ -194,6 +202,10 @@ func printSummary(w io.Writer, s *replayer.Summary) error {
 	if s.WarmupFrames > 0 {
 		fmt.Fprintf(tw, "warm-up\t%d frames before the window, applied silently\n", s.WarmupFrames)
 	}
+	if s.Warmup == "none" {
+		fmt.Fprintf(tw, "warm-up\tnone: read from the block holding --from; books start empty there and each is valid from its next snapshot (%d updates before one)\n", s.Unsnapshotted)
+	}
+	fmt.Fprintf(tw, "fetched\t%s read from the datasets' files\n", humanBytes(uint64(s.BytesFetched)))
 	fmt.Fprintf(tw, "events\t%s\n", countList(s.Events))
 	fmt.Fprintf(tw, "instruments\t%d\n", s.Instruments)
 	fmt.Fprintf(tw, "losses\t%s\n", countList(s.Losses))
