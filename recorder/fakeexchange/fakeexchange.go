@@ -351,19 +351,29 @@ func (c *Conn) kill() {
 // write sends one text frame and keeps it as sent if the write succeeded.
 func (c *Conn) write(frame []byte) bool {
 	// The record is kept under the write lock so that the order of sent
-	// matches the order on the wire when the pump and the responder race.
+	// matches the order on the wire when the pump and the responder race. It
+	// is kept before the write: a client may act on the frame (and a test
+	// look at Sent) before WriteMessage returns here; a failed write takes it
+	// back (only writers, who hold wmu, append).
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.ws.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if err := c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
-		return false
-	}
+	keep := !c.s.cfg.Flood
 	c.mu.Lock()
-	if !c.s.cfg.Flood {
+	if keep {
 		c.sent = append(c.sent, append([]byte(nil), frame...))
 	}
 	c.nSent++
 	c.mu.Unlock()
+	c.ws.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if err := c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
+		c.mu.Lock()
+		if keep {
+			c.sent = c.sent[:len(c.sent)-1]
+		}
+		c.nSent--
+		c.mu.Unlock()
+		return false
+	}
 	return true
 }
 
