@@ -399,3 +399,80 @@ func TestLiveTopMismatchAndCrossed(t *testing.T) {
 		t.Error("no resubscribe")
 	}
 }
+
+// TestLiveHealOffRecordsWithoutResubscribing: with WithHeal(false) (capture
+// run --heal=false) a hash mismatch is still an integrity record naming the
+// instrument and a metric, but nothing is resubscribed: no resubscribe
+// record, no unsubscribe or second subscribe sent, the exchange hears only
+// the first subscription. The venue's next snapshot, unasked, checks out.
+func TestLiveHealOffRecordsWithoutResubscribing(t *testing.T) {
+	s := fakeexchange.New(fakeexchange.PolymarketHashConfig())
+	defer s.Close()
+	asset := fakeexchange.PolymarketHashAsset
+	c := startCapture(t, pmSpec(s, asset), nil, recorder.WithHeal(false))
+	checked := func(n uint64) func() bool {
+		return func() bool { b, ok := c.rec.LiveBook(asset); return ok && b.Quality.HashChecked >= n }
+	}
+	waitFor(t, "the first hash-checked book", checked(2))
+	good := s.Conns()[0].Sent()[0]
+	i := strings.Index(string(good), `"hash":"`) + len(`"hash":"`)
+	bad := slices.Clone(good)
+	bad[i] = "01"[min(int(bad[i]-'0'), 1)^1]
+	s.SendAll(bad)
+	waitFor(t, "the mismatch", checked(3))
+	if b, _ := c.rec.LiveBook(asset); b.Quality.HashOK != 2 {
+		t.Errorf("book after the mismatch %+v: want 2 of 3 hashes ok", b)
+	}
+	// The venue's own next snapshot (no resubscribe asked for it) checks out.
+	s.SendAll(good)
+	waitFor(t, "the next snapshot", checked(4))
+	recs := c.stop()
+
+	if b, _ := c.rec.LiveBook(asset); !b.Valid || b.Quality.HashOK != 3 {
+		t.Errorf("book after the venue's next snapshot %+v", b)
+	}
+	if st := c.rec.LiveStats(); st.HashMismatches != 1 || st.Resubscribes != 0 {
+		t.Errorf("live stats %+v: want 1 mismatch, 0 resubscribes", st)
+	}
+	integ := ofKind(recs, datasets.KindIntegrity)
+	if len(integ) != 1 {
+		t.Fatalf("%d integrity records, want 1\n%s", len(integ), describe(recs))
+	}
+	if ctl := integ[0].control(t); ctl.Reason != datasets.CheckHashMismatch || !slices.Equal(ctl.Instruments, []string{asset}) {
+		t.Errorf("integrity record %+v", ctl)
+	}
+	if n := len(ofKind(recs, datasets.KindResubscribe)); n != 0 {
+		t.Errorf("%d resubscribe records with healing off", n)
+	}
+	subs := 0
+	for _, r := range ofKind(recs, datasets.KindSent) {
+		p := string(r.Payload)
+		if strings.Contains(p, `"operation":"unsubscribe"`) {
+			t.Errorf("unsubscribe sent with healing off: %s", p)
+		}
+		if strings.Contains(p, asset) {
+			subs++
+		}
+	}
+	if subs != 1 {
+		t.Errorf("%d sent frames name the asset, want the one subscription", subs)
+	}
+	mfs, err := c.rec.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var integrity, resub float64
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			switch mf.GetName() {
+			case "tapedeck_capture_integrity_total":
+				integrity += m.GetCounter().GetValue()
+			case "tapedeck_capture_resubscribes_total":
+				resub += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if integrity != 1 || resub != 0 {
+		t.Errorf("metrics: integrity %v, resubscribes %v; want 1, 0", integrity, resub)
+	}
+}

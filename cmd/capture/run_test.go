@@ -91,6 +91,21 @@ func TestRunFlags(t *testing.T) {
 				t.Errorf("rest books by default: spec %+v", sp)
 			}
 		}},
+		{"live and heal by default", []string{"--venue", "polymarket", "--instruments", "1", "--out", out}, "", func(t *testing.T, o *runOptions) {
+			if !o.Live || !o.Heal {
+				t.Errorf("live %v heal %v, want both on by default", o.Live, o.Heal)
+			}
+		}},
+		{"heal off", []string{"--venue", "polymarket", "--instruments", "1", "--heal=false", "--out", out}, "", func(t *testing.T, o *runOptions) {
+			if !o.Live || o.Heal {
+				t.Errorf("live %v heal %v, want live on, heal off", o.Live, o.Heal)
+			}
+		}},
+		{"live off", []string{"--venue", "polymarket", "--instruments", "1", "--live=false", "--out", out}, "", func(t *testing.T, o *runOptions) {
+			if o.Live {
+				t.Error("--live=false left the live engine on")
+			}
+		}},
 		{"rest books off", []string{"--venue", "polymarket", "--instruments", "1", "--rest-books=false", "--clob-endpoint", "http://127.0.0.1:1", "--out", out}, "",
 			func(t *testing.T, o *runOptions) {
 				if sp := o.spec(); !sp.DisableRESTBooks || sp.CLOBEndpoint != "http://127.0.0.1:1" {
