@@ -543,6 +543,8 @@ func (w *Writer) closeSegment() error {
 			} else {
 				go w.compact(w.segNum)
 			}
+		} else if w.o.segmentDone != nil {
+			w.o.segmentDone(w.segNum)
 		}
 	} else {
 		os.Remove(filepath.Join(w.dir, segmentName(w.segNum)))
@@ -569,6 +571,9 @@ func (w *Writer) compact(num uint32) {
 		w.compactFail.Add(1)
 	case replaced:
 		w.compacted.Add(1)
+	}
+	if w.o.segmentDone != nil {
+		w.o.segmentDone(num)
 	}
 }
 

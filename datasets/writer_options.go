@@ -41,6 +41,7 @@ type SegmentFile interface {
 }
 
 type writerOptions struct {
+	segmentDone   func(num uint32)
 	flushInterval time.Duration
 	segDuration   time.Duration
 	segSize       int64
@@ -172,6 +173,19 @@ func WithDictSize(n int) WriterOption {
 			return fmt.Errorf("datasets: dictionary size %d outside [0, %d]", n, MaxDictSize)
 		}
 		o.dictSize = n
+		return nil
+	}
+}
+
+// WithSegmentDone makes the writer call fn with the number of each segment
+// it has finished for good: sealed, indexed and, when compacted, rewritten
+// and re-indexed (or its compaction failed, leaving it as it was). Neither
+// the segment nor its index changes after the call, so it is the moment to
+// upload them. fn runs on a writer goroutine, possibly holding the writer's
+// lock: it must not block nor call the Writer.
+func WithSegmentDone(fn func(num uint32)) WriterOption {
+	return func(o *writerOptions) error {
+		o.segmentDone = fn
 		return nil
 	}
 }

@@ -403,6 +403,20 @@ func (r *Recorder) restSnapshot() []RESTResponse {
 	return slices.Clone(r.rest)
 }
 
+// Note records c as a KindNote of the session (conn 0) while Run runs,
+// waiting for room in the queue like every control record: what other
+// parts of a capture (an uploader) must say in the dataset. It reports
+// false when Run has not started or its writer is gone.
+func (r *Recorder) Note(c datasets.Control) bool {
+	r.mu.Lock()
+	q, wctx := r.q, r.wctx
+	r.mu.Unlock()
+	if q == nil || wctx == nil {
+		return false
+	}
+	return q.push(wctx, entry{rec: datasets.Record{Kind: datasets.KindNote, Payload: datasets.EncodeControl(c)}})
+}
+
 // control queues a control record of a connection slot (0 = the session),
 // waiting for room: control records are what make losses visible.
 func (r *Recorder) control(conn uint32, k datasets.Kind, c datasets.Control) {

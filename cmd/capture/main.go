@@ -17,6 +17,7 @@ func newRootCmd() *cobra.Command {
 		newPlanCmd(nil),
 		newRunCmd(nil),
 		newStatusCmd(nil),
+		newUploadCmd(nil),
 	)
 	cli.AddStorageFlags(root)
 	return root

@@ -138,6 +138,7 @@ type runOptions struct {
 	Queue         int
 	Live          bool
 	Heal          bool
+	Upload        uploadFlags
 
 	Stdout, Stderr io.Writer
 	// ready, if set, is called with the metrics listener's address once
@@ -209,6 +210,7 @@ structured (--log-format text or json) on standard error.`,
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format on standard error: text or json")
 	fs.IntVar(&o.Queue, "queue", recorder.DefaultQueueFrames, "frames buffered between the sockets and the disk before dropping (each drop is recorded)")
 	fs.BoolVar(&o.Live, "live", true, "decode the recording while writing it, with the decoders and books replay uses, off the write path (live books, integrity records, healing)")
+	o.Upload.add(fs)
 	fs.BoolVar(&o.Heal, "heal", true, "resubscribe an instrument whose live book fails a check (hash, top of book, crossed, stall) to get a fresh snapshot, with per-instrument backoff")
 	return cmd
 }
@@ -255,7 +257,7 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 			return cli.FlagErrorf("--metrics-addr %q: %v", o.MetricsAddr, err)
 		}
 	}
-	return nil
+	return o.Upload.validate()
 }
 
 func runCapture(ctx context.Context, o *runOptions) error {
@@ -283,8 +285,16 @@ func runCapture(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	w, err := datasets.Create(o.Out, rec.Manifest(), datasets.WithFlushInterval(o.FlushInterval),
-		datasets.WithSegmentDuration(o.Rotate), datasets.WithSegmentSize(o.RotateSize))
+	up, err := o.Upload.start(ctx, o.Out, rec, log)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	wopts := []datasets.WriterOption{datasets.WithFlushInterval(o.FlushInterval),
+		datasets.WithSegmentDuration(o.Rotate), datasets.WithSegmentSize(o.RotateSize)}
+	if up != nil {
+		wopts = append(wopts, datasets.WithSegmentDone(up.SegmentDone))
+	}
+	w, err := datasets.Create(o.Out, rec.Manifest(), wopts...)
 	if err != nil {
 		if !errors.Is(err, datasets.ErrExists) {
 			os.RemoveAll(o.Out) // validate saw no --out: whatever is there now is this attempt's
@@ -295,6 +305,7 @@ func runCapture(ctx context.Context, o *runOptions) error {
 	// same --out does not find it "already exists".
 	failed := func(err error) error {
 		w.Close()
+		up.Abort()
 		if w.Stats().Records == 0 {
 			os.RemoveAll(o.Out)
 		}
@@ -309,7 +320,7 @@ func runCapture(ctx context.Context, o *runOptions) error {
 		}
 		metricsAddr = ln.Addr().String()
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(rec.Gatherer(), promhttp.HandlerOpts{}))
+		mux.Handle("/metrics", promhttp.HandlerFor(o.Upload.gatherer(rec.Gatherer(), up), promhttp.HandlerOpts{}))
 		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go srv.Serve(ln)
 		log.Info("metrics", "addr", "http://"+metricsAddr+"/metrics")
@@ -339,7 +350,8 @@ func runCapture(ctx context.Context, o *runOptions) error {
 	// disk stayed full; gap records in the dataset cover them when they fit).
 	fmt.Fprintf(o.Stdout, "%s\t%d frames\t%d bytes\t%d records\t%d dropped\t%d not written\t%d reconnects\t%d stalls\n",
 		o.Out, st.Frames, st.Bytes, ws.Records, st.Dropped, st.Lost+ws.Unwritten, st.Reconnects, st.Stalls)
-	if err := errors.Join(runErr, closeErr); err != nil {
+	upErr := o.Upload.finish(up, o.Out, o.Stdout, log)
+	if err := errors.Join(runErr, closeErr, upErr); err != nil {
 		if n := st.Lost + ws.Unwritten; n > 0 {
 			return fmt.Errorf("run: %d records not written (%d given up at shutdown, %d left in the writer at close): %w", n, st.Lost, ws.Unwritten, err)
 		}

@@ -97,11 +97,13 @@ func endpoint(c Config) string {
 }
 
 // client returns the client of the configured endpoint, made once.
-func client(c Config) (*minio.Client, error) {
+// retries > 0 bounds the client's own retries of a failed request (an
+// uploader does its own, with its own backoff).
+func client(c Config, retries int) (*minio.Client, error) {
 	ep := endpoint(c)
 	// One client (and connection pool) per endpoint and identity: the
 	// credential chain caches what it found.
-	id := ep + "\x00" + os.Getenv("AWS_ACCESS_KEY_ID") + "\x00" + os.Getenv("AWS_PROFILE") + "\x00" + os.Getenv("AWS_SHARED_CREDENTIALS_FILE")
+	id := ep + "\x00" + os.Getenv("AWS_ACCESS_KEY_ID") + "\x00" + os.Getenv("AWS_PROFILE") + "\x00" + os.Getenv("AWS_SHARED_CREDENTIALS_FILE") + fmt.Sprintf("\x00%d", retries)
 	cfgMu.Lock()
 	defer cfgMu.Unlock()
 	if cl := clients[id]; cl != nil {
@@ -124,9 +126,10 @@ func client(c Config) (*minio.Client, error) {
 		region = os.Getenv("AWS_DEFAULT_REGION")
 	}
 	cl, err := minio.New(u.Host, &minio.Options{
-		Creds:  credentials.NewChainCredentials(providers),
-		Secure: u.Scheme == "https",
-		Region: region,
+		Creds:      credentials.NewChainCredentials(providers),
+		Secure:     u.Scheme == "https",
+		Region:     region,
+		MaxRetries: retries,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("s3: endpoint %s: %w", ep, err)
@@ -166,13 +169,15 @@ func ParseURL(loc string) (bucket, prefix string, err error) {
 
 // Open returns the Store of s3://bucket/prefix with the configuration set
 // by Configure. It makes no request.
-func Open(loc string) (*Store, error) {
+func Open(loc string) (*Store, error) { return open(loc, 0) }
+
+func open(loc string, retries int) (*Store, error) {
 	bucket, prefix, err := ParseURL(loc)
 	if err != nil {
 		return nil, err
 	}
 	c := config()
-	cl, err := client(c)
+	cl, err := client(c, retries)
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +228,9 @@ func (s *Store) wrap(op, name string, err error) error {
 	}
 	if er.StatusCode == 404 {
 		return &fs.PathError{Op: op, Path: s.Join(name), Err: fs.ErrNotExist}
+	}
+	if er.Code != "" {
+		return fmt.Errorf("s3: %s %s: HTTP %d %s: %w", op, s.Join(name), er.StatusCode, er.Code, err)
 	}
 	return fmt.Errorf("s3: %s %s: %w", op, s.Join(name), err)
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/tapedeck/tapedeck/datasets"
@@ -53,21 +52,10 @@ func UploadDataset(ctx context.Context, dir, loc string) (*UploadResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	ents, err := os.ReadDir(dir)
+	names, err := localFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, e := range ents {
-		if e.Type().IsRegular() && DatasetFile(e.Name()) && e.Name() != datasets.ManifestName {
-			names = append(names, e.Name())
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, datasets.ManifestName)); err != nil {
-		return nil, fmt.Errorf("s3: upload %s: %w", dir, err)
-	}
-	sort.Strings(names)
-	names = append(names, datasets.ManifestName)
 	have := map[string]string{}
 	if objs, err := st.Objects(); err == nil {
 		for _, o := range objs {

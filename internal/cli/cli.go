@@ -198,6 +198,17 @@ func AtLeastOne(what string) cobra.PositionalArgs {
 	}
 }
 
+// ExactArgs is a cobra Args check: the verb needs exactly the positional
+// arguments named by what, in order.
+func ExactArgs(what ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != len(what) {
+			return FlagErrorf("%s: want %s (%d arguments), got %d", cmd.Name(), strings.Join(what, " "), len(what), len(args))
+		}
+		return nil
+	}
+}
+
 // ExactlyOne is a cobra Args check: the verb needs exactly one positional
 // argument, named by what.
 func ExactlyOne(what string) cobra.PositionalArgs {
