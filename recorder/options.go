@@ -54,7 +54,8 @@ type options struct {
 	registerer       prometheus.Registerer
 	subscribePace    *pacerConfig
 	dialPace         pacerConfig
-	live             liveOptions // live.go
+	live             liveOptions      // live.go
+	now              func() time.Time // clock.go
 }
 
 func defaultOptions() options {
@@ -77,6 +78,7 @@ func defaultOptions() options {
 		// minute, and gentle enough to avoid Polymarket's 429 on bursts.
 		dialPace: pacerConfig{burst: 15, window: 30 * time.Second, perMinute: 30},
 		live:     defaultLiveOptions(),
+		now:      time.Now,
 	}
 }
 

@@ -43,6 +43,7 @@ type queue struct {
 	lastMono int64
 	lastWall int64
 	closed   bool
+	now      func() time.Time // the recorder's clock
 }
 
 func newQueue(frames int, maxBytes int64, base time.Time) *queue {
@@ -52,6 +53,7 @@ func newQueue(frames int, maxBytes int64, base time.Time) *queue {
 		maxBytes: maxBytes,
 		base:     base,
 		baseWall: base.UnixNano(),
+		now:      time.Now,
 	}
 }
 
@@ -124,7 +126,12 @@ func (q *queue) tryPush(e *entry, t time.Time) bool {
 // push sends a control record, waiting for room until ctx ends. The record
 // is stamped when it enters the queue. It reports false if ctx ended first
 // or the queue is closed.
-func (q *queue) push(ctx context.Context, e entry) bool {
+func (q *queue) push(ctx context.Context, e entry) bool { return q.pushAt(ctx, e, time.Time{}) }
+
+// pushAt is push with the record stamped at t instead (zero t: when it
+// enters the queue), for a record a received frame caused: it carries that
+// frame's receive time.
+func (q *queue) pushAt(ctx context.Context, e entry, t time.Time) bool {
 	delay := 50 * time.Microsecond
 	for {
 		q.mu.Lock()
@@ -132,7 +139,11 @@ func (q *queue) push(ctx context.Context, e entry) bool {
 			q.mu.Unlock()
 			return false
 		}
-		e.rec.WallNs, e.rec.MonoNs = q.stamp(time.Now())
+		at := t
+		if at.IsZero() {
+			at = q.now()
+		}
+		e.rec.WallNs, e.rec.MonoNs = q.stamp(at)
 		select {
 		case q.ch <- e:
 			q.bytes.Add(int64(len(e.rec.Payload)))

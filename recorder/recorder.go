@@ -152,7 +152,7 @@ func New(spec Spec, opts ...Option) (*Recorder, error) {
 	}
 	p := drv.Client()
 	f := p.Facts()
-	r := &Recorder{spec: spec, o: o, drv: drv, p: p, facts: f, base: time.Now(), log: o.logger}
+	r := &Recorder{spec: spec, o: o, drv: drv, p: p, facts: f, base: o.now(), log: o.logger}
 	ep := drv.Endpoints()
 	r.endpoint = spec.Endpoint
 	if r.endpoint == "" {
@@ -336,6 +336,7 @@ func (r *Recorder) Run(ctx context.Context, sink Sink) error {
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	q := newQueue(r.o.queueFrames, r.o.queueBytes, r.base)
+	q.now = r.o.now
 	w := newWriter(r, sink, q)
 	r.mu.Lock()
 	r.q, r.w, r.runCtx = q, w, runCtx
@@ -421,4 +422,10 @@ func (r *Recorder) Note(c datasets.Control) bool {
 // waiting for room: control records are what make losses visible.
 func (r *Recorder) control(conn uint32, k datasets.Kind, c datasets.Control) {
 	r.q.push(r.wctx, entry{rec: datasets.Record{Kind: k, Conn: conn, Payload: datasets.EncodeControl(c)}})
+}
+
+// controlAt is control for a record a frame received at t caused (an
+// acknowledgement): it is stamped with the frame's receive time.
+func (r *Recorder) controlAt(conn uint32, k datasets.Kind, c datasets.Control, t time.Time) {
+	r.q.pushAt(r.wctx, entry{rec: datasets.Record{Kind: k, Conn: conn, Payload: datasets.EncodeControl(c)}}, t)
 }

@@ -121,7 +121,7 @@ func (s *slot) snapshotItems() []string {
 	return slices.Clone(s.items)
 }
 
-func (s *slot) mono() int64 { return int64(time.Since(s.r.base)) }
+func (s *slot) mono() int64 { return int64(s.r.now().Sub(s.r.base)) }
 
 // run dials, serves and redials until ctx ends.
 func (s *slot) run(ctx context.Context) {
@@ -561,7 +561,7 @@ func (s *slot) readLoop(conn *websocket.Conn) error {
 			s.flushDrops(true)
 			return err
 		}
-		s.handle(buf, typ == websocket.BinaryMessage, time.Now())
+		s.handle(buf, typ == websocket.BinaryMessage, s.r.now())
 	}
 }
 
@@ -630,8 +630,8 @@ func (s *slot) handle(buf []byte, binary bool, now time.Time) {
 
 	if len(s.dataAcks) > 0 {
 		for _, it := range s.dataAcks {
-			r.control(s.id, datasets.KindSubscribed, datasets.Control{Text: it, Instruments: []string{it},
-				Reason: "data before its acknowledgement"})
+			r.controlAt(s.id, datasets.KindSubscribed, datasets.Control{Text: it, Instruments: []string{it},
+				Reason: "data before its acknowledgement"}, now)
 		}
 		s.dataAcks = s.dataAcks[:0]
 	}
@@ -646,14 +646,14 @@ func (s *slot) handle(buf []byte, binary bool, now time.Time) {
 		if !s.firstData.Load() {
 			s.firstData.Store(true)
 			if !r.facts.Acks {
-				r.control(s.id, datasets.KindSubscribed, datasets.Control{Instruments: s.snapshotItems(),
-					Text: "first data after subscribe"})
+				r.controlAt(s.id, datasets.KindSubscribed, datasets.Control{Instruments: s.snapshotItems(),
+					Text: "first data after subscribe"}, now)
 			}
 		}
 	case venue.FrameAck:
 		s.lastData.Store(mono)
 		s.acked(ack)
-		r.control(s.id, datasets.KindSubscribed, datasets.Control{Text: ack})
+		r.controlAt(s.id, datasets.KindSubscribed, datasets.Control{Text: ack}, now)
 	case venue.FrameError:
 		r.log.Warn("venue error", "conn", s.id, "frame", errText)
 	}
@@ -680,7 +680,7 @@ func (s *slot) flushDrops(block bool) {
 	if block {
 		pushed = s.r.q.push(s.r.wctx, e)
 	} else {
-		pushed = s.r.q.tryPush(&e, time.Now())
+		pushed = s.r.q.tryPush(&e, s.r.now())
 	}
 	if pushed {
 		s.drops.clearLocked()

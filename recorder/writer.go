@@ -206,7 +206,7 @@ func (w *writer) giveUp(r *datasets.Record) {
 // stamped now in queue order.
 func (w *writer) appendControl(k datasets.Kind, conn uint32, c datasets.Control) bool {
 	w.q.mu.Lock()
-	wall, mono := w.q.stamp(time.Now())
+	wall, mono := w.q.stamp(w.q.now())
 	w.q.mu.Unlock()
 	rec := datasets.Record{Kind: k, Conn: conn, WallNs: wall, MonoNs: mono, Payload: datasets.EncodeControl(c)}
 	seq, err := w.sink.Append(&rec)
@@ -290,7 +290,7 @@ func (w *writer) checkWritten() {
 
 // settle records the read-to-disk time of pending frames with seq <= upTo.
 func (w *writer) settle(upTo uint64) {
-	now := int64(time.Since(w.r.base))
+	now := int64(w.r.now().Sub(w.r.base))
 	for w.head < len(w.recv) && w.recv[w.head].seq <= upTo {
 		d := time.Duration(now - w.recv[w.head].mono)
 		w.lag.add(d)

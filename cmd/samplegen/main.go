@@ -7,6 +7,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ type options struct {
 	frames   int64
 	fast     bool
 	force    bool
+	direct   bool // append the generated records instead of recording them
 	stdout   io.Writer
 }
 
@@ -36,7 +38,7 @@ func newRootCmd(runF func(*options) error) *cobra.Command {
 	var venue string
 	cmd := &cobra.Command{
 		Use:   "samplegen [flags]",
-		Short: "Generate the deterministic sample datasets (real ids and books, generated walk)",
+		Short: "Make the sample datasets: a generated session (real ids and books, generated walk) recorded by the real recorder",
 		Example: `  # regenerate the shipped samples in datasets/samples
   samplegen --force
   # a large Hyperliquid session for benchmarks
@@ -69,6 +71,7 @@ func newRootCmd(runF func(*options) error) *cobra.Command {
 	f.Int64Var(&o.frames, "frames", 0, "stop after this many received frames")
 	f.BoolVar(&o.fast, "fast-hashes", false, "random Polymarket hashes instead of SHA-1 of each book (faster)")
 	f.BoolVarP(&o.force, "force", "f", false, "replace existing datasets")
+	f.BoolVar(&o.direct, "direct", false, "append the generated records to the dataset directly instead of recording the session through the real recorder against a loopback test exchange (what the shipped samples are); the default with --frames or --fast-hashes, for big benchmark sessions")
 	return cmd
 }
 
@@ -83,16 +86,21 @@ func run(o *options) error {
 		if err != nil {
 			return err
 		}
-		w, err := datasets.Create(dir, m)
-		if err != nil {
+		var sum *samplegen.Summary
+		if o.direct || o.frames > 0 || o.fast {
+			w, err := datasets.Create(dir, m)
+			if err != nil {
+				return err
+			}
+			sum, err = samplegen.Generate(v, opts, w)
+			if cerr := w.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("generate %s: %w", dir, err)
+			}
+		} else if sum, err = samplegen.Record(context.Background(), v, opts, dir); err != nil {
 			return err
-		}
-		sum, err := samplegen.Generate(v, opts, w)
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("generate %s: %w", dir, err)
 		}
 		fmt.Fprintf(o.stdout, "%s\t%d records\t%d frames\t%d payload bytes\t%s\n", dir, sum.Records, sum.Frames,
 			sum.Bytes, time.Duration(sum.EndNs-sum.StartNs).Round(time.Millisecond))

@@ -3,8 +3,9 @@
 // books and price grids (testdata/, see PROVENANCE.md), stretched by a seeded
 // walk into a multi-minute session with matches, trades, re-snapshots,
 // heartbeats and a disconnect with reconnect snapshots. It builds the shipped
-// samples in datasets/samples and feeds benchmarks of any size: generation
-// streams into an Appender with bounded memory.
+// samples in datasets/samples (Record: the session played by the loopback
+// test exchange and recorded by the real recorder) and feeds benchmarks of
+// any size (Generate: streams into an Appender with bounded memory).
 //
 // The output depends only on the venue and Options: the same inputs give the
 // same records on every machine and Go release (integer arithmetic and a

@@ -2,11 +2,15 @@ package samplegen
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -289,10 +293,16 @@ type nullAppender struct{}
 
 func (nullAppender) Append(*datasets.Record) (uint64, error) { return 1, nil }
 
-// TestShippedSamples regenerates the samples in datasets/samples and
-// compares decoded records (never compressed bytes: zstd output may change
-// between releases) and manifests. On failure, regenerate them with
-// `go run ./cmd/samplegen --force` and review the diff.
+// TestShippedSamples checks the samples in datasets/samples against a fresh
+// generation and recording, comparing decoded records (never compressed
+// bytes: zstd output may change between releases) and manifests. On
+// failure, regenerate them with `make samples` and review the diff.
+//
+// The shipped samples are the seed-1 session recorded by the real recorder
+// (Record): the venue's frames and their receive times are a fresh
+// generation's, byte for byte; every record, the recorder's own included,
+// is a fresh recording's (not with -short); and they hold what a capture
+// with one disconnect writes.
 func TestShippedSamples(t *testing.T) {
 	for _, v := range venues {
 		t.Run(v, func(t *testing.T) {
@@ -303,30 +313,70 @@ func TestShippedSamples(t *testing.T) {
 			}
 			defer r.Close()
 			opts := Options{Seed: ShippedSeed}
-			want := shipped(t, v)
+			var want []datasets.Record
+			for _, w := range shipped(t, v) {
+				if w.Kind == datasets.KindFrame && string(w.Payload) != "PONG" && string(w.Payload) != `{"channel":"pong"}` {
+					want = append(want, w)
+				}
+			}
 			i := 0
-			for ; r.Next(); i++ {
+			kinds := map[datasets.Kind]int{}
+			for r.Next() {
 				got := r.Record()
+				kinds[got.Kind]++
+				if got.Kind != datasets.KindFrame {
+					continue
+				}
 				if i >= len(want) {
-					t.Fatalf("the shipped sample has more than the %d generated records", len(want))
+					t.Fatalf("the shipped sample has more than the %d generated frames", len(want))
 				}
 				w := want[i]
-				if got.Kind != w.Kind || got.Flags != w.Flags || got.Conn != w.Conn || got.WallNs != w.WallNs ||
-					got.MonoNs != w.MonoNs || !bytes.Equal(got.Payload, w.Payload) {
-					t.Fatalf("record %d differs from a fresh generation", i)
+				if got.Flags != w.Flags || got.Conn != 1 || got.WallNs != w.WallNs || got.MonoNs != w.MonoNs || !bytes.Equal(got.Payload, w.Payload) {
+					t.Fatalf("frame %d differs from a fresh generation", i)
 				}
+				i++
 			}
 			if err := r.Err(); err != nil {
 				t.Fatal(err)
 			}
 			if i != len(want) {
-				t.Fatalf("the shipped sample has %d records, generation %d", i, len(want))
+				t.Fatalf("the shipped sample has %d frames, generation %d", i, len(want))
+			}
+			if kinds[datasets.KindConnect] != 2 || kinds[datasets.KindDisconnect] != 1 || kinds[datasets.KindReconnect] != 1 ||
+				kinds[datasets.KindCleanClose] != 2 || kinds[datasets.KindSent] == 0 || kinds[datasets.KindSubscribed] == 0 ||
+				kinds[datasets.KindRESTResponse] != 2 || kinds[datasets.KindNote] != 2 {
+				t.Errorf("records by kind %v: not what a capture with one disconnect writes", kinds)
 			}
 			m, _ := Manifest(v, opts)
 			got := r.Manifest()
-			if got.Venue != m.Venue || got.Endpoint != m.Endpoint || got.Notes != m.Notes || got.Source != m.Source ||
-				got.MonoBaseWallNs != m.MonoBaseWallNs || !got.Clean || fmt.Sprint(got.Instruments) != fmt.Sprint(m.Instruments) {
+			if got.Venue != m.Venue || got.Endpoint != m.Endpoint || got.Notes != m.Notes+RecordedNote || got.Source != m.Source ||
+				got.MonoBaseWallNs != m.MonoBaseWallNs || !got.Clean || fmt.Sprint(got.Instruments) != fmt.Sprint(slices.Sorted(slices.Values(m.Instruments))) ||
+				!strings.HasPrefix(got.ToolVersion, "tapedeck capture") {
 				t.Errorf("manifest %+v\nwant     %+v", got, m)
+			}
+			if !testing.Short() {
+				fresh := filepath.Join(t.TempDir(), v)
+				if _, err := Record(context.Background(), v, opts, fresh); err != nil {
+					t.Fatal(err)
+				}
+				rec, ship := readRecords(t, fresh), readRecords(t, dir)
+				for i := range min(len(rec), len(ship)) {
+					if a, b := rec[i], ship[i]; a.Kind != b.Kind || a.Flags != b.Flags || a.Conn != b.Conn || a.Seq != b.Seq ||
+						a.WallNs != b.WallNs || a.MonoNs != b.MonoNs || !bytes.Equal(a.Payload, b.Payload) {
+						t.Fatalf("record %d differs from a fresh recording:\n%s %d %.120s\nfresh %s %d %.120s", i,
+							b.Kind, b.WallNs, b.Payload, a.Kind, a.WallNs, a.Payload)
+					}
+				}
+				if len(rec) != len(ship) {
+					t.Fatalf("the shipped sample has %d records, a fresh recording %d", len(ship), len(rec))
+				}
+				fm, err := datasets.ReadManifest(fresh)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sm := r.Manifest(); !reflect.DeepEqual(fm, sm) {
+					t.Errorf("manifest %+v\nfresh    %+v", sm, fm)
+				}
 			}
 			rep, err := datasets.Verify(dir)
 			if err != nil || !rep.OK() || len(rep.Warnings) != 0 {
@@ -338,8 +388,8 @@ func TestShippedSamples(t *testing.T) {
 				fi, _ := e.Info()
 				size += fi.Size()
 			}
-			if size > 2<<20 {
-				t.Errorf("the sample takes %d bytes on disk; keep it under 2 MiB", size)
+			if size >= 1e6 {
+				t.Errorf("the sample takes %d bytes on disk; keep it under 1 MB", size)
 			}
 		})
 	}

@@ -7,7 +7,7 @@
 // /books and /book, Hyperliquid /info) answering from the Config; this package
 // adds the data, from real captured frames — snapshots before updates, a
 // feed per subscription — and the 1006 close on an unknown coin, and can be
-// told to misbehave:
+// told to misbehave (or, Scripted, send only what a test tells it to):
 // stall while still answering pings, close abruptly or with a code, send
 // garbage or oversized frames, refuse connections. Every frame a server sent
 // is kept per connection so tests can compare it with what was recorded.
@@ -80,6 +80,15 @@ type Config struct {
 	// BadCoins close the socket abruptly (1006, no message) when subscribed,
 	// as Hyperliquid does for an unknown coin.
 	BadCoins []string
+	// Books are Polymarket CLOB REST book summaries by token id, served
+	// instead of Summary for the tokens they hold.
+	Books map[string][]byte
+	// Scripted makes the server send nothing of its own on the WebSocket:
+	// no data feed, no acknowledgements, pongs or errors, no initial dump.
+	// It still reads every client frame through the venue's server session
+	// (Received, Subscriptions); what the venue says is written by the test
+	// with Conn.Send. The sample generator plays a generated session so.
+	Scripted bool
 }
 
 // Server is one fake venue. Its methods are safe for concurrent use.
@@ -94,6 +103,7 @@ type Server struct {
 	refuse int
 	closed bool
 
+	hold    chan struct{} // non-nil while Hold is on; closed to release
 	stalled atomic.Bool
 	muted   sync.Map // instrument → true: no data for it (Mute)
 	wg      sync.WaitGroup
@@ -207,11 +217,43 @@ func (s *Server) listing() (markets, meta, spotMeta []byte) {
 	return s.cfg.Markets, s.cfg.Meta, s.cfg.SpotMeta
 }
 
+// Hold makes new WebSocket connections and book-summary requests wait
+// (true) until released (false) or the server closes, so that a test can
+// decide when a reconnecting client gets through.
+func (s *Server) Hold(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case on && s.hold == nil:
+		s.hold = make(chan struct{})
+	case !on && s.hold != nil:
+		close(s.hold)
+		s.hold = nil
+	}
+}
+
+// waitHold waits while Hold is on; false if ctx ended first.
+func (s *Server) waitHold(ctx context.Context) bool {
+	s.mu.Lock()
+	h := s.hold
+	s.mu.Unlock()
+	if h == nil {
+		return true
+	}
+	select {
+	case <-h:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // Close kills every connection and stops the server.
 func (s *Server) Close() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	s.Hold(false)
 	s.KillAll()
 	s.http.CloseClientConnections()
 	s.http.Close()
@@ -311,6 +353,13 @@ func (s *Server) CloseAll(code int, reason string) {
 	}
 }
 
+// Send writes frame as a text message on c and reports whether the write
+// succeeded (the frame is then kept as sent).
+func (c *Conn) Send(frame []byte) bool { return c.write(frame) }
+
+// Kill drops c without a close frame, as KillAll does for every connection.
+func (c *Conn) Kill() { c.kill() }
+
 // SendAll writes frame as a text message on every live connection (garbage,
 // oversized frames); it is kept as sent where the write succeeds.
 func (s *Server) SendAll(frame []byte) {
@@ -378,6 +427,9 @@ func (c *Conn) write(frame []byte) bool {
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	if !s.waitHold(r.Context()) {
+		return
+	}
 	s.mu.Lock()
 	if s.refuse > 0 || s.closed {
 		s.refuse--
@@ -427,6 +479,15 @@ func (c *Conn) clientMsg(msg []byte, binary bool) {
 		answers[i] = append([]byte(nil), a...)
 	}
 	c.mu.Unlock()
+	if c.s.cfg.Scripted {
+		c.mu.Lock()
+		for _, t := range r.Removed {
+			c.subs = slices.DeleteFunc(c.subs, func(x venue.Topic) bool { return x.Key == t.Key })
+		}
+		c.subs = append(c.subs, r.Added...)
+		c.mu.Unlock()
+		return
+	}
 	if r.Close {
 		c.kill() // as the venue does on frames over its limits
 		return
@@ -471,6 +532,9 @@ func (c *Conn) poke() {
 // pump sends data frames for the current subscriptions, round robin over
 // subscriptions and through each channel's feed.
 func (c *Conn) pump() {
+	if c.s.cfg.Scripted {
+		return
+	}
 	if c.s.cfg.Flood {
 		c.flood()
 		return
@@ -614,8 +678,12 @@ func (s *Server) listingDoc(name string) []byte {
 	return s.cfg.Docs[name]
 }
 
-// bookDoc is the Summary template for a token, nil without one.
+// bookDoc is the token's entry in Books, else the Summary template for it,
+// nil without one.
 func (s *Server) bookDoc(id string) []byte {
+	if b, ok := s.cfg.Books[id]; ok {
+		return b
+	}
 	sum := s.cfg.Summary
 	if len(sum.Frame) == 0 {
 		return nil
@@ -630,6 +698,9 @@ func (s *Server) bookRequest(ctx context.Context, ids []string) int {
 	s.bookReqs = append(s.bookReqs, ids)
 	status, delay := s.bookStatus, s.bookDelay
 	s.bmu.Unlock()
+	if !s.waitHold(ctx) {
+		return status
+	}
 	if delay > 0 {
 		t := time.NewTimer(delay)
 		select {

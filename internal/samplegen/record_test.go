@@ -1,0 +1,138 @@
+package samplegen
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/datasets"
+)
+
+// TestRecordIsARealCapture records short sessions of both venues through
+// the real recorder: every frame the generated venue sent is in the dataset
+// byte for byte at its generated receive time, the venue's disconnect is a
+// disconnect record followed by a reconnect, and the rest is what the
+// recorder writes (its subscribe frames, acknowledgements, REST notes, the
+// connection's clean close, the recorder's). Recording the same session
+// again gives byte-identical files.
+func TestRecordIsARealCapture(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records minutes of generated sessions through the recorder")
+	}
+	for _, v := range venues {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			opts := Options{Seed: 3, Duration: 6 * time.Minute} // through the first disconnect (5:30)
+			if v == "hyperliquid" {
+				opts.Duration = 7*time.Minute + 10*time.Second // (7:00)
+			}
+			var gen collector
+			if _, err := Generate(v, opts, &gen); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(t.TempDir(), v)
+			sum, err := Record(context.Background(), v, opts, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again := filepath.Join(t.TempDir(), v)
+			if _, err := Record(context.Background(), v, opts, again); err != nil {
+				t.Fatal(err)
+			}
+			sameFiles(t, dir, again)
+			got := readRecords(t, dir)
+			var want, frames []datasets.Record
+			for _, r := range gen.recs {
+				if r.Kind == datasets.KindFrame && string(r.Payload) != "PONG" && string(r.Payload) != `{"channel":"pong"}` {
+					want = append(want, r)
+				}
+			}
+			kinds := map[datasets.Kind]int{}
+			for _, r := range got {
+				kinds[r.Kind]++
+				if r.Kind == datasets.KindFrame {
+					frames = append(frames, r)
+				}
+			}
+			if len(frames) != len(want) || sum.Frames != int64(len(want)) {
+				t.Fatalf("%d frames recorded (summary %d), %d generated", len(frames), sum.Frames, len(want))
+			}
+			for i := range want {
+				if !bytes.Equal(frames[i].Payload, want[i].Payload) || frames[i].WallNs != want[i].WallNs {
+					t.Fatalf("frame %d: %d %.80s\nwant %d %.80s", i, frames[i].WallNs, frames[i].Payload, want[i].WallNs, want[i].Payload)
+				}
+			}
+			if kinds[datasets.KindDisconnect] != 1 || kinds[datasets.KindReconnect] != 1 || kinds[datasets.KindConnect] != 2 ||
+				kinds[datasets.KindCleanClose] != 2 || kinds[datasets.KindSent] == 0 || kinds[datasets.KindSubscribed] == 0 {
+				t.Errorf("records by kind %v", kinds)
+			}
+			if v == "polymarket" && kinds[datasets.KindRESTResponse] != 2 {
+				t.Errorf("%d REST bodies, want one per connect", kinds[datasets.KindRESTResponse])
+			}
+			m, err := datasets.ReadManifest(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Host != "generated" || (m.Endpoint != PolymarketEndpoint && m.Endpoint != HyperliquidEndpoint) || !m.Clean {
+				t.Errorf("manifest %+v", m)
+			}
+		})
+	}
+}
+
+func readRecords(t *testing.T, dir string) []datasets.Record {
+	t.Helper()
+	rd, err := datasets.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var out []datasets.Record
+	for rd.Next() {
+		r := *rd.Record()
+		r.Payload = bytes.Clone(r.Payload)
+		out = append(out, r)
+	}
+	if err := rd.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sameFiles fails unless directories a and b hold the same files, byte for
+// byte.
+func sameFiles(t *testing.T, a, b string) {
+	t.Helper()
+	names := func(dir string) []string {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range ents {
+			out = append(out, e.Name())
+		}
+		return out
+	}
+	na, nb := names(a), names(b)
+	if !slices.Equal(na, nb) {
+		t.Fatalf("files %v and %v", na, nb)
+	}
+	for _, n := range na {
+		x, err := os.ReadFile(filepath.Join(a, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := os.ReadFile(filepath.Join(b, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(x, y) {
+			t.Errorf("%s differs between two recordings of the same session (%d and %d bytes)", n, len(x), len(y))
+		}
+	}
+}
