@@ -2,7 +2,6 @@ package bench
 
 import (
 	"runtime"
-	"sync"
 	"testing"
 
 	"github.com/tapedeck/tapedeck/book"
@@ -13,11 +12,13 @@ import (
 // BenchmarkReaderUnderWriter is a strategy goroutine reading a consistent
 // top 10 of the busiest book while the decoder applies a generated
 // Polymarket session flat out on another goroutine, for book.Publisher
-// (lock-free published views) and for a plain sync.Mutex around the
-// decoder. One op is one read; read-p50/p99/p99.9-ns are the reader's
-// latency percentiles (and maximum: a mutex reader's mean is made of
-// rare multi-millisecond waits) and write-ns/frame the writer's cost per frame
-// (decode + apply + publish, or decode + apply under the lock).
+// (lock-free published views) and for a plain sync.Mutex and a sync.RWMutex
+// around the decoder. One op is one read; read-p50/p99/p99.9-ns are the
+// reader's latency percentiles (and maximum: a mutex reader's mean is made of
+// rare multi-millisecond waits), write-ns/frame the writer's cost per frame
+// (decode + apply + publish, or decode + apply under the lock) and
+// write-slowdown its CPU time per frame beside the reader over the same
+// writer's alone, in the same run (see latency.ReaderUnderWriter).
 func BenchmarkReaderUnderWriter(b *testing.B) {
 	const depth = 10
 	s := loadSession(b, venue.Polymarket, streamFrames(b))
@@ -45,24 +46,25 @@ func BenchmarkReaderUnderWriter(b *testing.B) {
 			}
 		})
 	})
-	b.Run("design=mutex", func(b *testing.B) {
-		d := newDecoder(venue.Polymarket)
-		warm(b, d, s.frames)
-		bk := d.Book(inst)
-		var mu sync.Mutex
-		var out venue.Frame
-		bids, asks := make([]book.Level, 0, 16), make([]book.Level, 0, 16)
-		latency.ReaderUnderWriter(b, func(i int) {
-			mu.Lock()
-			_ = d.Decode(s.frames[i%len(s.frames)], 0, &out)
-			mu.Unlock()
-		}, func() {
-			mu.Lock()
-			bids = bk.Top(book.Bid, bids[:0], depth)
-			asks = bk.Top(book.Ask, asks[:0], depth)
-			mu.Unlock()
+	for _, l := range latency.Locks() {
+		b.Run("design="+l.Design, func(b *testing.B) {
+			d := newDecoder(venue.Polymarket)
+			warm(b, d, s.frames)
+			bk := d.Book(inst)
+			var out venue.Frame
+			bids, asks := make([]book.Level, 0, 16), make([]book.Level, 0, 16)
+			latency.ReaderUnderWriter(b, func(i int) {
+				l.W.Lock()
+				_ = d.Decode(s.frames[i%len(s.frames)], 0, &out)
+				l.W.Unlock()
+			}, func() {
+				l.R.Lock()
+				bids = bk.Top(book.Bid, bids[:0], depth)
+				asks = bk.Top(book.Ask, asks[:0], depth)
+				l.R.Unlock()
+			})
 		})
-	})
+	}
 }
 
 // busiest returns the instrument with the most events in the session.

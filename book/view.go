@@ -10,38 +10,60 @@ import (
 // for the writer.
 //
 // The writer copies the top levels of the book into one of a few preallocated
-// View slots and publishes it with an atomic pointer store. A reader Acquires
-// the current View, which pins that slot (a reference count) until Release;
-// the writer only ever fills a slot that is neither current nor pinned, so a
-// pinned View never changes under its reader. Publishing allocates nothing.
+// View slots and makes it current. A reader Acquires the current View, which
+// pins that slot until Release; the writer only ever fills a slot that is
+// neither current nor pinned, so a pinned View never changes under its reader.
+// Publishing allocates nothing.
+//
+// Pinning is one atomic add on a single word that holds both the current
+// slot and how many readers pinned it (the split reference count of
+// ArcSwap-like designs): a reader learns which slot is current and pins it in
+// the same instruction, with no pointer to chase and no re-check, so a read
+// that follows a new publish waits for two cache-line transfers (that word,
+// then the view) rather than one per pointer on the way. When the writer
+// makes another slot current it swaps the word and moves the old slot's pin
+// count onto that slot, where late Releases take it back.
 //
 // Publish must be called only from the goroutine that owns the Book. Acquire,
-// Release, Published and Skipped are safe from any goroutine.
+// Release, Load, Published and Skipped are safe from any goroutine.
 type Publisher struct {
+	// Read-only after NewPublisher.
 	depth int
 	slots []slot
-	cur   atomic.Pointer[View]
-	next  int    // writer-only: slot to try first
-	seq   uint64 // writer-only: last published sequence number
+	_     [cacheLine]byte
 
-	published atomic.Uint64
-	skipped   atomic.Uint64
+	// state is the current slot (1-based; 0 before the first Publish) in its
+	// top byte and the number of pins taken on it since it became current
+	// below. It is the only word of the Publisher that readers write.
+	state atomic.Uint64
+	_     [cacheLine]byte
+
+	// The writer's own.
+	cur  int    // index of the current slot, -1 before the first Publish
+	next int    // slot to try first
+	seq  uint64 // last published sequence number
+
+	skipped atomic.Uint64
 }
 
-// slot pairs a View with its pin count on a cache line of its own, so readers
-// pinning one slot do not slow the writer filling the next.
+const (
+	cacheLine = 64
+	idxShift  = 56
+	countMask = 1<<idxShift - 1
+)
+
+// slot is a View and the pins moved onto it when it stopped being current,
+// less the Releases since. Slots are padded apart so readers of the current
+// one do not slow the writer filling the next.
 type slot struct {
-	refs atomic.Int32
-	_    [60]byte
+	refs atomic.Int64
 	view View
-	_    [64]byte
+	_    [cacheLine]byte
 }
 
-// View is an immutable copy of the top of a book at one instant. A View
-// obtained from Acquire stays unchanged until its Release; after Release the
-// reader must not touch it or any slice taken from it. Its fields are
-// read-only: the Publisher owns all of its memory.
-type View struct {
+// Top is the content of a View: the top of a book at one instant. A reader
+// that wants its own copy to keep fills one with Publisher.Load.
+type Top struct {
 	// Bids and Asks hold up to the publisher's depth levels, best first.
 	Bids, Asks []Level
 	// BidLevels and AskLevels are the book's full level counts per side,
@@ -61,26 +83,40 @@ type View struct {
 	Stamp int64
 	// Scale is the book's fixed-point scale.
 	Scale Scale
+}
 
-	refs *atomic.Int32
+// View is an immutable Top published by a Publisher. A View obtained from
+// Acquire stays unchanged until its Release; after Release the reader must
+// not touch it or any slice taken from it. Its fields are read-only: the
+// Publisher owns all of its memory.
+type View struct {
+	Top
+
+	pub *Publisher
+	idx uint64 // 1-based slot index, as in Publisher.state
 }
 
 // NewPublisher returns a Publisher of views holding up to depth levels per
 // side, for up to readers goroutines that hold a View at the same time. It
 // preallocates readers+2 slots: one current, one being filled and one per
 // pinning reader, so Publish can always find a free slot while at most
-// readers Views are held. depth and readers must be at least 1 (it panics
-// otherwise: a programming error, not bad data).
+// readers Views are held. depth and readers must be at least 1, and readers
+// below 250 (it panics otherwise: a programming error, not bad data).
 func NewPublisher(depth, readers int) *Publisher {
-	if depth < 1 || readers < 1 {
-		panic("book: NewPublisher needs depth ≥ 1 and readers ≥ 1")
+	if depth < 1 || readers < 1 || readers+2 >= 1<<(64-idxShift) {
+		panic("book: NewPublisher needs depth ≥ 1 and 1 ≤ readers < 250")
 	}
-	p := &Publisher{depth: depth, slots: make([]slot, readers+2)}
+	p := &Publisher{depth: depth, slots: make([]slot, readers+2), cur: -1}
+	// The levels of all slots in one block, each slot's own cache lines.
+	stride := 2*depth + cacheLine/16
+	store := make([]Level, len(p.slots)*stride)
 	for i := range p.slots {
 		s := &p.slots[i]
-		s.view.Bids = make([]Level, 0, depth)
-		s.view.Asks = make([]Level, 0, depth)
-		s.view.refs = &s.refs
+		lv := store[i*stride : i*stride+2*depth : i*stride+2*depth]
+		s.view.Bids = lv[0:0:depth]
+		s.view.Asks = lv[depth:depth]
+		s.view.pub = p
+		s.view.idx = uint64(i + 1)
 	}
 	return p
 }
@@ -99,8 +135,7 @@ func (p *Publisher) Depth() int { return p.depth }
 // previous one and the next Publish carries the newer state. Call it only
 // from b's writer, always with the same Book.
 func (p *Publisher) Publish(b *Book, stamp int64) bool {
-	cur := p.cur.Load()
-	if cur != nil && p.shows(cur, b) {
+	if p.cur >= 0 && p.shows(&p.slots[p.cur].view, b) {
 		return true
 	}
 	n := len(p.slots)
@@ -110,12 +145,11 @@ func (p *Publisher) Publish(b *Book, stamp int64) bool {
 			i -= n
 		}
 		s := &p.slots[i]
-		if &s.view == cur || s.refs.Load() != 0 {
+		if i == p.cur || s.refs.Load() != 0 {
 			continue
 		}
-		// No reader can pin this slot from here on: a reader that loaded it
-		// earlier re-checks the current pointer after pinning and backs off,
-		// and the slot does not become current until the Store below.
+		// No reader can pin this slot from here on: readers pin only the
+		// current slot, and it does not become current until the Swap.
 		v := &s.view
 		v.Bids = b.Top(Bid, v.Bids[:0], p.depth)
 		v.Asks = b.Top(Ask, v.Asks[:0], p.depth)
@@ -129,9 +163,15 @@ func (p *Publisher) Publish(b *Book, stamp int64) bool {
 		v.Seq = p.seq
 		v.Stamp = stamp
 		v.Scale = b.scale
-		p.cur.Store(v)
-		p.next = i + 1
-		p.published.Add(1)
+		old := p.state.Swap(v.idx << idxShift)
+		if p.cur >= 0 {
+			// The pins taken on the old slot while it was current; their
+			// Releases now find it not current and count down refs.
+			if c := old & countMask; c != 0 {
+				p.slots[p.cur].refs.Add(int64(c))
+			}
+		}
+		p.cur, p.next = i, i+1
 		return true
 	}
 	p.skipped.Add(1)
@@ -167,27 +207,61 @@ func sameTop(top, side []Level) bool {
 
 // Acquire pins and returns the current View, or nil before the first
 // Publish. The caller must call Release exactly once when done. It never
-// blocks; it retries only if the writer published in the few instructions
-// between loading the pointer and pinning the slot.
+// blocks and never retries: one atomic add.
 func (p *Publisher) Acquire() *View {
+	g := p.state.Add(1)
+	if g>>idxShift == 0 {
+		p.unpinNone()
+		return nil
+	}
+	return &p.slots[g>>idxShift-1].view
+}
+
+// unpinNone takes back a pin taken before the first Publish, unless that
+// Publish already dropped it.
+func (p *Publisher) unpinNone() {
 	for {
-		v := p.cur.Load()
-		if v == nil {
-			return nil
+		g := p.state.Load()
+		if g>>idxShift != 0 || p.state.CompareAndSwap(g, g-1) {
+			return
 		}
-		v.refs.Add(1)
-		if p.cur.Load() == v {
-			return v
-		}
-		// The writer replaced v meanwhile and may be refilling it: unpin and
-		// take the newer one.
-		v.refs.Add(-1)
 	}
 }
 
 // Release unpins a View obtained from Acquire. The View must not be used
 // afterwards.
-func (v *View) Release() { v.refs.Add(-1) }
+func (v *View) Release() {
+	p := v.pub
+	for {
+		g := p.state.Load()
+		if g>>idxShift != v.idx {
+			// No longer current: the writer moved this pin onto the slot.
+			p.slots[v.idx-1].refs.Add(-1)
+			return
+		}
+		if p.state.CompareAndSwap(g, g-1) {
+			return
+		}
+	}
+}
+
+// Load copies the current View into dst, reusing dst's slices (no
+// allocation once they have the publisher's depth as capacity), and reports
+// whether there was one (false before the first Publish, dst unchanged). dst
+// is the caller's own: it needs no Release and stays as it is until the next
+// Load into it.
+func (p *Publisher) Load(dst *Top) bool {
+	v := p.Acquire()
+	if v == nil {
+		return false
+	}
+	bids := append(dst.Bids[:0], v.Bids...)
+	asks := append(dst.Asks[:0], v.Asks...)
+	*dst = v.Top
+	dst.Bids, dst.Asks = bids, asks
+	v.Release()
+	return true
+}
 
 // Best returns the best level of a side in the view and whether there is one.
 func (v *View) Best(side Side) (Level, bool) {
@@ -202,8 +276,17 @@ func (v *View) Best(side Side) (Level, bool) {
 }
 
 // Published returns how many Views have been made current (unchanged
-// publishes that kept the current View are not counted).
-func (p *Publisher) Published() uint64 { return p.published.Load() }
+// publishes that kept the current View are not counted): the current View's
+// Seq.
+func (p *Publisher) Published() uint64 {
+	v := p.Acquire()
+	if v == nil {
+		return 0
+	}
+	n := v.Seq
+	v.Release()
+	return n
+}
 
 // Skipped returns how many Publish calls found no free slot.
 func (p *Publisher) Skipped() uint64 { return p.skipped.Load() }
