@@ -148,14 +148,19 @@ func TestPublisherAllocs(t *testing.T) {
 		bids[i] = Level{Price: int64(i + 1), Size: 1}
 	}
 	_ = b.Replace(bids, nil)
+	var own Top
 	n := testing.AllocsPerRun(200, func() {
 		_ = b.Set(Bid, 50, 2, 0)
 		p.Publish(b, 0)
 		v := p.Acquire()
 		v.Release()
+		p.Load(&own)
 	})
 	if n != 0 {
-		t.Fatalf("Set+Publish+Acquire+Release: %v allocs per run, want 0", n)
+		t.Fatalf("Set+Publish+Acquire+Release+Load: %v allocs per run, want 0", n)
+	}
+	if len(own.Bids) != 20 || own.Bids[0] != (Level{Price: 50, Size: 2}) || own.Seq != p.Published() {
+		t.Fatalf("Load: %d bids, best %v, seq %d of %d", len(own.Bids), own.Bids[0], own.Seq, p.Published())
 	}
 }
 
