@@ -14,6 +14,7 @@ import (
 // registered (a new verb adds its constructor here).
 func newRootCmd() *cobra.Command {
 	root := cli.NewRoot("replay", "Replay, inspect, verify, serve and export tapedeck recordings",
+		newBacktestCmd(),
 		newBenchCmd(nil),
 		newBooksCmd(nil),
 		newExportCmd(nil),

@@ -1,0 +1,454 @@
+package backtest
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/feed"
+	"github.com/tapedeck/tapedeck/replayer"
+)
+
+// EquityPoint is one sample of the account: cash plus every position valued
+// at its book's mid (the last trade price when a side is empty; a resolved
+// token at its settlement).
+type EquityPoint struct {
+	RecvNs     int64
+	Cash       int64 // CashDecimals
+	Equity     int64 // CashDecimals
+	Instrument string
+	Position   int64
+	Mid        int64
+}
+
+type markout struct {
+	fill    int
+	atNs    int64
+	horizon int64
+}
+
+// Markout is the mid price a horizon after a fill, signed so that positive
+// is a gain for the strategy: (mid − price) for a buy, (price − mid) for a
+// sell, per unit, in price units.
+type Markout struct {
+	Fill    uint64
+	Horizon int64
+	Mid     int64
+	PnL     int64
+}
+
+func (e *Engine) markouts(in *Instrument, nowNs int64) {
+	if len(in.marks) == 0 {
+		return
+	}
+	mid, ok := in.Mid()
+	if !ok {
+		return
+	}
+	k := 0
+	for _, m := range in.marks {
+		if m.atNs > nowNs {
+			in.marks[k] = m
+			k++
+			continue
+		}
+		f := &e.fills[m.fill]
+		d := mid - f.Price
+		if f.Side == Sell {
+			d = -d
+		}
+		e.marksOut = append(e.marksOut, Markout{Fill: f.Seq, Horizon: m.horizon, Mid: mid, PnL: d})
+	}
+	in.marks = in.marks[:k]
+}
+
+func (in *Instrument) value() (int64, int64) {
+	px := in.LastTrade
+	if in.Resolved {
+		px = in.Settle
+	} else if m, ok := in.Mid(); ok {
+		px = m
+	}
+	return Notional(px, in.Position, in.Scale.PriceDecimals, in.Scale.SizeDecimals), px
+}
+
+func (e *Engine) equityNow() int64 {
+	eq := e.cash
+	for _, in := range e.instList {
+		if in.Position != 0 {
+			v, _ := in.value()
+			eq += v
+		}
+	}
+	return eq
+}
+
+func (e *Engine) sample(nowNs int64) {
+	if nowNs < e.nextEq {
+		return
+	}
+	e.nextEq = (nowNs/e.cfg.EquityEveryNs + 1) * e.cfg.EquityEveryNs
+	e.record(nowNs)
+}
+
+func (e *Engine) record(nowNs int64) {
+	eq := e.equityNow()
+	n := 0
+	for _, in := range e.instList {
+		if in.Position == 0 && len(in.open) == 0 {
+			continue
+		}
+		_, px := in.value()
+		e.equity = append(e.equity, EquityPoint{RecvNs: nowNs, Cash: e.cash, Equity: eq, Instrument: in.ID, Position: in.Position, Mid: px})
+		n++
+	}
+	if n == 0 {
+		e.equity = append(e.equity, EquityPoint{RecvNs: nowNs, Cash: e.cash, Equity: eq})
+	}
+}
+
+// Finish ends the run: pending actions are dropped as never reaching the
+// exchange (recorded as cancelled: "run ended"), user resolutions settle,
+// the strategy's OnEnd is called and the summary computed.
+func (e *Engine) Finish() *Result {
+	for _, a := range e.actions {
+		if a.order.Status == StatusPending {
+			e.finish(nil, a.order, StatusCancelled, "run ended before the order reached the exchange")
+		}
+	}
+	e.actions = e.actions[:0]
+	for _, in := range e.instList {
+		if w, ok := e.cfg.Resolutions[in.ID]; ok && !in.Resolved {
+			e.settle(in, w, &feed.Event{RecvNs: e.nowNs})
+		}
+	}
+	if f, ok := e.strat.(Finisher); ok && !e.stratDead {
+		e.guard(&feed.Event{RecvNs: e.nowNs}, func() { f.OnEnd(&e.ctx) })
+	}
+	e.record(e.nowNs)
+	return e.result()
+}
+
+// Result is a finished run.
+type Result struct {
+	Summary  Summary
+	Orders   []*Order
+	Fills    []Fill
+	Equity   []EquityPoint
+	Markouts []Markout
+	Errors   []error
+}
+
+// Summary is the run's scorecard. Money is in dollars (float64, from the
+// exact fixed-point totals).
+type Summary struct {
+	Strategy      string             `json:"strategy"`
+	Params        map[string]string  `json:"params,omitempty"`
+	Events        uint64             `json:"events"`
+	Orders        int                `json:"orders"`
+	Rejected      uint64             `json:"rejected"`
+	Fills         int                `json:"fills"`
+	MakerFills    int                `json:"maker_fills"`
+	TakerFills    int                `json:"taker_fills"`
+	FillRatio     float64            `json:"fill_ratio"` // filled size / submitted size
+	StartCash     float64            `json:"start_cash"`
+	EndCash       float64            `json:"end_cash"`
+	EndEquity     float64            `json:"end_equity"`
+	PnL           float64            `json:"pnl"`
+	Fees          float64            `json:"fees"`
+	Rebates       float64            `json:"rebates"`
+	Funding       float64            `json:"funding"`
+	Turnover      float64            `json:"turnover"`
+	MaxDrawdown   float64            `json:"max_drawdown"`
+	DailySharpe   float64            `json:"daily_sharpe"`
+	Markouts      map[string]float64 `json:"markouts"` // mean per-unit markout by horizon ("1s", …), price units as decimals
+	Positions     map[string]float64 `json:"positions"`
+	StrategyError string             `json:"strategy_error,omitempty"`
+	Digest        string             `json:"digest"`
+}
+
+func cashF(v int64) float64 { return float64(v) / 1e10 }
+
+func (e *Engine) result() *Result {
+	r := &Result{Orders: e.orders, Fills: e.fills, Equity: e.equity, Markouts: e.marksOut, Errors: e.errs}
+	s := &r.Summary
+	s.Events, s.Orders, s.Rejected, s.Fills = e.events, len(e.orders), e.rejects, len(e.fills)
+	var sub, fil float64
+	for _, o := range e.orders {
+		sub += float64(o.Size)
+		fil += float64(o.Filled)
+	}
+	if sub > 0 {
+		s.FillRatio = fil / sub
+	}
+	for _, f := range e.fills {
+		if f.Liquidity == Maker {
+			s.MakerFills++
+		} else {
+			s.TakerFills++
+		}
+	}
+	s.StartCash, s.EndCash = cashF(e.cfg.Cash), cashF(e.cash)
+	end := e.equityNow()
+	s.EndEquity = cashF(end)
+	s.PnL = cashF(end - e.cfg.Cash)
+	s.Fees, s.Rebates, s.Funding, s.Turnover = cashF(e.fees), cashF(e.rebates), cashF(e.funding), cashF(e.turnover)
+	// Drawdown and daily Sharpe on the equity curve (one value per sample time).
+	peak := math.Inf(-1)
+	var last int64 = -1
+	var day int64 = -1
+	var dayEq []float64
+	for _, p := range e.equity {
+		if p.RecvNs == last {
+			continue
+		}
+		last = p.RecvNs
+		v := cashF(p.Equity)
+		peak = math.Max(peak, v)
+		s.MaxDrawdown = math.Max(s.MaxDrawdown, peak-v)
+		if d := p.RecvNs / 86400e9; d != day {
+			day = d
+			dayEq = append(dayEq, v)
+		} else {
+			dayEq[len(dayEq)-1] = v
+		}
+	}
+	prev := s.StartCash
+	var rets []float64
+	for _, v := range dayEq {
+		rets = append(rets, v-prev)
+		prev = v
+	}
+	if len(rets) > 1 {
+		var m, sd float64
+		for _, x := range rets {
+			m += x
+		}
+		m /= float64(len(rets))
+		for _, x := range rets {
+			sd += (x - m) * (x - m)
+		}
+		sd = math.Sqrt(sd / float64(len(rets)-1))
+		if sd > 0 {
+			s.DailySharpe = m / sd * math.Sqrt(365)
+		}
+	}
+	s.Markouts = map[string]float64{}
+	for _, h := range e.cfg.MarkoutsNs {
+		var sum float64
+		n := 0
+		for _, m := range e.marksOut {
+			if m.Horizon == h {
+				in := e.insts[e.fills[m.Fill-1].Instrument]
+				sum += float64(m.PnL) / float64(pow10(in.Scale.PriceDecimals))
+				n++
+			}
+		}
+		if n > 0 {
+			s.Markouts[horizonName(h)] = sum / float64(n)
+		}
+	}
+	s.Positions = map[string]float64{}
+	for _, in := range e.instList {
+		if in.Position != 0 {
+			s.Positions[in.ID] = float64(in.Position) / float64(pow10(in.Scale.SizeDecimals))
+		}
+	}
+	if e.stratErr != nil {
+		s.StrategyError = e.stratErr.Error()
+	}
+	s.Digest = e.digest()
+	return r
+}
+
+func horizonName(ns int64) string {
+	if ns%1e9 == 0 {
+		return strconv.FormatInt(ns/1e9, 10) + "s"
+	}
+	return strconv.FormatInt(ns/1e6, 10) + "ms"
+}
+
+// digest is XXH64 over every order's final state and every fill, in order:
+// same data, strategy and parameters give the same digest.
+func (e *Engine) digest() string {
+	h := xxhash.New()
+	var b [8]byte
+	put := func(v int64) { binary.LittleEndian.PutUint64(b[:], uint64(v)); h.Write(b[:]) }
+	for _, o := range e.orders {
+		put(int64(o.ID))
+		h.WriteString(o.Instrument)
+		put(int64(o.Side)<<8 | int64(o.TIF)<<16 | int64(o.Status)<<24)
+		put(o.Price)
+		put(o.Size)
+		put(o.Filled)
+		h.WriteString(o.Reason)
+	}
+	for _, f := range e.fills {
+		put(int64(f.OrderID))
+		put(f.Price)
+		put(f.Size)
+		put(int64(f.Liquidity))
+		put(f.Queue)
+		put(f.Fee)
+		put(f.RecvNs)
+	}
+	put(e.cash)
+	return fmt.Sprintf("xxh64:%016x", h.Sum64())
+}
+
+// RunOptions configures Run.
+type RunOptions struct {
+	Replay []replayer.Option
+	Name   string
+	Params map[string]string
+}
+
+// Run replays paths through a new engine running s and returns the result.
+func Run(ctx context.Context, paths []string, s Strategy, cfg Config, ro RunOptions) (*Result, *replayer.Summary, error) {
+	rp, err := replayer.New(paths, ro.Replay...)
+	if err != nil {
+		return nil, nil, err
+	}
+	e := NewEngine(s, cfg)
+	rp.Subscribe(replayer.Key{}, e)
+	sum, err := rp.Run(ctx)
+	if err != nil {
+		return nil, sum, err
+	}
+	res := e.Finish()
+	res.Summary.Strategy, res.Summary.Params = ro.Name, ro.Params
+	return res, sum, nil
+}
+
+// WriteCSV writes orders.csv, fills.csv, equity.csv and markouts.csv into dir.
+// Prices and sizes are decimals at the instrument's scale, money at
+// CashDecimals; output is byte-identical for identical runs.
+func (r *Result) WriteCSV(dir string, scaleOf func(instrument string) book.Scale) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	write := func(name string, f func(w *bufio.Writer)) error {
+		fh, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		w := bufio.NewWriter(fh)
+		f(w)
+		if err := w.Flush(); err != nil {
+			fh.Close()
+			return fmt.Errorf("backtest: write %s: %w", name, err)
+		}
+		return fh.Close()
+	}
+	dec := func(v int64, d uint8) string { return book.FormatDecimal(v, d) }
+	money := func(v int64) string { return book.FormatDecimal(v, CashDecimals) }
+	if err := write("orders.csv", func(w *bufio.Writer) {
+		w.WriteString("order_id,instrument,side,tif,post_only,reduce_only,price,size,amount,filled,status,reason,submit_ns,active_ns,done_ns,tag\n")
+		for _, o := range r.Orders {
+			sc := scaleOf(o.Instrument)
+			fmt.Fprintf(w, "%d,%s,%s,%s,%t,%t,%s,%s,%s,%s,%s,%s,%d,%d,%d,%s\n", o.ID, csvQuote(o.Instrument), o.Side, o.TIF,
+				o.PostOnly, o.ReduceOnly, dec(o.Price, sc.PriceDecimals), dec(o.Size, sc.SizeDecimals), dec(o.Amount, sc.PriceDecimals),
+				dec(o.Filled, sc.SizeDecimals), o.Status, csvQuote(o.Reason), o.SubmitNs, o.ActiveNs, o.DoneNs, csvQuote(o.Tag))
+		}
+	}); err != nil {
+		return err
+	}
+	if err := write("fills.csv", func(w *bufio.Writer) {
+		w.WriteString("fill_seq,order_id,instrument,side,price,size,liquidity,queue_ahead,fee,exchange_ts_ns,local_ts_ns,tag\n")
+		for _, f := range r.Fills {
+			sc := scaleOf(f.Instrument)
+			fmt.Fprintf(w, "%d,%d,%s,%s,%s,%s,%s,%s,%s,%d,%d,%s\n", f.Seq, f.OrderID, csvQuote(f.Instrument), f.Side,
+				dec(f.Price, sc.PriceDecimals), dec(f.Size, sc.SizeDecimals), f.Liquidity, dec(f.Queue, sc.SizeDecimals),
+				money(f.Fee), f.ExchangeNs, f.RecvNs, csvQuote(f.Tag))
+		}
+	}); err != nil {
+		return err
+	}
+	if err := write("equity.csv", func(w *bufio.Writer) {
+		w.WriteString("local_ts_ns,cash,equity,instrument,position,mark\n")
+		for _, p := range r.Equity {
+			sc := scaleOf(p.Instrument)
+			fmt.Fprintf(w, "%d,%s,%s,%s,%s,%s\n", p.RecvNs, money(p.Cash), money(p.Equity), csvQuote(p.Instrument),
+				dec(p.Position, sc.SizeDecimals), dec(p.Mid, sc.PriceDecimals))
+		}
+	}); err != nil {
+		return err
+	}
+	return write("markouts.csv", func(w *bufio.Writer) {
+		w.WriteString("fill_seq,horizon_ns,mid,pnl_per_unit\n")
+		for _, m := range r.Markouts {
+			sc := scaleOf(r.Fills[m.Fill-1].Instrument)
+			fmt.Fprintf(w, "%d,%d,%s,%s\n", m.Fill, m.Horizon, dec(m.Mid, sc.PriceDecimals), signed(m.PnL, sc.PriceDecimals))
+		}
+	})
+}
+
+func signed(v int64, d uint8) string {
+	if v < 0 {
+		return "-" + book.FormatDecimal(-v, d)
+	}
+	return book.FormatDecimal(v, d)
+}
+
+func csvQuote(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == ',' || c == '"' || c == '\n' || c == '\r' {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// WriteTable prints the summary as an aligned table.
+func (s *Summary) WriteTable(w io.Writer) {
+	row := func(k, v string) { fmt.Fprintf(w, "%-14s %s\n", k, v) }
+	money := func(v float64) string { return strconv.FormatFloat(v, 'f', 6, 64) }
+	row("strategy", s.Strategy)
+	keys := make([]string, 0, len(s.Params))
+	for k := range s.Params {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		row("  "+k, s.Params[k])
+	}
+	row("events", strconv.FormatUint(s.Events, 10))
+	row("orders", fmt.Sprintf("%d (%d rejected)", s.Orders, s.Rejected))
+	row("fills", fmt.Sprintf("%d (maker %d, taker %d)", s.Fills, s.MakerFills, s.TakerFills))
+	row("fill ratio", strconv.FormatFloat(s.FillRatio, 'f', 4, 64))
+	row("pnl", money(s.PnL))
+	row("fees", money(s.Fees))
+	row("rebates", money(s.Rebates))
+	if s.Funding != 0 {
+		row("funding", money(s.Funding))
+	}
+	row("turnover", money(s.Turnover))
+	row("max drawdown", money(s.MaxDrawdown))
+	row("daily sharpe", strconv.FormatFloat(s.DailySharpe, 'f', 3, 64))
+	for _, h := range []string{"1s", "10s", "60s"} {
+		if v, ok := s.Markouts[h]; ok {
+			row("markout "+h, strconv.FormatFloat(v, 'f', 6, 64))
+		}
+	}
+	ids := make([]string, 0, len(s.Positions))
+	for k := range s.Positions {
+		ids = append(ids, k)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		row("position", fmt.Sprintf("%s %g", id, s.Positions[id]))
+	}
+	if s.StrategyError != "" {
+		row("strategy error", s.StrategyError)
+	}
+	row("digest", s.Digest)
+}

@@ -1,0 +1,280 @@
+package backtest
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/feed"
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// Builtin describes a built-in strategy.
+type Builtin struct {
+	Name   string
+	About  string
+	Params map[string]string // name → default
+	New    func(p Params) (Strategy, error)
+}
+
+// Params are a strategy's parameters as given on the command line.
+type Params map[string]string
+
+// Float reads a float parameter, refusing garbage.
+func (p Params) Float(k string) (float64, error) {
+	v, err := strconv.ParseFloat(p[k], 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("backtest: parameter %s=%q: not a number", k, p[k])
+	}
+	return v, nil
+}
+
+// Builtins lists the built-in strategies by name.
+var Builtins = map[string]*Builtin{
+	"noop": {Name: "noop", About: "receives every event and trades nothing (the engine's overhead)",
+		Params: map[string]string{}, New: func(Params) (Strategy, error) { return Noop{}, nil }},
+	"mm": {Name: "mm", About: "passive quoting market maker with inventory skew: post-only bid and ask around the mid",
+		Params: map[string]string{"spread": "0.02", "size": "10", "skew": "0.001", "max_position": "100", "instrument": ""},
+		New:    newMM},
+	"complement": {Name: "complement", About: "Polymarket YES/NO complement taker: buys both tokens (FOK) when ask(YES) + ask(NO) + fees < 1 − edge",
+		Params: map[string]string{"edge": "0", "size": "10", "fee_rate": "0"},
+		New:    newComplement},
+}
+
+// NewBuiltin builds a built-in strategy, checking every parameter first:
+// unknown names and bad values are refused before any data is read.
+func NewBuiltin(name string, given Params) (Strategy, Params, error) {
+	b := Builtins[name]
+	if b == nil {
+		names := make([]string, 0, len(Builtins))
+		for n := range Builtins {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return nil, nil, fmt.Errorf("backtest: unknown strategy %q (built-in: %s)", name, strings.Join(names, ", "))
+	}
+	p := Params{}
+	for k, v := range b.Params {
+		p[k] = v
+	}
+	for k, v := range given {
+		if _, ok := b.Params[k]; !ok {
+			keys := make([]string, 0, len(b.Params))
+			for k := range b.Params {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			return nil, nil, fmt.Errorf("backtest: strategy %s has no parameter %q (has: %s)", name, k, strings.Join(keys, ", "))
+		}
+		p[k] = v
+	}
+	s, err := b.New(p)
+	return s, p, err
+}
+
+// Noop trades nothing.
+type Noop struct{}
+
+// OnEvent does nothing.
+func (Noop) OnEvent(*Context, *feed.Event) {}
+
+// MM quotes a post-only bid and ask around the mid of every instrument (or
+// one), skewed against its inventory:
+//
+//	bid = mid − spread/2 − skew·inventory,  ask = mid + spread/2 − skew·inventory
+//
+// rounded away from the mid to the tick; no bid above max_position, no ask
+// below −max_position. On Polymarket, where a SELL needs the shares, the ask
+// is a BUY of the complementary token at 1 − ask while the inventory is not
+// long (the mirrored book makes the two the same order), and inventory is
+// YES shares minus NO shares.
+type MM struct {
+	Spread, Size, Skew, MaxPos float64
+	Only                       string
+	quotes                     map[string]*[2]uint64 // instrument → bid, ask order ids
+}
+
+func newMM(p Params) (Strategy, error) {
+	m := &MM{Only: p["instrument"], quotes: map[string]*[2]uint64{}}
+	var err error
+	for _, f := range []struct {
+		k string
+		v *float64
+	}{{"spread", &m.Spread}, {"size", &m.Size}, {"skew", &m.Skew}, {"max_position", &m.MaxPos}} {
+		if *f.v, err = p.Float(f.k); err != nil {
+			return nil, err
+		}
+		if *f.v < 0 {
+			return nil, fmt.Errorf("backtest: mm: %s must not be negative", f.k)
+		}
+	}
+	if m.Spread == 0 || m.Size == 0 {
+		return nil, fmt.Errorf("backtest: mm: spread and size must be positive")
+	}
+	return m, nil
+}
+
+// OnEvent requotes the event's instrument when its book changed.
+func (m *MM) OnEvent(ctx *Context, e *feed.Event) {
+	if e.Channel != feed.ChannelBook || e.Book == nil || !e.Book.Valid() || (m.Only != "" && e.Instrument != m.Only) {
+		return
+	}
+	in := ctx.Instrument(e.Instrument)
+	if in == nil || in.Resolved {
+		return
+	}
+	bb, ok1 := e.Book.Best(book.Bid)
+	ba, ok2 := e.Book.Best(book.Ask)
+	if !ok1 || !ok2 || bb.Price >= ba.Price {
+		return
+	}
+	sc := in.Scale
+	unit := float64(pow10(sc.PriceDecimals))
+	inv := float64(in.Position) / float64(pow10(sc.SizeDecimals))
+	if in.Complement != nil {
+		inv -= float64(in.Complement.Position) / float64(pow10(sc.SizeDecimals))
+	}
+	mid := float64(bb.Price+ba.Price) / 2 / unit
+	tick := int64(1)
+	if in.Tick > 0 {
+		tick = in.Tick
+	} else if in.Venue == venue.Hyperliquid {
+		tick = hlTick(bb.Price, sc.PriceDecimals, in.SzDecimals)
+	}
+	bid := int64(math.Floor((mid-m.Spread/2-m.Skew*inv)*unit/float64(tick))) * tick
+	ask := int64(math.Ceil((mid+m.Spread/2-m.Skew*inv)*unit/float64(tick))) * tick
+	size := ctx.Shares(in.ID, m.Size)
+	if in.Venue == venue.Hyperliquid && in.SzDecimals >= 0 && int(sc.SizeDecimals) >= in.SzDecimals {
+		lot := pow10(sc.SizeDecimals - uint8(in.SzDecimals))
+		size = max(size/lot*lot, lot)
+	}
+	q := m.quotes[in.ID]
+	if q == nil {
+		q = new([2]uint64)
+		m.quotes[in.ID] = q
+	}
+	m.quote(ctx, in, &q[0], Buy, in.ID, bid, size, inv < m.MaxPos && bid > 0)
+	if in.Venue == venue.Polymarket && !ctx.e.cfg.AllowShort && in.Position < size {
+		if c := in.Complement; c != nil {
+			m.quote(ctx, c, &q[1], Buy, c.ID, pow10(sc.PriceDecimals)-ask, size, inv > -m.MaxPos && ask < pow10(sc.PriceDecimals))
+		}
+		return
+	}
+	m.quote(ctx, in, &q[1], Sell, in.ID, ask, size, inv > -m.MaxPos)
+}
+
+func (m *MM) quote(ctx *Context, in *Instrument, id *uint64, side Side, inst string, price, size int64, want bool) {
+	if o := ctx.Order(*id); o != nil && !o.Status.Done() {
+		if want && o.Price == price && o.Side == side && o.Instrument == inst {
+			return
+		}
+		if !o.pending {
+			_ = ctx.Cancel(*id)
+		}
+		return // requote once the cancel is through
+	}
+	*id = 0
+	if !want || price <= 0 {
+		return
+	}
+	if in.Venue == venue.Polymarket && (price < in.Tick || price > pow10(in.Scale.PriceDecimals)-in.Tick) {
+		return
+	}
+	tif, post := GTC, true
+	if in.Venue == venue.Hyperliquid {
+		tif, post = ALO, false
+	}
+	*id, _ = ctx.Submit(OrderRequest{Instrument: inst, Side: side, Price: price, Size: size, TIF: tif, PostOnly: post, Tag: "mm"})
+}
+
+// hlTick is the coarsest price step valid at price p: five significant
+// figures, at most 6 − szDecimals decimals.
+func hlTick(p int64, pd uint8, szDecimals int) int64 {
+	digits := 0
+	for x := p; x > 0; x /= 10 {
+		digits++
+	}
+	step := int64(1)
+	for range max(digits-5, 0) {
+		step *= 10
+	}
+	minStep := pow10(pd - uint8(min(int(pd), hlMaxPriceDecimals(szDecimals, false))))
+	return max(step, minStep)
+}
+
+// Complement buys both outcome tokens of a Polymarket market with FOK
+// orders when the two best asks and the taker fees leave an edge:
+//
+//	ask(YES) + ask(NO) + fee(YES) + fee(NO) < 1 − edge   (per share)
+//
+// with fee = rate × p × (1 − p) per share; a pair pays 1 at resolution.
+type Complement struct {
+	Edge, Size, Rate float64
+	busy             map[string]bool
+}
+
+func newComplement(p Params) (Strategy, error) {
+	c := &Complement{busy: map[string]bool{}}
+	var err error
+	if c.Edge, err = p.Float("edge"); err != nil {
+		return nil, err
+	}
+	if c.Size, err = p.Float("size"); err != nil {
+		return nil, err
+	}
+	if c.Rate, err = p.Float("fee_rate"); err != nil {
+		return nil, err
+	}
+	if c.Size <= 0 || c.Rate < 0 || c.Rate > 1 {
+		return nil, fmt.Errorf("backtest: complement: size must be positive and fee_rate within [0, 1]")
+	}
+	return c, nil
+}
+
+// OnEvent looks for the edge on the event's market.
+func (c *Complement) OnEvent(ctx *Context, e *feed.Event) {
+	if e.Channel != feed.ChannelBook {
+		return
+	}
+	in := ctx.Instrument(e.Instrument)
+	if in == nil || in.Complement == nil || in.Resolved || in.Venue != venue.Polymarket {
+		return
+	}
+	yes, no := in, in.Complement
+	if yes.ID > no.ID {
+		yes, no = no, yes
+	}
+	if c.busy[yes.ID] && ctx.Working(yes.ID)+ctx.Working(no.ID) > 0 {
+		return
+	}
+	c.busy[yes.ID] = false
+	if yes.Book == nil || no.Book == nil || !yes.Book.Valid() || !no.Book.Valid() {
+		return
+	}
+	ay, ok1 := yes.Book.Best(book.Ask)
+	an, ok2 := no.Book.Best(book.Ask)
+	if !ok1 || !ok2 {
+		return
+	}
+	unit := float64(pow10(in.Scale.PriceDecimals))
+	py, pn := float64(ay.Price)/unit, float64(an.Price)/unit
+	cost := py + pn + c.Rate*py*(1-py) + c.Rate*pn*(1-pn)
+	if cost >= 1-c.Edge {
+		return
+	}
+	shares := min(ctx.Shares(yes.ID, c.Size), ay.Size, an.Size)
+	if shares <= 0 {
+		return
+	}
+	for _, x := range []struct {
+		in *Instrument
+		px int64
+	}{{yes, ay.Price}, {no, an.Price}} {
+		amount := x.px * shares / pow10(in.Scale.SizeDecimals)
+		_, _ = ctx.Submit(OrderRequest{Instrument: x.in.ID, Side: Buy, Price: x.px, Amount: amount, TIF: FOK, Tag: "complement"})
+	}
+	c.busy[yes.ID] = true
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tapedeck/tapedeck/backtest"
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/replayer"
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+func newBacktestCmd() *cobra.Command {
+	var (
+		strategy, queue, latencyCSV, from, to, out, resolve string
+		params, fees                                        []string
+		entry, ack, cancelLat                               time.Duration
+		cash, pmRate, rebateShare                           float64
+		hlTier                                              int
+		asJSON, useBackfill, allowShort, noExchTime, hash   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "backtest DATASET...",
+		Short: "Run a trading strategy against the replayed market with a simulated exchange",
+		Long: `Replay datasets through the same decoders and books as "replay run" and run a
+strategy against a simulated exchange with each venue's own rules (Polymarket
+GTC/GTD/FOK/FAK, post-only, tick and minimum size, YES/NO as one mirrored book,
+settlement at 1/0; Hyperliquid GTC/IOC/ALO, reduce-only, tick and lot rules,
+funding), queue position on L2 data, latency and fees.
+
+Built-in strategies: noop, mm (passive quoting with inventory skew) and
+complement (Polymarket YES/NO complement taker); --param name=value sets their
+parameters (unknown names and bad values are refused before the run).
+
+Queue models (--queue): risk-averse (advances only on trades at the level),
+power:N (hftbacktest's probabilistic model with f(x)=x^N) and log (f(x)=ln(1+x)).
+Latency: --entry-latency, --ack-latency, --cancel-latency, or --latency-csv with
+measured round trips. Fees: --pm-fee-rate (taker fee = shares × rate × p × (1−p)),
+--fee MARKET_OR_TOKEN=rate per market, --maker-rebate share; --hl-tier N.
+
+--out DIR writes orders.csv, fills.csv, equity.csv and markouts.csv. The summary
+ends with a digest: the same data, strategy and parameters give the same digest.`,
+		Example: `  # The passive market maker on the Polymarket sample
+  $ replay backtest datasets/samples/polymarket --strategy mm --param spread=0.02 --out bt/
+
+  # Complement taker, 2% taker fee, JSON summary
+  $ replay backtest datasets/samples/polymarket --strategy complement --pm-fee-rate 0.02 --json`,
+		Args: cli.AtLeastOne("DATASET"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			given := backtest.Params{}
+			for _, p := range params {
+				k, v, ok := strings.Cut(p, "=")
+				if !ok || k == "" {
+					return cli.FlagErrorf("--param %q: want name=value", p)
+				}
+				given[k] = v
+			}
+			strat, ps, err := backtest.NewBuiltin(strategy, given)
+			if err != nil {
+				return cli.FlagErrorf("%v", err)
+			}
+			qm, err := backtest.ParseQueueModel(queue)
+			if err != nil {
+				return cli.FlagErrorf("--queue: %v", err)
+			}
+			if entry < 0 || ack < 0 || cancelLat < 0 {
+				return cli.FlagErrorf("latencies must not be negative")
+			}
+			var lat backtest.Latency = backtest.ConstantLatency{EntryNs: int64(entry), AckNs: int64(ack), CancelNs: int64(cancelLat)}
+			if latencyCSV != "" {
+				if lat, err = backtest.ReadLatencyFile(latencyCSV); err != nil {
+					return cli.FlagErrorf("--latency-csv: %v", err)
+				}
+			}
+			if !(pmRate >= 0 && pmRate <= 1) || !(rebateShare >= 0 && rebateShare <= 1) {
+				return cli.FlagErrorf("--pm-fee-rate and --maker-rebate must be within [0, 1]")
+			}
+			pmf := &backtest.PolymarketFees{DefaultRate: pmRate, MakerRebateShare: rebateShare, Rates: map[string]float64{}}
+			for _, f := range fees {
+				k, v, ok := strings.Cut(f, "=")
+				r, perr := strconv.ParseFloat(v, 64)
+				if !ok || perr != nil || !(r >= 0 && r <= 1) {
+					return cli.FlagErrorf("--fee %q: want MARKET_OR_TOKEN=rate with rate in [0, 1]", f)
+				}
+				pmf.Rates[k] = r
+			}
+			if hlTier < 0 || hlTier >= len(backtest.HyperliquidTiers) {
+				return cli.FlagErrorf("--hl-tier %d: want 0..%d", hlTier, len(backtest.HyperliquidTiers)-1)
+			}
+			if math.IsNaN(cash) || cash < 0 || cash > 1e8 {
+				return cli.FlagErrorf("--cash %v: want 0..1e8 dollars", cash)
+			}
+			t := backtest.HyperliquidTiers[hlTier]
+			cfg := backtest.Config{Queue: qm, Latency: lat, Cash: int64(math.Round(cash * 1e10)),
+				Fees:        map[string]backtest.FeeModel{venue.Polymarket: pmf, venue.Hyperliquid: &backtest.HyperliquidFees{Taker: t[0], Maker: t[1]}},
+				UseBackfill: useBackfill, AllowShort: allowShort, IgnoreExchangeTime: noExchTime}
+			if resolve != "" {
+				cfg.Resolutions = map[string]bool{}
+				for _, r := range strings.Split(resolve, ",") {
+					k, v, ok := strings.Cut(r, "=")
+					if !ok || (v != "1" && v != "0") {
+						return cli.FlagErrorf("--resolve %q: want TOKEN=1 or TOKEN=0", r)
+					}
+					cfg.Resolutions[k] = v == "1"
+				}
+			}
+			fromNs, toNs, err := parseWindow(args, from, to)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer cancel()
+			res, _, err := backtest.Run(ctx, args, strat, cfg, backtest.RunOptions{Name: strategy, Params: ps,
+				Replay: []replayer.Option{replayer.WithWindow(fromNs, toNs), replayer.WithHashCheck(hash)}})
+			if err != nil {
+				return err
+			}
+			if out != "" {
+				scales := map[string]book.Scale{}
+				for _, o := range res.Orders {
+					scales[o.Instrument] = scaleFor(o.Venue)
+				}
+				if err := res.WriteCSV(out, func(id string) book.Scale { return scales[id] }); err != nil {
+					return err
+				}
+			}
+			return printBacktest(cmd.OutOrStdout(), cmd.ErrOrStderr(), res, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&strategy, "strategy", "mm", "built-in strategy: noop, mm, complement")
+	f.StringArrayVar(&params, "param", nil, "strategy parameter `name=value` (repeatable)")
+	f.StringVar(&queue, "queue", "risk-averse", "queue position model: risk-averse, power:N, log")
+	f.DurationVar(&entry, "entry-latency", 0, "order entry latency (local submit → exchange)")
+	f.DurationVar(&ack, "ack-latency", 0, "acknowledgement latency (exchange → strategy)")
+	f.DurationVar(&cancelLat, "cancel-latency", 0, "cancel latency (local → exchange)")
+	f.StringVar(&latencyCSV, "latency-csv", "", "measured round trips, one a line (ns or durations): entry = ack = cancel = half of each, in order")
+	f.Float64Var(&cash, "cash", 1000, "starting cash in dollars")
+	f.Float64Var(&pmRate, "pm-fee-rate", 0, "Polymarket taker fee rate (fee = shares × rate × p × (1 − p))")
+	f.StringArrayVar(&fees, "fee", nil, "Polymarket fee rate of one market or token `ID=rate` (repeatable)")
+	f.Float64Var(&rebateShare, "maker-rebate", 0, "Polymarket maker rebate: share of the taker fee a maker fill receives")
+	f.IntVar(&hlTier, "hl-tier", 0, "Hyperliquid fee tier 0..6")
+	f.StringVar(&resolve, "resolve", "", "settle Polymarket tokens at the end: `TOKEN=1|0,…` (a recorded market_resolved wins)")
+	f.BoolVar(&useBackfill, "use-backfill", false, "let resting orders fill against backfilled trades (from before the subscription)")
+	f.BoolVar(&allowShort, "allow-short", false, "allow Polymarket SELLs beyond the shares held")
+	f.BoolVar(&noExchTime, "ignore-exchange-time", false, "order arrival by receive times only (default: also the events' exchange timestamps, i.e. the recorded feed latency)")
+	f.BoolVar(&hash, "hash-check", true, "verify venue book hashes where checkable")
+	f.StringVar(&from, "from", "", "start of the window (`T`: "+cli.TimeSyntax+")")
+	f.StringVar(&to, "to", "", "end of the window, exclusive (`T`, as --from)")
+	f.StringVar(&out, "out", "", "write orders, fills, equity and markouts as CSV into `DIR`")
+	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	return cmd
+}
+
+func scaleFor(v string) book.Scale {
+	switch v {
+	case venue.Polymarket:
+		return book.Scale{PriceDecimals: 4, SizeDecimals: 6}
+	case venue.Hyperliquid:
+		return book.Scale{PriceDecimals: 8, SizeDecimals: 8}
+	}
+	return book.Scale{}
+}
+
+func printBacktest(w, errw io.Writer, res *backtest.Result, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(&res.Summary); err != nil {
+			return err
+		}
+	} else {
+		res.Summary.WriteTable(w)
+	}
+	reasons := map[string]int{}
+	for _, o := range res.Orders {
+		if o.Status == backtest.StatusRejected {
+			reasons[o.Reason]++
+		}
+	}
+	keys := make([]string, 0, len(reasons))
+	for k := range reasons {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(errw, "rejected %d× %s\n", reasons[k], k)
+	}
+	for _, e := range res.Errors {
+		fmt.Fprintln(errw, e)
+	}
+	return nil
+}
