@@ -61,7 +61,7 @@ func (c *Context) Submit(r OrderRequest) (uint64, error) {
 	}
 	o.Venue = in.Venue
 	if in.Resolved && in.rules != nil {
-		e.reject(in, o, in.rules.Resolved)
+		e.reject(in, o, in.rules.t.Reasons.Resolved)
 		return o.ID, &Error{OrderID: o.ID, Instrument: r.Instrument, Reason: o.Reason}
 	}
 	e.push(action{atNs: e.nowNs + e.cfg.Latency.Entry(), kind: actSubmit, order: o})

@@ -3,14 +3,17 @@ package backtest
 import (
 	"container/heap"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // Strategy receives every event the engine is fed, with the read-only book,
@@ -43,9 +46,20 @@ type Finisher interface{ OnEnd(ctx *Context) }
 type Config struct {
 	Queue   QueueModel // default RiskAverse
 	Latency Latency    // default zero latency
-	// Fees by venue name; defaults: Polymarket rate 0 (most markets are fee
-	// free), Hyperliquid tier 0.
+	// Fees overrides the fee model of a venue, by venue name. Otherwise a
+	// venue with probability fees (venue.Trading.ProbabilityFees) charges
+	// ProbabilityFees{FeeRate, FeeRates, MakerRebateShare} and a venue with
+	// fee tiers NotionalFees at FeeTier.
 	Fees map[string]FeeModel
+	// FeeRate is the default taker rate of probability fees (0: most
+	// Polymarket markets are fee free); FeeRates by market or instrument.
+	FeeRate  float64
+	FeeRates map[string]float64
+	// MakerRebateShare is the share of the taker fee a maker fill receives
+	// back (probability fees).
+	MakerRebateShare float64
+	// FeeTier is the tier of venues' fee schedules (0 the lowest volume).
+	FeeTier int
 	// Cash is the starting cash at CashDecimals.
 	Cash int64
 	// FeedLatency "recorded" (default): an order reaches the exchange at
@@ -78,6 +92,7 @@ type Engine struct {
 	insts    map[string]*Instrument
 	instList []*Instrument
 	markets  map[string][]*Instrument
+	venues   map[string]*venueRules // by venue name; nil: not tradable
 
 	orders  []*Order // by ID − 1
 	fills   []Fill
@@ -86,12 +101,12 @@ type Engine struct {
 	timers  timerHeap
 	seq     uint64
 
-	nowNs   int64
-	startNs int64
-	cash    int64
-	fees    int64
-	rebates int64
-	funding int64
+	nowNs    int64
+	startNs  int64
+	cash     int64
+	fees     int64
+	rebates  int64
+	funding  int64
 	turnover int64
 
 	stratDead bool
@@ -118,7 +133,67 @@ func (e *StrategyError) Error() string {
 	return fmt.Sprintf("backtest: strategy panicked at event seq %d (recv %d): %s", e.Seq, e.RecvNs, e.Value)
 }
 
-// NewEngine returns an engine running s with cfg.
+// Validate refuses bad parameters before a run: negative or non-finite
+// rates, a rebate share outside [0, 1], a fee tier no venue's schedule has,
+// negative sampling intervals or horizons.
+func (c *Config) Validate() error {
+	okRate := func(r float64) bool { return r >= 0 && r <= 1 }
+	if !okRate(c.FeeRate) {
+		return fmt.Errorf("backtest: fee rate %v: want a fraction within [0, 1]", c.FeeRate)
+	}
+	for k, r := range c.FeeRates {
+		if !okRate(r) {
+			return fmt.Errorf("backtest: fee rate of %s %v: want a fraction within [0, 1]", k, r)
+		}
+	}
+	if !okRate(c.MakerRebateShare) {
+		return fmt.Errorf("backtest: maker rebate share %v: want within [0, 1]", c.MakerRebateShare)
+	}
+	if c.FeeTier < 0 {
+		return fmt.Errorf("backtest: fee tier %d: want 0 or more", c.FeeTier)
+	}
+	if c.FeeTier > 0 {
+		ok := false
+		for _, d := range registry.All() {
+			if t := d.Capabilities().Trading; t != nil && c.FeeTier < len(t.FeeTiers) {
+				ok = true
+			}
+		}
+		if !ok {
+			return fmt.Errorf("backtest: fee tier %d: no venue's schedule has it", c.FeeTier)
+		}
+	}
+	if c.EquityEveryNs < 0 {
+		return fmt.Errorf("backtest: equity interval %d ns: want positive", c.EquityEveryNs)
+	}
+	for _, h := range c.MarkoutsNs {
+		if h <= 0 {
+			return fmt.Errorf("backtest: markout horizon %d ns: want positive", h)
+		}
+	}
+	if c.Cash < 0 {
+		return fmt.Errorf("backtest: starting cash must not be negative")
+	}
+	return nil
+}
+
+// feeModel is the fee model of a venue: Config.Fees, else the one its
+// trading description implies.
+func (e *Engine) feeModel(name string, t *venue.Trading) FeeModel {
+	if m := e.cfg.Fees[name]; m != nil {
+		return m
+	}
+	if t.ProbabilityFees {
+		return &ProbabilityFees{DefaultRate: e.cfg.FeeRate, Rates: e.cfg.FeeRates, MakerRebateShare: e.cfg.MakerRebateShare}
+	}
+	if len(t.FeeTiers) > 0 {
+		tier := t.FeeTiers[min(e.cfg.FeeTier, len(t.FeeTiers)-1)]
+		return &NotionalFees{Taker: tier[0], Maker: tier[1]}
+	}
+	return nil
+}
+
+// NewEngine returns an engine running s with cfg (see Config.Validate).
 func NewEngine(s Strategy, cfg Config) *Engine {
 	if cfg.Queue == nil {
 		cfg.Queue = RiskAverse{}
@@ -126,23 +201,14 @@ func NewEngine(s Strategy, cfg Config) *Engine {
 	if cfg.Latency == nil {
 		cfg.Latency = ConstantLatency{}
 	}
-	if cfg.Fees == nil {
-		cfg.Fees = map[string]FeeModel{}
-	}
-	if cfg.Fees[venue.Polymarket] == nil {
-		cfg.Fees[venue.Polymarket] = &PolymarketFees{}
-	}
-	if cfg.Fees[venue.Hyperliquid] == nil {
-		t := HyperliquidTiers[0]
-		cfg.Fees[venue.Hyperliquid] = &HyperliquidFees{Taker: t[0], Maker: t[1]}
-	}
 	if cfg.EquityEveryNs <= 0 {
 		cfg.EquityEveryNs = 1e9
 	}
 	if cfg.MarkoutsNs == nil {
 		cfg.MarkoutsNs = []int64{1e9, 10e9, 60e9}
 	}
-	e := &Engine{cfg: cfg, strat: s, insts: map[string]*Instrument{}, markets: map[string][]*Instrument{}, cash: cfg.Cash}
+	e := &Engine{cfg: cfg, strat: s, insts: map[string]*Instrument{}, markets: map[string][]*Instrument{},
+		venues: map[string]*venueRules{}, cash: cfg.Cash}
 	e.ctx.e = e
 	return e
 }
@@ -152,10 +218,17 @@ func (e *Engine) instrument(ven, id string, sc book.Scale) *Instrument {
 	if in := e.insts[id]; in != nil {
 		return in
 	}
-	in := &Instrument{ID: id, Venue: ven, Scale: sc, SzDecimals: -1, rules: VenueRules[ven]}
-	if ven == venue.Polymarket {
-		in.Tick = pow10(sc.PriceDecimals) / 100 // 0.01 until the venue says
-		in.MinSize = 5 * pow10(sc.SizeDecimals)
+	r, ok := e.venues[ven]
+	if !ok {
+		r = lookupRules(ven)
+		if r != nil {
+			r.fees = e.feeModel(ven, r.t)
+		}
+		e.venues[ven] = r
+	}
+	in := &Instrument{ID: id, Venue: ven, Scale: sc, SzDecimals: -1, rules: r}
+	if r != nil {
+		in.Tick, in.MinSize = r.t.Tick, r.t.MinSize
 	}
 	e.insts[id] = in
 	e.instList = append(e.instList, in)
@@ -169,7 +242,7 @@ func (e *Engine) pair(in *Instrument, market string) {
 	in.Market = market
 	l := append(e.markets[market], in)
 	e.markets[market] = l
-	if len(l) == 2 && in.rules != nil && in.rules.MirroredPairs {
+	if len(l) == 2 && in.Outcomes() {
 		l[0].Complement, l[1].Complement = l[1], l[0]
 	} else if len(l) > 2 {
 		for _, x := range l {
@@ -208,17 +281,23 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 			e.pair(in, d.Market)
 		}
 		e.metadata(ev, d, in)
+		if in != nil && in.rules != nil && in.rules.t.FundingInterval > 0 {
+			e.fund(in, in.ExchangeNs)
+		}
 	} else if ev.Kind == datasets.KindRESTResponse && ev.Control != nil {
 		e.restBody(ev)
 	}
+	e.activate(ev)
 	if in != nil {
-		e.activate(in, ev)
 		e.market(in, ev)
 	}
 	e.deliver()
 	if !e.stratDead {
 		e.guard(ev, func() { e.strat.OnEvent(&e.ctx, ev) })
 	}
+	// Orders sent in the callbacks that are due already (no latency, and
+	// the exchange's clock at or past their arrival) meet this book.
+	e.activate(ev)
 	e.sample(ev.RecvNs)
 	return nil
 }
@@ -235,106 +314,118 @@ func (e *Engine) guard(ev *feed.Event, f func()) {
 	f()
 }
 
-// metadata follows tick sizes, market resolutions and funding.
+// metadata follows tick sizes, market resolutions and funding, as the
+// venue's trading description reads them.
 func (e *Engine) metadata(ev *feed.Event, d *venue.Event, in *Instrument) {
 	switch d.Type {
 	case venue.EventTickSize:
 		if in != nil && d.Price > 0 {
 			in.Tick = d.Price
 		}
-	case venue.EventSnapshot:
-		if in != nil && in.Venue == venue.Polymarket {
-			if t := bytesField(d.Raw, `"tick_size"`); len(t) > 0 {
-				if v, err := book.ParseDecimal(t, in.Scale.PriceDecimals); err == nil && v > 0 {
-					in.Tick = v
-				}
+	case venue.EventMarket:
+		r := e.rulesOf(ev.Venue, in)
+		if r == nil || r.t.Resolution == nil {
+			return
+		}
+		winner, ids, ok := r.t.Resolution(d.Raw)
+		if !ok {
+			return
+		}
+		if len(ids) == 0 && d.Market != "" {
+			for _, x := range e.markets[d.Market] {
+				ids = append(ids, x.ID)
 			}
 		}
-	case venue.EventMarket:
-		if string(d.Text) == "market_resolved" {
-			var r pmResolved
-			if jsonUnmarshal(d.Raw, &r) == nil && r.Winner != "" {
-				ids := r.Assets
-				if len(ids) == 0 && r.Market != "" {
-					for _, x := range e.markets[r.Market] {
-						ids = append(ids, x.ID)
-					}
-				}
-				for _, id := range ids {
-					x := e.instrument(ev.Venue, id, ev.Scale)
-					e.settle(x, id == r.Winner, ev)
-				}
-			}
+		for _, id := range ids {
+			x := e.instrument(ev.Venue, id, ev.Scale)
+			e.pair(x, d.Market)
+			e.settle(x, id == winner)
 		}
 	case venue.EventAssetCtx:
-		if in != nil {
-			if d.Price > 0 {
-				in.MarkPx = d.Price
+		if in == nil || in.rules == nil {
+			return
+		}
+		if d.Price > 0 {
+			in.MarkPx = d.Price
+		}
+		if f := in.rules.t.FundingRate; f != nil {
+			if v, ok := f(d.Raw); ok {
+				in.FundRate = v
 			}
-			if f := bytesField(d.Raw, `"funding"`); len(f) > 0 {
-				if v := parseFloat(f); v == v {
-					in.FundRate = v
-				}
-			}
-			e.fund(in, d.ExchangeNs)
 		}
 	}
 }
 
-// fund pays Hyperliquid's hourly funding at each hour boundary of the
-// exchange clock: payment = position × mark price × funding rate (a long
-// pays a positive rate), from the latest recorded asset context.
+func (e *Engine) rulesOf(ven string, in *Instrument) *venueRules {
+	if in != nil {
+		return in.rules
+	}
+	if r, ok := e.venues[ven]; ok {
+		return r
+	}
+	r := lookupRules(ven)
+	if r != nil {
+		r.fees = e.feeModel(ven, r.t)
+	}
+	e.venues[ven] = r
+	return r
+}
+
+// fund pays perpetual funding at each multiple of the venue's funding
+// interval on the exchange clock: payment = position × mark price × rate
+// (a long pays a positive rate), from the latest recorded asset context.
+// Checked at every event of the instrument, on its latest exchange time;
+// the first only starts the clock.
 func (e *Engine) fund(in *Instrument, exNs int64) {
-	if exNs <= 0 {
+	iv := int64(in.rules.t.FundingInterval)
+	if exNs <= 0 || iv <= 0 {
 		return
 	}
-	hour := exNs / 3600e9
-	if in.lastHour == 0 {
-		in.lastHour = hour
+	period := exNs / iv
+	if in.lastPeriod == 0 || period <= in.lastPeriod {
+		if in.lastPeriod == 0 {
+			in.lastPeriod = period
+		}
 		return
 	}
-	if hour == in.lastHour {
-		return
-	}
-	in.lastHour = hour
+	in.lastPeriod = period
 	if in.Position == 0 || in.MarkPx == 0 {
 		return
 	}
 	notional := Notional(in.MarkPx, in.Position, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
-	pay := int64(float64(notional) * in.FundRate)
+	pay := int64(math.Round(float64(notional) * in.FundRate))
 	e.cash -= pay
 	e.funding += pay
 	in.Funding += pay
 }
 
+// restBody reads the instrument rules a recorded REST body states.
 func (e *Engine) restBody(ev *feed.Event) {
-	switch ev.Venue {
-	case venue.Polymarket:
-		for _, s := range parsePMSummaries(ev.Payload) {
-			in := e.instrument(ev.Venue, s.AssetID, ev.Scale)
-			e.pair(in, s.Market)
-			if v, err := book.ParseDecimal([]byte(s.TickSize), in.Scale.PriceDecimals); err == nil && v > 0 {
-				in.Tick = v
-			}
-			if v, err := book.ParseDecimal([]byte(s.MinOrderSize), in.Scale.SizeDecimals); err == nil && v > 0 {
-				in.MinSize = v
-			}
+	r := e.rulesOf(ev.Venue, nil)
+	if r == nil || r.t.Meta == nil {
+		return
+	}
+	for _, m := range r.t.Meta(ev.Payload) {
+		in := e.instrument(ev.Venue, m.Instrument, ev.Scale)
+		e.pair(in, m.Market)
+		if m.Tick > 0 {
+			in.Tick = m.Tick
 		}
-	case venue.Hyperliquid:
-		var m hlMeta
-		if jsonUnmarshal(ev.Payload, &m) == nil {
-			for _, u := range m.Universe {
-				if u.Name != "" {
-					e.instrument(ev.Venue, u.Name, ev.Scale).SzDecimals = u.SzDecimals
-				}
-			}
+		if m.MinSize > 0 {
+			in.MinSize = m.MinSize
+		}
+		if m.SizeDecimals >= 0 {
+			in.SzDecimals = m.SizeDecimals
+		}
+		if m.MaxPriceDecimals > 0 {
+			in.maxPriceDec = m.MaxPriceDecimals
 		}
 	}
 }
 
 // settle closes a resolved Polymarket token at 1 or 0: open orders are
 // cancelled, the position is paid out.
-func (e *Engine) settle(in *Instrument, wins bool, ev *feed.Event) {
+func (e *Engine) settle(in *Instrument, wins bool) {
 	if in.Resolved {
 		return
 	}
@@ -347,14 +438,17 @@ func (e *Engine) settle(in *Instrument, wins bool, ev *feed.Event) {
 	}
 	e.cash += Notional(in.Settle, in.Position, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
 	in.Position = 0
-	_ = ev
 }
 
 // activate applies the strategy's actions that have reached the exchange by
-// this event: no look-ahead, an action meets only data received at or after
-// its arrival, and (unless IgnoreExchangeTime) stamped by the exchange at or
-// after it.
-func (e *Engine) activate(in *Instrument, ev *feed.Event) {
+// this event, each to its own instrument's book as last received: no
+// look-ahead, an action meets only the state after data received at or
+// after its arrival (submit + latency on the local clock), and, unless
+// IgnoreExchangeTime, only once the venue's feed shows an exchange
+// timestamp at or after it (the recorded feed latency: an event stamped
+// before the arrival but received after it was already in the book the
+// order met). Actions on one instrument apply in the order they were sent.
+func (e *Engine) activate(ev *feed.Event) {
 	if len(e.actions) == 0 {
 		return
 	}
@@ -362,22 +456,17 @@ func (e *Engine) activate(in *Instrument, ev *feed.Event) {
 	if ev.Decoded != nil && !e.cfg.IgnoreExchangeTime {
 		exNs = ev.Decoded.ExchangeNs
 	}
-	// Actions for other instruments wait for their own instrument's data.
-	var keep []action
 	for len(e.actions) > 0 {
 		a := e.actions[0]
-		if a.atNs > ev.RecvNs || (exNs != 0 && a.atNs > exNs) {
+		if a.atNs > ev.RecvNs {
+			break
+		}
+		in := e.insts[a.order.Instrument]
+		if exNs != 0 && in.Venue == ev.Venue && a.atNs > exNs {
 			break
 		}
 		heap.Pop(&e.actions)
-		if a.order.Instrument != in.ID {
-			keep = append(keep, a)
-			continue
-		}
 		e.apply(in, a, ev)
-	}
-	for _, a := range keep {
-		heap.Push(&e.actions, a)
 	}
 }
 
@@ -428,6 +517,10 @@ func (e *Engine) apply(in *Instrument, a action, ev *feed.Event) {
 func (e *Engine) enter(in *Instrument, o *Order, ev *feed.Event) {
 	o.ActiveNs = ev.RecvNs
 	r := in.rules
+	var t *venue.Trading
+	if r != nil {
+		t = r.t
+	}
 	exNs := ev.RecvNs
 	if ev.Decoded != nil && ev.Decoded.ExchangeNs != 0 {
 		exNs = ev.Decoded.ExchangeNs
@@ -437,21 +530,21 @@ func (e *Engine) enter(in *Instrument, o *Order, ev *feed.Event) {
 		e.reject(in, o, "no simulated exchange for venue "+strconv.Quote(in.Venue))
 		return
 	case in.Resolved:
-		e.reject(in, o, r.Resolved)
+		e.reject(in, o, t.Reasons.Resolved)
 		return
-	case !slices.Contains(r.TIFs, o.TIF):
-		e.reject(in, o, fmt.Sprintf("time in force %s not offered by %s", o.TIF, r.Venue))
+	case !r.accepts(o.TIF):
+		e.reject(in, o, fmt.Sprintf("time in force %s not offered by %s (it offers %s)", o.TIF, r.name, strings.Join(t.OrderTypes, ", ")))
 		return
 	case in.Book == nil || !in.Book.Valid():
 		e.reject(in, o, "book not valid (before the first snapshot or after a gap): order not simulated")
 		return
 	}
-	if reason := r.Check(in, o, exNs); reason != "" {
+	if reason := check(in, o, exNs); reason != "" {
 		e.reject(in, o, reason)
 		return
 	}
-	if r.NoShort && !e.cfg.AllowShort && o.Side == Sell && o.Size > in.Position-e.sellingRest(in, o) {
-		e.reject(in, o, r.NoBalance)
+	if t.Outcomes && !e.cfg.AllowShort && o.Side == Sell && o.Size > in.Position-e.sellingRest(in, o) {
+		e.reject(in, o, t.Reasons.NoBalance)
 		return
 	}
 	if o.ReduceOnly {
@@ -464,7 +557,7 @@ func (e *Engine) enter(in *Instrument, o *Order, ev *feed.Event) {
 	}
 	marketable := e.crosses(in, o, opp)
 	if (o.PostOnly || o.TIF == ALO) && marketable {
-		reason := r.PostOnlyCrosses
+		reason := t.Reasons.PostOnlyCrosses
 		if o.TIF == ALO {
 			b, _ := in.Book.Best(book.Bid)
 			a, _ := in.Book.Best(book.Ask)
@@ -474,7 +567,7 @@ func (e *Engine) enter(in *Instrument, o *Order, ev *feed.Event) {
 		return
 	}
 	if o.TIF == FOK && !e.canFill(in, o, opp) {
-		e.reject(in, o, r.FOKUnfilled)
+		e.reject(in, o, t.Reasons.FOKUnfilled)
 		return
 	}
 	if marketable {
@@ -485,7 +578,7 @@ func (e *Engine) enter(in *Instrument, o *Order, ev *feed.Event) {
 	}
 	if o.TIF.immediate() {
 		if o.Filled == 0 {
-			e.finish(in, o, StatusCancelled, r.FAKUnfilled)
+			e.finish(in, o, StatusCancelled, t.Reasons.FAKUnfilled)
 		} else {
 			e.finish(in, o, StatusCancelled, "unfilled rest killed ("+o.TIF.String()+")")
 		}
@@ -494,6 +587,7 @@ func (e *Engine) enter(in *Instrument, o *Order, ev *feed.Event) {
 	o.Status = StatusOpen
 	lv, _ := in.Book.Level(bs, o.Price)
 	o.Queue, o.prevLevel, o.tradedHere = lv, lv, 0
+	o.unit = float64(pow10(in.Scale.SizeDecimals))
 	in.open = append(in.open, o)
 	e.note(o, nil)
 }
@@ -660,7 +754,7 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 	o.Filled += q
 	notional := Notional(price, q, sc.PriceDecimals, sc.SizeDecimals)
 	fee := int64(0)
-	if fm := e.cfg.Fees[in.Venue]; fm != nil {
+	if fm := in.rules.fees; fm != nil {
 		fee = fm.Fee(&FeeInput{Venue: in.Venue, Instrument: in.ID, Market: in.Market, Price: price, Size: q,
 			PriceDecimals: sc.PriceDecimals, SizeDecimals: sc.SizeDecimals, Liquidity: liq})
 	}
@@ -724,7 +818,9 @@ func (e *Engine) market(in *Instrument, ev *feed.Event) {
 			if o.Side.bookSide() == d.Side {
 				continue // same side as the taker
 			}
-			if !better(takerOf(o.Side), d.Price, o.Price) {
+			// A trade reaches a resting order at its price or through it (a
+			// buy printed above a resting sell, a sell below a resting buy).
+			if !better(o.Side, d.Price, o.Price) {
 				continue
 			}
 			before := len(in.open)
@@ -779,18 +875,11 @@ func (e *Engine) market(in *Instrument, ev *feed.Event) {
 	// GTD expiry, the venue's threshold before the stated time.
 	for i := 0; i < len(in.open); i++ {
 		o := in.open[i]
-		if o.TIF == GTD && exNs >= o.ExpireNs-in.rules.GTDThresholdNs {
+		if o.TIF == GTD && exNs >= o.ExpireNs-int64(in.rules.t.GTDThreshold) {
 			e.finish(in, o, StatusExpired, "expired")
 			i--
 		}
 	}
-}
-
-func takerOf(s Side) Side {
-	if s == Buy {
-		return Sell
-	}
-	return Buy
 }
 
 func (e *Engine) unrest(in *Instrument, o *Order) {

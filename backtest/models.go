@@ -85,7 +85,13 @@ func (m Prob) Depth(o *Order, prev, now int64) {
 	}
 	front := float64(max(o.Queue, 0))
 	back := float64(prev) - front
-	fb, ff := m.F(max(back, 0)), m.F(front)
+	// f takes sizes in shares or coins (hftbacktest's quantities), not
+	// fixed-point units: ln(1 + x) is not scale-free.
+	u := o.unit
+	if u == 0 {
+		u = 1
+	}
+	fb, ff := m.F(max(back, 0)/u), m.F(front/u)
 	p := 1.0
 	if d := fb + ff; d > 0 && !math.IsInf(fb/d, 0) {
 		p = fb / d
@@ -235,7 +241,8 @@ type FeeInput struct {
 	Liquidity                 Liquidity
 }
 
-// PolymarketFees is Polymarket's fee: a taker pays
+// ProbabilityFees is the fee of venues whose trading description has
+// ProbabilityFees (Polymarket): a taker pays
 //
 //	fee = shares × rate × p × (1 − p)
 //
@@ -245,14 +252,14 @@ type FeeInput struct {
 // Rates are fractions (0.02 is 2%). The fee is computed exactly in integers
 // and rounded half away from zero to CashDecimals.
 // Source: docs.polymarket.com, "Fees" (trading fees, maker rebates program).
-type PolymarketFees struct {
+type ProbabilityFees struct {
 	DefaultRate      float64
 	Rates            map[string]float64 // by market condition id or token id
 	MakerRebateShare float64
 }
 
 // Fee implements FeeModel.
-func (m *PolymarketFees) Fee(in *FeeInput) int64 {
+func (m *ProbabilityFees) Fee(in *FeeInput) int64 {
 	rate := m.DefaultRate
 	if r, ok := m.Rates[in.Instrument]; ok {
 		rate = r
@@ -275,21 +282,15 @@ func (m *PolymarketFees) Fee(in *FeeInput) int64 {
 	return fee
 }
 
-// HyperliquidFees charges notional × rate, maker and taker rates by tier
-// (fractions; a negative maker rate is a rebate). The defaults are tier 0
-// of the perps schedule (taker 0.045%, maker 0.015%).
+// NotionalFees charges notional × rate, maker and taker rates of a tier
+// of the venue's schedule (venue.Trading.FeeTiers: Hyperliquid's perps VIP
+// tiers 0–6 by 14-day volume; fractions, a negative maker rate is a
+// rebate). Rounded half away from zero at CashDecimals.
 // Source: hyperliquid.gitbook.io, "Fees".
-type HyperliquidFees struct{ Taker, Maker float64 }
-
-// HyperliquidTiers are the perps VIP tiers 0–6 (14-day volume), taker and
-// maker rates, as published in the fee schedule.
-var HyperliquidTiers = [][2]float64{
-	{0.00045, 0.00015}, {0.00040, 0.00012}, {0.00035, 0.00008}, {0.00030, 0.00004},
-	{0.00028, 0.0}, {0.00026, 0.0}, {0.00024, 0.0},
-}
+type NotionalFees struct{ Taker, Maker float64 }
 
 // Fee implements FeeModel.
-func (m *HyperliquidFees) Fee(in *FeeInput) int64 {
+func (m *NotionalFees) Fee(in *FeeInput) int64 {
 	rate := m.Taker
 	if in.Liquidity == Maker {
 		rate = m.Maker
@@ -360,7 +361,6 @@ func uabs(v int64) uint64 {
 	}
 	return uint64(v)
 }
-
 
 func parseGoDuration(s string) (int64, error) {
 	d, err := time.ParseDuration(s)

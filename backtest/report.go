@@ -128,7 +128,7 @@ func (e *Engine) Finish() *Result {
 	e.actions = e.actions[:0]
 	for _, in := range e.instList {
 		if w, ok := e.cfg.Resolutions[in.ID]; ok && !in.Resolved {
-			e.settle(in, w, &feed.Event{RecvNs: e.nowNs})
+			e.settle(in, w)
 		}
 	}
 	if f, ok := e.strat.(Finisher); ok && !e.stratDead {
@@ -146,6 +146,8 @@ type Result struct {
 	Equity   []EquityPoint
 	Markouts []Markout
 	Errors   []error
+	// Scales are the instruments' fixed-point scales, by instrument id.
+	Scales map[string]book.Scale
 }
 
 // Summary is the run's scorecard. Money is in dollars (float64, from the
@@ -179,7 +181,11 @@ type Summary struct {
 func cashF(v int64) float64 { return float64(v) / 1e10 }
 
 func (e *Engine) result() *Result {
-	r := &Result{Orders: e.orders, Fills: e.fills, Equity: e.equity, Markouts: e.marksOut, Errors: e.errs}
+	r := &Result{Orders: e.orders, Fills: e.fills, Equity: e.equity, Markouts: e.marksOut, Errors: e.errs,
+		Scales: make(map[string]book.Scale, len(e.instList))}
+	for _, in := range e.instList {
+		r.Scales[in.ID] = in.Scale
+	}
 	s := &r.Summary
 	s.Events, s.Orders, s.Rejected, s.Fills = e.events, len(e.orders), e.rejects, len(e.fills)
 	var sub, fil float64
@@ -314,6 +320,9 @@ type RunOptions struct {
 
 // Run replays paths through a new engine running s and returns the result.
 func Run(ctx context.Context, paths []string, s Strategy, cfg Config, ro RunOptions) (*Result, *replayer.Summary, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
 	rp, err := replayer.New(paths, ro.Replay...)
 	if err != nil {
 		return nil, nil, err
@@ -332,7 +341,8 @@ func Run(ctx context.Context, paths []string, s Strategy, cfg Config, ro RunOpti
 // WriteCSV writes orders.csv, fills.csv, equity.csv and markouts.csv into dir.
 // Prices and sizes are decimals at the instrument's scale, money at
 // CashDecimals; output is byte-identical for identical runs.
-func (r *Result) WriteCSV(dir string, scaleOf func(instrument string) book.Scale) error {
+func (r *Result) WriteCSV(dir string) error {
+	scaleOf := func(id string) book.Scale { return r.Scales[id] }
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

@@ -1,169 +1,139 @@
 package backtest
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
 
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
-// Rules are one venue's order rules. The simulator finds them by the
-// dataset's venue name in VenueRules; a venue without rules cannot be
-// traded (every order is rejected, naming the venue).
-type Rules struct {
-	Venue string
-	// TIFs the venue accepts.
-	TIFs []TIF
-	// Check validates a new order against the instrument's state; it returns
-	// the venue's rejection reason or "".
-	Check func(in *Instrument, o *Order, nowNs int64) string
-	// Reasons in the venue's words.
-	PostOnlyCrosses, FOKUnfilled, FAKUnfilled, NoBalance, Unknown, Resolved string
-	// MirroredPairs: the venue publishes the two outcome tokens of a market
-	// as one book seen from both sides (Polymarket).
-	MirroredPairs bool
-	// NoShort: a SELL needs the shares (Polymarket: tokens must be held).
-	NoShort bool
-	// DollarMarketBuys: FOK/FAK BUYs are sized in dollars (Polymarket).
-	DollarMarketBuys bool
-	// GTDThresholdNs: a GTD order's expiry must be at least this far ahead,
-	// and it expires this long before its stated expiry (Polymarket's one
-	// minute security threshold).
-	GTDThresholdNs int64
+// venueRules are one venue's order rules as its driver describes them
+// (venue.Capabilities.Trading), with the time-in-force names parsed. The
+// simulator never names a venue: everything venue-specific is in the
+// description.
+type venueRules struct {
+	name string
+	t    *venue.Trading
+	tifs uint8 // bit per TIF
+	fees FeeModel
 }
 
-// VenueRules is the registry of venue rules, by venue name.
-var VenueRules = map[string]*Rules{
-	venue.Polymarket:  polymarketRules,
-	venue.Hyperliquid: hyperliquidRules,
+func (r *venueRules) accepts(t TIF) bool { return r.tifs&(1<<t) != 0 }
+
+// lookupRules finds a venue's trading rules through the registry; nil when
+// the venue is unknown or cannot be traded.
+func lookupRules(name string) *venueRules {
+	d, err := registry.Lookup(name)
+	if err != nil {
+		return nil
+	}
+	t := d.Capabilities().Trading
+	if t == nil {
+		return nil
+	}
+	r := &venueRules{name: name, t: t}
+	for _, n := range t.OrderTypes {
+		if tif, err := ParseTIF(n); err == nil {
+			r.tifs |= 1 << tif
+		}
+	}
+	return r
 }
 
-// Polymarket CLOB errors (docs.polymarket.com, "Create order": error
-// messages of POST /order; "Error codes").
-var polymarketRules = &Rules{
-	Venue:            venue.Polymarket,
-	TIFs:             []TIF{GTC, GTD, FOK, FAK},
-	Check:            pmCheck,
-	PostOnlyCrosses:  "INVALID_POST_ONLY_ORDER: invalid post-only order: order crosses book",
-	FOKUnfilled:      "FOK_ORDER_NOT_FILLED_ERROR: order couldn't be fully filled. FOK orders are fully filled or killed.",
-	FAKUnfilled:      "no orders found to match with FAK order. FAK orders are partially filled or killed if no match is found.",
-	NoBalance:        "INVALID_ORDER_NOT_ENOUGH_BALANCE: not enough balance / allowance",
-	Unknown:          "No orderbook exists for the requested token id",
-	Resolved:         "MARKET_NOT_READY: the market is resolved; its orderbook is closed",
-	MirroredPairs:    true,
-	NoShort:          true,
-	DollarMarketBuys: true,
-	GTDThresholdNs:   60e9,
+func fmtDec(v int64, d uint8) string {
+	if v < 0 {
+		return "-" + book.FormatDecimal(-v, d)
+	}
+	return book.FormatDecimal(v, d)
 }
 
-func pmCheck(in *Instrument, o *Order, nowNs int64) string {
+// check validates a new order against the instrument's rules at exchange
+// time nowNs; it returns the venue's rejection reason (with the values that
+// broke the rule) or "".
+func check(in *Instrument, o *Order, nowNs int64) string {
+	t := in.rules.t
+	r := &t.Reasons
 	sc := in.Scale
 	one := pow10(sc.PriceDecimals)
-	fmtP := func(v int64) string { return book.FormatDecimal(v, sc.PriceDecimals) }
-	if o.PostOnly && o.TIF != GTC && o.TIF != GTD {
-		return "INVALID_POST_ONLY_ORDER_TYPE: invalid post-only order: only GTC and GTD orders can be post-only"
+	p := func(v int64) string { return fmtDec(v, sc.PriceDecimals) }
+	sz := func(v int64) string { return fmtDec(v, sc.SizeDecimals) }
+	if o.PostOnly && (!t.PostOnlyFlag || (o.TIF != GTC && o.TIF != GTD)) {
+		return r.PostOnlyType
 	}
-	if in.Tick > 0 && (o.Price%in.Tick != 0 || o.Price < in.Tick || o.Price > one-in.Tick) {
-		return fmt.Sprintf("INVALID_ORDER_MIN_TICK_SIZE: order %d is invalid. Price (%s) breaks minimum tick size rule: %s",
-			o.ID, fmtP(o.Price), fmtP(in.Tick))
+	if o.ReduceOnly && !t.ReduceOnly {
+		return r.ReduceOnly
 	}
-	if o.TIF == GTD && o.ExpireNs <= nowNs+in.rules.GTDThresholdNs {
-		return "INVALID_ORDER_EXPIRATION: invalid expiration (a GTD order must expire more than one minute from now)"
+	if o.TIF == GTD {
+		if o.ExpireNs <= nowNs+int64(t.GTDThreshold) {
+			return fmt.Sprintf("%s: a GTD order must expire more than %s after the exchange time (expiration %d, now %d)",
+				r.Expiration, t.GTDThreshold, o.ExpireNs, nowNs)
+		}
+	} else if o.ExpireNs != 0 {
+		return r.Expiration + ": only GTD orders take an expiration"
 	}
-	if o.TIF != GTD && o.ExpireNs != 0 {
-		return "INVALID_ORDER_EXPIRATION: only GTD orders take an expiration"
-	}
-	dollar := (o.TIF == FOK || o.TIF == FAK) && o.Side == Buy
+	dollar := t.DollarMarketBuys && (o.TIF == FOK || o.TIF == FAK) && o.Side == Buy
 	if dollar {
 		if o.Amount <= 0 || o.Size != 0 {
-			return fmt.Sprintf("INVALID_ORDER_MIN_SIZE: order %d is invalid. A %s BUY is sized in dollars (Amount), not shares", o.ID, o.TIF)
+			return fmt.Sprintf("%s: a %s BUY is sized in dollars (Amount), not shares", r.MinSize, o.TIF)
 		}
-		return ""
+	} else if o.Amount != 0 {
+		return fmt.Sprintf("%s: only FOK/FAK BUYs are sized in dollars", r.MinSize)
 	}
-	if o.Amount != 0 {
-		return fmt.Sprintf("order %d is invalid. Only FOK/FAK BUYs are sized in dollars", o.ID)
+	if o.Price <= 0 || (t.Outcomes && o.Price >= one) {
+		return fmt.Sprintf("%s (price %s: outside the valid range)", r.Tick, p(o.Price))
 	}
-	if o.Size <= 0 || (o.TIF != FOK && o.TIF != FAK && in.MinSize > 0 && o.Size < in.MinSize) {
-		return fmt.Sprintf("INVALID_ORDER_MIN_SIZE: order %d is invalid. Size (%s) lower than the minimum: %s",
-			o.ID, book.FormatDecimal(o.Size, sc.SizeDecimals), book.FormatDecimal(in.MinSize, sc.SizeDecimals))
+	if in.Tick > 0 && (o.Price%in.Tick != 0 || (t.Outcomes && (o.Price < in.Tick || o.Price > one-in.Tick))) {
+		return fmt.Sprintf("%s (price %s, tick %s)", r.Tick, p(o.Price), p(in.Tick))
 	}
-	if o.ReduceOnly {
-		return "reduce-only orders are not supported on polymarket"
+	if t.PriceSigFigs > 0 && !sigFigPrice(o.Price, sc.PriceDecimals, t.PriceSigFigs, in.maxPriceDecimals()) {
+		return fmt.Sprintf("%s (price %s: at most %d significant figures and %d decimals)", r.Price, p(o.Price),
+			t.PriceSigFigs, in.maxPriceDecimals())
+	}
+	if !dollar {
+		if o.Size <= 0 {
+			return fmt.Sprintf("%s (size %s)", r.MinSize, sz(o.Size))
+		}
+		if lot := in.Lot(); lot > 1 && o.Size%lot != 0 {
+			return fmt.Sprintf("%s (size %s: szDecimals %d)", r.Size, sz(o.Size), in.SzDecimals)
+		}
+		if in.MinSize > 0 && o.TIF != FOK && o.TIF != FAK && o.Size < in.MinSize {
+			return fmt.Sprintf("%s (size %s, minimum %s)", r.MinSize, sz(o.Size), sz(in.MinSize))
+		}
+	}
+	if t.MinNotional > 0 && !o.ReduceOnly &&
+		Notional(o.Price, o.Size, sc.PriceDecimals, sc.SizeDecimals) < int64(math.Round(t.MinNotional*1e10)) {
+		return fmt.Sprintf("%s (value %s)", r.MinNotional, fmtDec(Notional(o.Price, o.Size, sc.PriceDecimals, sc.SizeDecimals), CashDecimals))
+	}
+	if o.ReduceOnly && ((o.Side == Buy && in.Position >= 0) || (o.Side == Sell && in.Position <= 0)) {
+		return r.ReduceOnly
 	}
 	return ""
 }
 
-// Hyperliquid errors as the exchange endpoint returns them in
-// response.data.statuses[].error (hyperliquid-python-sdk examples; API docs).
-var hyperliquidRules = &Rules{
-	Venue:           venue.Hyperliquid,
-	TIFs:            []TIF{GTC, IOC, ALO},
-	Check:           hlCheck,
-	PostOnlyCrosses: "Post only order would have immediately matched",
-	FAKUnfilled:     "Order could not immediately match against any resting orders.",
-	FOKUnfilled:     "Order could not immediately match against any resting orders.",
-	NoBalance:       "Insufficient margin to place order.",
-	Unknown:         "Unknown asset",
-	Resolved:        "Asset is delisted",
+// maxPriceDecimals is the significant-figures rule's decimal limit:
+// MaxPriceDecimals − szDecimals (szDecimals 0 when unknown).
+func (in *Instrument) maxPriceDecimals() int {
+	m := in.rules.t.MaxPriceDecimals
+	if in.maxPriceDec > 0 {
+		m = in.maxPriceDec
+	}
+	if in.SzDecimals > 0 {
+		m -= in.SzDecimals
+	}
+	return max(m, 0)
 }
 
-// hlMinNotional is Hyperliquid's minimum order value, $10.
-const hlMinNotional = 10 * 1e10
-
-func hlCheck(in *Instrument, o *Order, _ int64) string {
-	sc := in.Scale
-	if o.PostOnly {
-		return "post-only on hyperliquid is tif ALO"
-	}
-	if o.ExpireNs != 0 || o.Amount != 0 {
-		return "hyperliquid orders take neither an expiration nor a dollar amount"
-	}
-	if o.Price <= 0 || !hlValidPrice(o.Price, sc.PriceDecimals, in.SzDecimals, in.Spot) {
-		return fmt.Sprintf("Order has invalid price. (%s: at most 5 significant figures and %d decimals)",
-			book.FormatDecimal(o.Price, sc.PriceDecimals), hlMaxPriceDecimals(in.SzDecimals, in.Spot))
-	}
-	if o.Size <= 0 || (in.SzDecimals >= 0 && int(sc.SizeDecimals) >= in.SzDecimals &&
-		o.Size%pow10(sc.SizeDecimals-uint8(in.SzDecimals)) != 0) {
-		return fmt.Sprintf("Order has invalid size. (%s: szDecimals %d)", book.FormatDecimal(o.Size, sc.SizeDecimals), in.SzDecimals)
-	}
-	if !o.ReduceOnly && Notional(o.Price, o.Size, sc.PriceDecimals, sc.SizeDecimals) < hlMinNotional {
-		return "Order must have minimum value of $10."
-	}
-	if o.ReduceOnly {
-		if (o.Side == Buy && in.Position >= 0) || (o.Side == Sell && in.Position <= 0) {
-			return "Reduce only order would increase position."
-		}
-	}
-	return ""
-}
-
-func hlMaxPriceDecimals(szDecimals int, spot bool) int {
-	maxDec := 6
-	if spot {
-		maxDec = 8
-	}
-	if szDecimals > 0 {
-		maxDec -= szDecimals
-	}
-	return max(maxDec, 0)
-}
-
-// hlValidPrice: at most five significant figures and at most
-// MAX_DECIMALS − szDecimals decimal places (6 perps, 8 spot); integer
-// prices are always valid (docs "Tick and lot size").
-func hlValidPrice(p int64, pd uint8, szDecimals int, spot bool) bool {
-	unit := pow10(pd)
-	if p%unit == 0 {
+// sigFigPrice: at most figs significant figures and at most maxDec decimal
+// places; integer prices are always valid (Hyperliquid "Tick and lot size").
+func sigFigPrice(p int64, pd uint8, figs, maxDec int) bool {
+	if p%pow10(pd) == 0 {
 		return true
 	}
-	dec := hlMaxPriceDecimals(szDecimals, spot)
-	if dec < int(pd) && p%pow10(pd-uint8(dec)) != 0 {
+	if maxDec < int(pd) && p%pow10(pd-uint8(maxDec)) != 0 {
 		return false
 	}
-	// significant figures: strip trailing zeros, count digits.
 	v := p
 	for v%10 == 0 {
 		v /= 10
@@ -173,8 +143,53 @@ func hlValidPrice(p int64, pd uint8, szDecimals int, spot bool) bool {
 		digits++
 	}
 	// Leading zeros of a value below 1 are not significant: digits counts
-	// only from the first non-zero digit, which is what we have.
-	return digits <= 5
+	// only from the first non-zero digit.
+	return digits <= figs
+}
+
+// Lot is the size step: 10^(SizeDecimals − szDecimals) when the
+// instrument's szDecimals is known, else 1.
+func (in *Instrument) Lot() int64 {
+	if in.SzDecimals >= 0 && int(in.Scale.SizeDecimals) >= in.SzDecimals {
+		return pow10(in.Scale.SizeDecimals - uint8(in.SzDecimals))
+	}
+	return 1
+}
+
+// PriceStep is the coarsest valid price step near p: the tick when the
+// venue has one, else the significant-figures rule's step at p's magnitude.
+func (in *Instrument) PriceStep(p int64) int64 {
+	if in.Tick > 0 {
+		return in.Tick
+	}
+	t := in.rules
+	if t == nil || t.t.PriceSigFigs == 0 {
+		return 1
+	}
+	digits := 0
+	for x := p; x > 0; x /= 10 {
+		digits++
+	}
+	step := int64(1)
+	for range max(digits-t.t.PriceSigFigs, 0) {
+		step *= 10
+	}
+	pd := in.Scale.PriceDecimals
+	minStep := pow10(pd - uint8(min(int(pd), in.maxPriceDecimals())))
+	return max(step, minStep)
+}
+
+// Outcomes reports whether the instrument is an outcome token (prices in
+// (0, 1), settlement at 1 or 0, a SELL needs the tokens).
+func (in *Instrument) Outcomes() bool { return in.rules != nil && in.rules.t.Outcomes }
+
+// PostOnly returns the order type and flag that make a post-only order on
+// the instrument's venue (GTC with PostOnly, or ALO).
+func (in *Instrument) PostOnly() (TIF, bool) {
+	if in.rules != nil && in.rules.t.PostOnlyFlag {
+		return GTC, true
+	}
+	return ALO, false
 }
 
 // Instrument is the simulator's state of one instrument, readable by a
@@ -182,32 +197,32 @@ func hlValidPrice(p int64, pd uint8, szDecimals int, spot bool) bool {
 type Instrument struct {
 	ID     string
 	Venue  string
-	Market string // Polymarket condition id
+	Market string // the market it belongs to (Polymarket condition id), "" if none
 	Scale  book.Scale
 	Book   *book.Book // last book the feed delivered (read-only)
 
-	Tick       int64 // Polymarket tick size (price units); 0 unknown
-	MinSize    int64 // Polymarket min_order_size (size units)
-	SzDecimals int   // Hyperliquid size decimals; -1 unknown
-	Spot       bool
+	Tick       int64 // tick size (price units; tick_size_change and book summaries update it); 0 none
+	MinSize    int64 // minimum order size (size units); 0 none
+	SzDecimals int   // size decimals (Hyperliquid szDecimals); -1 unknown
 
-	Complement *Instrument // the other outcome token of a Polymarket market
+	Complement *Instrument // the other outcome token of a binary market
 	Resolved   bool
 	Settle     int64 // settlement price when Resolved (0 or one unit)
 
-	Position   int64 // size units; negative is short
-	Funding    int64 // funding paid so far (cash units; positive paid)
-	FundRate   float64
-	MarkPx     int64
-	lastHour   int64
+	Position   int64   // size units; negative is short
+	Funding    int64   // funding paid so far (cash units; positive paid)
+	FundRate   float64 // latest funding rate recorded
+	MarkPx     int64   // latest mark price recorded
 	LastTrade  int64
 	ExchangeNs int64
+	lastPeriod int64
 
-	rules  *Rules
-	open   []*Order // resting orders, in arrival order
-	taken  []takenLevel
-	scratch []book.Level
-	marks  []markout
+	rules       *venueRules
+	maxPriceDec int
+	open        []*Order // resting orders, in arrival order
+	taken       []takenLevel
+	scratch     []book.Level
+	marks       []markout
 }
 
 // takenLevel remembers recorded size the strategy's taker orders consumed
@@ -259,77 +274,4 @@ func (in *Instrument) Mid() (int64, bool) {
 		return 0, false
 	}
 	return (b.Price + a.Price) / 2, true
-}
-
-// metadata from recorded REST bodies and frames.
-
-type pmSummary struct {
-	Market       string `json:"market"`
-	AssetID      string `json:"asset_id"`
-	TickSize     string `json:"tick_size"`
-	MinOrderSize string `json:"min_order_size"`
-}
-
-// parsePMSummaries reads a Polymarket /book or /books body (one object or an
-// array). Rare (REST records): allocation is fine.
-func parsePMSummaries(body []byte) []pmSummary {
-	body = bytes.TrimSpace(body)
-	var out []pmSummary
-	if len(body) > 0 && body[0] == '[' {
-		_ = json.Unmarshal(body, &out)
-		return out
-	}
-	var one pmSummary
-	if json.Unmarshal(body, &one) == nil && one.AssetID != "" {
-		out = append(out, one)
-	}
-	return out
-}
-
-type pmResolved struct {
-	EventType string   `json:"event_type"`
-	Market    string   `json:"market"`
-	Assets    []string `json:"assets_ids"`
-	Winner    string   `json:"winning_asset_id"`
-}
-
-type hlMeta struct {
-	Universe []struct {
-		Name       string `json:"name"`
-		SzDecimals int    `json:"szDecimals"`
-	} `json:"universe"`
-}
-
-type hlCtx struct {
-	Data struct {
-		Coin string `json:"coin"`
-		Ctx  struct {
-			Funding string `json:"funding"`
-		} `json:"ctx"`
-	} `json:"data"`
-}
-
-// bytesField finds "key":"value" in raw JSON without allocating.
-func bytesField(raw []byte, key string) []byte {
-	i := bytes.Index(raw, []byte(key))
-	if i < 0 {
-		return nil
-	}
-	j := i + len(key)
-	for j < len(raw) && (raw[j] == '"' || raw[j] == ':' || raw[j] == ' ') {
-		j++
-	}
-	k := j
-	for k < len(raw) && raw[k] != '"' && raw[k] != ',' && raw[k] != '}' {
-		k++
-	}
-	return raw[j:k]
-}
-
-func parseFloat(b []byte) float64 {
-	var f float64
-	if err := json.Unmarshal(b, &f); err != nil {
-		return math.NaN()
-	}
-	return f
 }

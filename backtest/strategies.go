@@ -9,7 +9,6 @@ import (
 
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/feed"
-	"github.com/tapedeck/tapedeck/venue"
 )
 
 // Builtin describes a built-in strategy.
@@ -138,17 +137,11 @@ func (m *MM) OnEvent(ctx *Context, e *feed.Event) {
 		inv -= float64(in.Complement.Position) / float64(pow10(sc.SizeDecimals))
 	}
 	mid := float64(bb.Price+ba.Price) / 2 / unit
-	tick := int64(1)
-	if in.Tick > 0 {
-		tick = in.Tick
-	} else if in.Venue == venue.Hyperliquid {
-		tick = hlTick(bb.Price, sc.PriceDecimals, in.SzDecimals)
-	}
+	tick := in.PriceStep(bb.Price)
 	bid := int64(math.Floor((mid-m.Spread/2-m.Skew*inv)*unit/float64(tick))) * tick
 	ask := int64(math.Ceil((mid+m.Spread/2-m.Skew*inv)*unit/float64(tick))) * tick
 	size := ctx.Shares(in.ID, m.Size)
-	if in.Venue == venue.Hyperliquid && in.SzDecimals >= 0 && int(sc.SizeDecimals) >= in.SzDecimals {
-		lot := pow10(sc.SizeDecimals - uint8(in.SzDecimals))
+	if lot := in.Lot(); lot > 1 {
 		size = max(size/lot*lot, lot)
 	}
 	q := m.quotes[in.ID]
@@ -157,7 +150,7 @@ func (m *MM) OnEvent(ctx *Context, e *feed.Event) {
 		m.quotes[in.ID] = q
 	}
 	m.quote(ctx, in, &q[0], Buy, in.ID, bid, size, inv < m.MaxPos && bid > 0)
-	if in.Venue == venue.Polymarket && !ctx.e.cfg.AllowShort && in.Position < size {
+	if in.Outcomes() && !ctx.e.cfg.AllowShort && in.Position < size {
 		if c := in.Complement; c != nil {
 			m.quote(ctx, c, &q[1], Buy, c.ID, pow10(sc.PriceDecimals)-ask, size, inv > -m.MaxPos && ask < pow10(sc.PriceDecimals))
 		}
@@ -180,29 +173,11 @@ func (m *MM) quote(ctx *Context, in *Instrument, id *uint64, side Side, inst str
 	if !want || price <= 0 {
 		return
 	}
-	if in.Venue == venue.Polymarket && (price < in.Tick || price > pow10(in.Scale.PriceDecimals)-in.Tick) {
+	if in.Outcomes() && (price < in.Tick || price > pow10(in.Scale.PriceDecimals)-in.Tick) {
 		return
 	}
-	tif, post := GTC, true
-	if in.Venue == venue.Hyperliquid {
-		tif, post = ALO, false
-	}
+	tif, post := in.PostOnly()
 	*id, _ = ctx.Submit(OrderRequest{Instrument: inst, Side: side, Price: price, Size: size, TIF: tif, PostOnly: post, Tag: "mm"})
-}
-
-// hlTick is the coarsest price step valid at price p: five significant
-// figures, at most 6 − szDecimals decimals.
-func hlTick(p int64, pd uint8, szDecimals int) int64 {
-	digits := 0
-	for x := p; x > 0; x /= 10 {
-		digits++
-	}
-	step := int64(1)
-	for range max(digits-5, 0) {
-		step *= 10
-	}
-	minStep := pow10(pd - uint8(min(int(pd), hlMaxPriceDecimals(szDecimals, false))))
-	return max(step, minStep)
 }
 
 // Complement buys both outcome tokens of a Polymarket market with FOK
@@ -240,7 +215,7 @@ func (c *Complement) OnEvent(ctx *Context, e *feed.Event) {
 		return
 	}
 	in := ctx.Instrument(e.Instrument)
-	if in == nil || in.Complement == nil || in.Resolved || in.Venue != venue.Polymarket {
+	if in == nil || in.Complement == nil || in.Resolved || !in.Outcomes() {
 		return
 	}
 	yes, no := in, in.Complement

@@ -144,17 +144,18 @@ type Order struct {
 	ExpireNs   int64
 	Tag        string
 
-	Status  Status
-	Filled  int64
-	Reason  string // rejection or cancellation reason, in the venue's words where it has them
-	Queue   int64  // estimated size ahead in the queue (resting orders)
-	SubmitNs int64 // local clock at submit
-	ActiveNs int64 // local receive time of the first event the order interacted with
+	Status   Status
+	Filled   int64
+	Reason   string // rejection or cancellation reason, in the venue's words where it has them
+	Queue    int64  // estimated size ahead in the queue (resting orders)
+	SubmitNs int64  // local clock at submit
+	ActiveNs int64  // local receive time of the first event the order interacted with
 	DoneNs   int64
 
-	prevLevel  int64 // level size last seen at Price (queue model)
-	tradedHere int64 // trade size at Price since the last level change (probabilistic model)
-	pending    bool  // an action for it is in flight
+	prevLevel  int64   // level size last seen at Price (queue model)
+	tradedHere int64   // trade size at Price since the last level change (probabilistic model)
+	pending    bool    // an action for it is in flight
+	unit       float64 // fixed-point units per share or coin
 }
 
 // Leaves returns the unfilled size.

@@ -71,6 +71,9 @@ type Capabilities struct {
 	TopOfBook bool
 	// Markets: instruments belong to markets (Event.Market is set).
 	Markets bool
+	// Trading is the venue's order rules for the backtester's simulated
+	// exchange; nil when it cannot be traded in a backtest.
+	Trading *Trading
 }
 
 // Endpoints are a venue's public URLs. Tests and mirrors override them.

@@ -14,10 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tapedeck/tapedeck/backtest"
-	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/replayer"
-	"github.com/tapedeck/tapedeck/venue"
 )
 
 func newBacktestCmd() *cobra.Command {
@@ -25,8 +23,8 @@ func newBacktestCmd() *cobra.Command {
 		strategy, queue, latencyCSV, from, to, out, resolve string
 		params, fees                                        []string
 		entry, ack, cancelLat                               time.Duration
-		cash, pmRate, rebateShare                           float64
-		hlTier                                              int
+		cash, feeRate, rebateShare                          float64
+		feeTier                                             int
 		asJSON, useBackfill, allowShort, noExchTime, hash   bool
 	)
 	cmd := &cobra.Command{
@@ -45,8 +43,8 @@ parameters (unknown names and bad values are refused before the run).
 Queue models (--queue): risk-averse (advances only on trades at the level),
 power:N (hftbacktest's probabilistic model with f(x)=x^N) and log (f(x)=ln(1+x)).
 Latency: --entry-latency, --ack-latency, --cancel-latency, or --latency-csv with
-measured round trips. Fees: --pm-fee-rate (taker fee = shares × rate × p × (1−p)),
---fee MARKET_OR_TOKEN=rate per market, --maker-rebate share; --hl-tier N.
+measured round trips. Fees: --fee-rate (taker fee = shares × rate × p × (1−p)),
+--fee MARKET_OR_TOKEN=rate per market, --maker-rebate share; --fee-tier N (Hyperliquid's VIP tiers).
 
 --out DIR writes orders.csv, fills.csv, equity.csv and markouts.csv. The summary
 ends with a digest: the same data, strategy and parameters give the same digest.`,
@@ -54,7 +52,7 @@ ends with a digest: the same data, strategy and parameters give the same digest.
   $ replay backtest datasets/samples/polymarket --strategy mm --param spread=0.02 --out bt/
 
   # Complement taker, 2% taker fee, JSON summary
-  $ replay backtest datasets/samples/polymarket --strategy complement --pm-fee-rate 0.02 --json`,
+  $ replay backtest datasets/samples/polymarket --strategy complement --fee-rate 0.02 --json`,
 		Args: cli.AtLeastOne("DATASET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			given := backtest.Params{}
@@ -82,27 +80,20 @@ ends with a digest: the same data, strategy and parameters give the same digest.
 					return cli.FlagErrorf("--latency-csv: %v", err)
 				}
 			}
-			if !(pmRate >= 0 && pmRate <= 1) || !(rebateShare >= 0 && rebateShare <= 1) {
-				return cli.FlagErrorf("--pm-fee-rate and --maker-rebate must be within [0, 1]")
-			}
-			pmf := &backtest.PolymarketFees{DefaultRate: pmRate, MakerRebateShare: rebateShare, Rates: map[string]float64{}}
+			rates := map[string]float64{}
 			for _, f := range fees {
 				k, v, ok := strings.Cut(f, "=")
 				r, perr := strconv.ParseFloat(v, 64)
-				if !ok || perr != nil || !(r >= 0 && r <= 1) {
+				if !ok || k == "" || perr != nil || !(r >= 0 && r <= 1) {
 					return cli.FlagErrorf("--fee %q: want MARKET_OR_TOKEN=rate with rate in [0, 1]", f)
 				}
-				pmf.Rates[k] = r
-			}
-			if hlTier < 0 || hlTier >= len(backtest.HyperliquidTiers) {
-				return cli.FlagErrorf("--hl-tier %d: want 0..%d", hlTier, len(backtest.HyperliquidTiers)-1)
+				rates[k] = r
 			}
 			if math.IsNaN(cash) || cash < 0 || cash > 1e8 {
 				return cli.FlagErrorf("--cash %v: want 0..1e8 dollars", cash)
 			}
-			t := backtest.HyperliquidTiers[hlTier]
 			cfg := backtest.Config{Queue: qm, Latency: lat, Cash: int64(math.Round(cash * 1e10)),
-				Fees:        map[string]backtest.FeeModel{venue.Polymarket: pmf, venue.Hyperliquid: &backtest.HyperliquidFees{Taker: t[0], Maker: t[1]}},
+				FeeRate: feeRate, FeeRates: rates, MakerRebateShare: rebateShare, FeeTier: feeTier,
 				UseBackfill: useBackfill, AllowShort: allowShort, IgnoreExchangeTime: noExchTime}
 			if resolve != "" {
 				cfg.Resolutions = map[string]bool{}
@@ -113,6 +104,9 @@ ends with a digest: the same data, strategy and parameters give the same digest.
 					}
 					cfg.Resolutions[k] = v == "1"
 				}
+			}
+			if err := cfg.Validate(); err != nil {
+				return cli.FlagErrorf("%v", err)
 			}
 			fromNs, toNs, err := parseWindow(args, from, to)
 			if err != nil {
@@ -126,11 +120,7 @@ ends with a digest: the same data, strategy and parameters give the same digest.
 				return err
 			}
 			if out != "" {
-				scales := map[string]book.Scale{}
-				for _, o := range res.Orders {
-					scales[o.Instrument] = scaleFor(o.Venue)
-				}
-				if err := res.WriteCSV(out, func(id string) book.Scale { return scales[id] }); err != nil {
+				if err := res.WriteCSV(out); err != nil {
 					return err
 				}
 			}
@@ -146,10 +136,10 @@ ends with a digest: the same data, strategy and parameters give the same digest.
 	f.DurationVar(&cancelLat, "cancel-latency", 0, "cancel latency (local → exchange)")
 	f.StringVar(&latencyCSV, "latency-csv", "", "measured round trips, one a line (ns or durations): entry = ack = cancel = half of each, in order")
 	f.Float64Var(&cash, "cash", 1000, "starting cash in dollars")
-	f.Float64Var(&pmRate, "pm-fee-rate", 0, "Polymarket taker fee rate (fee = shares × rate × p × (1 − p))")
+	f.Float64Var(&feeRate, "fee-rate", 0, "taker fee rate of outcome-token venues (Polymarket: fee = shares × rate × p × (1 − p))")
 	f.StringArrayVar(&fees, "fee", nil, "Polymarket fee rate of one market or token `ID=rate` (repeatable)")
 	f.Float64Var(&rebateShare, "maker-rebate", 0, "Polymarket maker rebate: share of the taker fee a maker fill receives")
-	f.IntVar(&hlTier, "hl-tier", 0, "Hyperliquid fee tier 0..6")
+	f.IntVar(&feeTier, "fee-tier", 0, "tier of tiered fee schedules (Hyperliquid perps VIP 0..6)")
 	f.StringVar(&resolve, "resolve", "", "settle Polymarket tokens at the end: `TOKEN=1|0,…` (a recorded market_resolved wins)")
 	f.BoolVar(&useBackfill, "use-backfill", false, "let resting orders fill against backfilled trades (from before the subscription)")
 	f.BoolVar(&allowShort, "allow-short", false, "allow Polymarket SELLs beyond the shares held")
@@ -160,16 +150,6 @@ ends with a digest: the same data, strategy and parameters give the same digest.
 	f.StringVar(&out, "out", "", "write orders, fills, equity and markouts as CSV into `DIR`")
 	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	return cmd
-}
-
-func scaleFor(v string) book.Scale {
-	switch v {
-	case venue.Polymarket:
-		return book.Scale{PriceDecimals: 4, SizeDecimals: 6}
-	case venue.Hyperliquid:
-		return book.Scale{PriceDecimals: 8, SizeDecimals: 8}
-	}
-	return book.Scale{}
 }
 
 func printBacktest(w, errw io.Writer, res *backtest.Result, asJSON bool) error {

@@ -24,7 +24,7 @@ func (driver) Scale() book.Scale { return Scale }
 func (driver) NewDecoder(venue.DecoderOptions) venue.Decoder { return NewDecoder() }
 
 func (driver) Capabilities() venue.Capabilities {
-	return venue.Capabilities{LevelCounts: true}
+	return venue.Capabilities{LevelCounts: true, Trading: Trading}
 }
 
 func (driver) Endpoints() venue.Endpoints {

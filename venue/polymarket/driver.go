@@ -24,7 +24,7 @@ func (driver) NewDecoder(o venue.DecoderOptions) venue.Decoder {
 }
 
 func (driver) Capabilities() venue.Capabilities {
-	return venue.Capabilities{BookHashes: true, TopOfBook: true, Markets: true}
+	return venue.Capabilities{BookHashes: true, TopOfBook: true, Markets: true, Trading: Trading}
 }
 
 func (driver) Endpoints() venue.Endpoints {

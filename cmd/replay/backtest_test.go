@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// replay backtest on the shipped sample, offline: the issue's command line
+// runs, writes the four tables, and a second run is byte-identical.
+func TestBacktestVerb(t *testing.T) {
+	sample := filepath.Join("..", "..", "datasets", "samples", "polymarket")
+	run := func() (string, map[string][]byte) {
+		out := t.TempDir()
+		code, stdout, stderr := execReplay(t, "backtest", sample, "--strategy", "mm", "--param", "spread=0.02",
+			"--entry-latency", "2ms", "--queue", "log", "--fee-rate", "0.02", "--out", out, "--json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		files := map[string][]byte{}
+		for _, n := range []string{"orders.csv", "fills.csv", "equity.csv", "markouts.csv"} {
+			b, err := os.ReadFile(filepath.Join(out, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[n] = b
+		}
+		return stdout, files
+	}
+	s1, f1 := run()
+	s2, f2 := run()
+	if s1 != s2 {
+		t.Fatalf("two runs printed different summaries:\n%s\n%s", s1, s2)
+	}
+	for n := range f1 {
+		if !bytes.Equal(f1[n], f2[n]) {
+			t.Fatalf("%s differs between runs", n)
+		}
+	}
+	var sum struct {
+		Strategy string            `json:"strategy"`
+		Fills    int               `json:"fills"`
+		Digest   string            `json:"digest"`
+		Params   map[string]string `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(s1), &sum); err != nil {
+		t.Fatalf("--json: %v\n%s", err, s1)
+	}
+	if sum.Strategy != "mm" || sum.Fills == 0 || !strings.HasPrefix(sum.Digest, "xxh64:") || sum.Params["spread"] != "0.02" {
+		t.Fatalf("summary %+v", sum)
+	}
+	if n := bytes.Count(f1["fills.csv"], []byte("\n")) - 1; n != sum.Fills {
+		t.Fatalf("fills.csv has %d rows, summary says %d", n, sum.Fills)
+	}
+}
+
+// Bad parameters are refused before the run, as usage errors (exit 2).
+func TestBacktestBadFlags(t *testing.T) {
+	sample := filepath.Join("..", "..", "datasets", "samples", "polymarket")
+	for _, args := range [][]string{
+		{"--strategy", "nope"},
+		{"--param", "spread"},
+		{"--param", "bogus=1"},
+		{"--queue", "power:-2"},
+		{"--fee-rate", "2"},
+		{"--fee-tier", "42"},
+		{"--fee", "x=abc"},
+		{"--resolve", "123=yes"},
+		{"--entry-latency", "-1ms"},
+		{"--latency-csv", "/nonexistent/rtt.csv"},
+	} {
+		code, _, stderr := execReplay(t, append([]string{"backtest", sample}, args...)...)
+		if code != 2 {
+			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr)
+		}
+	}
+}

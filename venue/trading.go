@@ -1,0 +1,97 @@
+package venue
+
+import "time"
+
+// Trading is a venue's order rules as data, for the simulated exchange of
+// the backtester (package backtest), which reads it from
+// Capabilities.Trading and never names a venue. Fixed-point values are at
+// the driver's Scale. A venue whose Capabilities carry no Trading cannot be
+// traded in a backtest (its orders are rejected, naming the venue).
+type Trading struct {
+	// OrderTypes are the time-in-force names the venue accepts: Polymarket
+	// "GTC", "GTD", "FOK", "FAK"; Hyperliquid "GTC", "IOC", "ALO".
+	OrderTypes []string
+	// PostOnlyFlag: post-only is a flag on resting orders (Polymarket's
+	// postOnly on GTC and GTD) rather than an order type (ALO).
+	PostOnlyFlag bool
+	// ReduceOnly: the venue takes reduce-only orders.
+	ReduceOnly bool
+	// Outcomes: instruments are outcome tokens priced strictly inside (0, 1)
+	// that settle at 1 or 0 when their market resolves; the two tokens of a
+	// binary market are one book seen from both sides (a BUY of one at p is
+	// a SELL of the other at 1 − p); a SELL needs the tokens held.
+	Outcomes bool
+	// DollarMarketBuys: FOK and FAK BUYs are sized in dollars, SELLs in
+	// shares (Polymarket market orders).
+	DollarMarketBuys bool
+	// GTDThreshold: a GTD order's expiration must be more than this far
+	// ahead, and the order leaves the book this long before it (Polymarket's
+	// one-minute security threshold).
+	GTDThreshold time.Duration
+	// Tick and MinSize are the defaults until the recording tells an
+	// instrument's own (TickSize events, Meta); 0: no such rule.
+	Tick, MinSize int64
+	// PriceSigFigs and MaxPriceDecimals are a significant-figures price rule
+	// (Hyperliquid: at most 5 significant figures and at most
+	// MaxPriceDecimals − szDecimals decimals; integer prices always valid).
+	// 0: no such rule.
+	PriceSigFigs, MaxPriceDecimals int
+	// MinNotional is the smallest order value in dollars (Hyperliquid $10);
+	// reduce-only orders are exempt. 0: none.
+	MinNotional float64
+	// FundingInterval: perpetual funding is paid at every multiple of it on
+	// the exchange clock, position × mark × rate (a long pays a positive
+	// rate), from the latest asset context (EventAssetCtx). 0: no funding.
+	FundingInterval time.Duration
+	// ProbabilityFees: the taker fee is shares × rate × p × (1 − p)
+	// (Polymarket); otherwise notional × rate.
+	ProbabilityFees bool
+	// FeeTiers are (taker, maker) rates by tier, tier 0 first; an empty list
+	// is no fee (a fee-free market unless the user gives a rate).
+	FeeTiers [][2]float64
+	// Reasons are rejections in the venue's own words.
+	Reasons TradingReasons
+
+	// Meta reads the instrument rules a recorded REST body carries (a
+	// Polymarket /book or /books summary's tick_size and min_order_size, a
+	// Hyperliquid meta's szDecimals); nil, or no rows, when it holds none.
+	Meta func(body []byte) []InstrumentRules
+	// Resolution reads a market-resolution message (EventMarket's Raw): the
+	// winning instrument and the market's instruments; ok false when the
+	// message is not a resolution.
+	Resolution func(raw []byte) (winner string, instruments []string, ok bool)
+	// FundingRate reads the funding rate of an asset context (EventAssetCtx's
+	// Raw); ok false when it has none.
+	FundingRate func(raw []byte) (rate float64, ok bool)
+}
+
+// TradingReasons are a venue's rejection texts.
+type TradingReasons struct {
+	PostOnlyCrosses string // a post-only order would take liquidity
+	PostOnlyType    string // post-only on an order type that cannot rest
+	FOKUnfilled     string // a FOK cannot fill completely
+	FAKUnfilled     string // a FAK/IOC found nothing to match
+	NoBalance       string // a SELL beyond the tokens held, or no margin
+	Unknown         string // no book for the instrument
+	Resolved        string // the market is resolved / the asset delisted
+	Tick            string // price off the tick grid (the backtester appends the price and tick)
+	Price           string // price breaks the significant-figures rule
+	MinSize         string // size below the instrument's minimum
+	Size            string // size off the lot (szDecimals)
+	MinNotional     string // order value below MinNotional
+	Expiration      string // GTD expiration too close, or an expiration on another type
+	ReduceOnly      string // a reduce-only order that would increase the position
+}
+
+// InstrumentRules are one instrument's rules as a REST body states them.
+// Zero fields are not stated; SizeDecimals is −1 when not stated.
+type InstrumentRules struct {
+	Instrument   string
+	Market       string
+	Tick         int64
+	MinSize      int64
+	SizeDecimals int
+	// MaxPriceDecimals overrides Trading.MaxPriceDecimals (Hyperliquid spot
+	// pairs: 8); 0 keeps it.
+	MaxPriceDecimals int
+}
