@@ -38,6 +38,14 @@ type Driver interface {
 	// Server is the venue's protocol as its server speaks it, for replay
 	// serve and the test exchange.
 	Server() ServerProtocol
+	// Instruments returns what one recorded message says about instruments:
+	// a REST body (a discovery listing, a book summary) or one WebSocket
+	// message (the Raw of a decoded event). A message that carries no
+	// instrument facts gives nil and no error. For a message of a kind it
+	// knows that does not read, the error names the element and the field,
+	// and the facts of its other elements are returned beside it. Values
+	// are at Scale.
+	Instruments(msg []byte) ([]Instrument, error)
 }
 
 // DecoderOptions configure a Driver's decoder. The zero value is a decoder

@@ -59,7 +59,7 @@ func newExportCmd(runF func(*exportOptions) error) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "export DATASET... --table TABLE --out PATH",
-		Short: "Export replayed books, trades, quotes or control events as Parquet, Arrow, CSV or Tardis CSV",
+		Short: "Export replayed books, trades, quotes, control events or instruments as Parquet, Arrow, CSV or Tardis CSV",
 		Long: `Export replays the datasets through the books and writes one table:
 
   depth         wide top-N book per instrument: exchange_ts_ns, local_ts_ns, venue,
@@ -78,6 +78,18 @@ func newExportCmd(runF func(*exportOptions) error) *cobra.Command {
   quotes        one row per change of best bid/ask or book validity.
   events        connects, disconnects, reconnects, stalls, gaps, overloads, write
                 errors and other control records, with their details.
+  instruments   what the recording says about each instrument: one row per
+                instrument and per change (tick size changes, with their time),
+                from the REST bodies it stored (Polymarket Gamma /markets and book
+                summaries, Hyperliquid meta/spotMeta) and the messages that carry
+                instrument facts (tick_size_change, new_market): type, market
+                (condition id), slug, name, outcome, outcome_index,
+                paired_instrument, base, quote, tick_size, price_decimals,
+                min_order_size, size_increment, sz_decimals, max_leverage,
+                neg_risk, active, source; valid_until_ns ends a row. Null where the
+                recording does not say. Join it as of local_ts_ns. Instruments of
+                the recording only, not the venue's whole listing; --from/--to keep
+                the rows in effect in the window. No Tardis layout, no --split-by.
   raw           the recorded frames as NDJSON, Tardis raw or hftbacktest lines
                 (--format ndjson|tardis|hftbacktest; one dataset).
 
@@ -114,7 +126,10 @@ byte-identical files.`,
   replay export datasets/samples/hyperliquid --table trades --exact --format arrow --from +1s --out trades.arrow
 
   # where the data is not to be trusted
-  replay export datasets/samples/polymarket --table events --format csv --out events.csv`,
+  replay export datasets/samples/polymarket --table events --format csv --out events.csv
+
+  # tick sizes (and their changes), minimum sizes, outcome pairs, neg-risk
+  replay export datasets/samples/polymarket --table instruments --out instruments.parquet`,
 		Args: cli.AtLeastOne("DATASET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Datasets = args
@@ -136,7 +151,7 @@ byte-identical files.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Table, "table", "", "table to write: depth, book_changes, trades, quotes, events, raw (required)")
+	f.StringVar(&opts.Table, "table", "", "table to write: depth, book_changes, trades, quotes, events, instruments, raw (required)")
 	f.StringVar(&opts.Format, "format", "", "parquet, arrow, csv or tardis (raw: ndjson, tardis, hftbacktest); default from the --out extension (.csv is csv)")
 	f.IntVar(&opts.Levels, "levels", 25, "depth: levels per side")
 	f.StringVar(&interval, "interval", "", "depth: sample the book at the end of every bucket of this duration (e.g. 100ms, 1s)")
@@ -161,7 +176,7 @@ byte-identical files.`,
 // validate checks every flag and combination before any work, naming the flags.
 func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interval, from, to, compression string, compressionSet bool) error {
 	if o.Table == "" {
-		return cli.FlagErrorf("export: --table is required (depth, book_changes, trades, quotes, events, raw)")
+		return cli.FlagErrorf("export: --table is required (%s)", strings.Join(tableNames(), ", "))
 	}
 	if o.Out == "" {
 		return cli.FlagErrorf("export: --out is required")
@@ -242,8 +257,8 @@ func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interv
 			if o.Quality && table != export.TableDepth && table != export.TableQuotes && table != export.TableTrades {
 				return cli.FlagErrorf("export: --quality-columns applies to --table depth, quotes or trades only")
 			}
-			if ft == export.FormatTardis && table == export.TableEvents {
-				return cli.FlagErrorf("export: --table events has no Tardis layout (use --format csv)")
+			if ft == export.FormatTardis && (table == export.TableEvents || table == export.TableInstruments) {
+				return cli.FlagErrorf("export: --table %s has no Tardis layout (use --format csv)", table)
 			}
 		case export.FormatArrow:
 			if c == export.Snappy {
@@ -264,6 +279,9 @@ func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interv
 			}
 			if table == export.TableEvents {
 				return cli.FlagErrorf("export: --table events has no instrument to --split-by")
+			}
+			if table == export.TableInstruments {
+				return cli.FlagErrorf("export: --table instruments is one small file: no --split-by (--instrument selects)")
 			}
 			if !strings.Contains(o.Out, "{instrument}") {
 				return cli.FlagErrorf("export: --split-by instrument needs {instrument} in --out, e.g. 'depth-{instrument}.parquet'")
@@ -291,7 +309,7 @@ func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interv
 // tableNames are the --table values: every export table and raw.
 func tableNames() []string {
 	var names []string
-	for t := export.TableDepth; t <= export.TableEvents; t++ {
+	for t := export.TableDepth; t <= export.TableInstruments; t++ {
 		names = append(names, t.String())
 	}
 	return append(names, "raw")
@@ -511,7 +529,9 @@ func exportTable(ctx context.Context, o *exportOptions, open func(path string) (
 	table, _ := export.ParseTable(o.Table)
 	format, _ := export.ParseFormat(o.Format)
 	var ropts []replayer.Option
-	if o.FromNs != 0 || o.ToNs != 0 {
+	// The instruments table needs the REST bodies stored at the start of a
+	// recording: it reads it all and keeps the rows in effect in the window.
+	if (o.FromNs != 0 || o.ToNs != 0) && table != export.TableInstruments {
 		ropts = append(ropts, replayer.WithWindow(o.FromNs, o.ToNs))
 	}
 	// The sink is the only subscriber: once it cannot write (a full disk),
@@ -560,6 +580,13 @@ func exportTable(ctx context.Context, o *exportOptions, open func(path string) (
 	}
 	if len(o.Instruments) > 0 {
 		sopts = append(sopts, export.WithInstruments(o.Instruments...))
+	}
+	if table == export.TableInstruments {
+		var recorded []string
+		for _, m := range ms {
+			recorded = append(recorded, m.Instruments...)
+		}
+		sopts = append(sopts, export.WithRecordedInstruments(recorded...), export.WithWindow(o.FromNs, o.ToNs))
 	}
 	var sink interface {
 		replayer.Subscriber
@@ -614,12 +641,21 @@ func exportTable(ctx context.Context, o *exportOptions, open func(path string) (
 		return fmt.Errorf("export: replay: %w", err)
 	}
 	warnDamaged(o.Stderr, sum)
+	if table == export.TableInstruments && o.FromNs != 0 && sum.Frames > 0 && o.FromNs > r.EndNs() {
+		return &cli.ProblemError{Err: fmt.Errorf("export: --from %s is past the last record (%s), nothing written",
+			fmtNs(o.FromNs), fmtNs(r.EndNs()))}
+	}
 	if o.FromNs != 0 && sum.Frames > 0 && sum.WarmupFrames == sum.Frames {
 		return &cli.ProblemError{Err: fmt.Errorf("export: --from %s is past the last record: all %d frames were warm-up, nothing written",
 			fmtNs(o.FromNs), sum.Frames)}
 	}
 	if err := sink.Close(); err != nil {
 		return err
+	}
+	if p, ok := sink.(interface{ Problems() []string }); ok {
+		for _, line := range p.Problems() {
+			fmt.Fprintf(o.Stderr, "warning: instruments: facts left out: %s\n", line)
+		}
 	}
 	if o.Progress {
 		fmt.Fprintf(o.Stderr, "%s: %d rows from %d frames\n", o.Out, sink.Rows(), sum.Frames)

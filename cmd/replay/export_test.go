@@ -159,6 +159,8 @@ func TestExportFlags(t *testing.T) {
 		{name: "split without template", args: []string{ds, "--table", "depth", "--split-by", "instrument", "--out", out}, wantErr: "{instrument}"},
 		{name: "template without split", args: []string{ds, "--table", "depth", "--out", "d-{instrument}.parquet"}, wantErr: "--split-by"},
 		{name: "split events", args: []string{ds, "--table", "events", "--split-by", "instrument", "--out", "e-{instrument}.csv"}, wantErr: "no instrument"},
+		{name: "split instruments", args: []string{ds, "--table", "instruments", "--split-by", "instrument", "--out", "i-{instrument}.csv"}, wantErr: "no --split-by"},
+		{name: "tardis instruments", args: []string{ds, "--table", "instruments", "--format", "tardis", "--out", "i.csv"}, wantErr: "no Tardis layout"},
 		{name: "split stdout", args: []string{ds, "--table", "depth", "--split-by", "instrument", "--format", "csv", "--out", "-"}, wantErr: "{instrument}"},
 		{name: "raw instrument", args: []string{ds, "--table", "raw", "--format", "ndjson", "--instrument", "x", "--out", out}, wantErr: "--instrument does not apply"},
 		{name: "snappy arrow", args: []string{ds, "--table", "depth", "--compression", "snappy", "--out", "x.arrow"}, wantErr: "snappy"},

@@ -188,6 +188,12 @@ func (b *batch) bool(col int, v bool) {
 	}
 }
 
+func (b *batch) boolNull(col int) {
+	c := &b.cols[col]
+	c.b[b.rows] = false
+	c.null[b.rows] = true
+}
+
 func (b *batch) str(col int, v string) {
 	c := &b.cols[col]
 	c.s[b.rows] = v

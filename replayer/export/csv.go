@@ -42,7 +42,7 @@ func ownFields(b *batch) []csvField {
 		switch c.kind {
 		case kString:
 			how = csvString
-			if c.name == "instrument" || c.name == "instruments" {
+			if c.name == "instrument" || c.name == "instruments" || c.name == "paired_instrument" {
 				how = csvQuoted
 			}
 		case kPrice:

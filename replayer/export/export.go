@@ -68,10 +68,38 @@ const (
 	// comma-separated list, dropped, from_ns, to_ns, offset_ns, text), null
 	// where the record has none.
 	TableEvents
+	// TableInstruments is what the recording says about each of its
+	// instruments, one row per instrument and per change (a tick size
+	// change, or any other field a later message contradicts), from the
+	// venue's REST bodies (Polymarket Gamma /markets and CLOB book
+	// summaries; Hyperliquid info meta and spotMeta) and the WebSocket
+	// messages that carry instrument facts (tick_size_change, the initial
+	// book's tick_size, new_market), read by the venue's driver
+	// (venue.Driver.Instruments). Columns: exchange_ts_ns (the venue's time
+	// of the change, null when the message carries none), local_ts_ns
+	// (receive time of the message that began the row), valid_until_ns
+	// (local_ts_ns of the instrument's next row, null for the last), venue,
+	// instrument, type ("binary_option", "perpetual", "spot"), market
+	// (condition id), slug, name (the question), outcome, outcome_index,
+	// paired_instrument (the market's other outcome tokens, comma-separated:
+	// from the listing, else the other instruments the recording places in
+	// the same market),
+	// base, quote (spot pairs), tick_size, price_decimals (Hyperliquid's most
+	// decimals of a price: 6 − szDecimals perps, 8 − szDecimals spot),
+	// min_order_size, size_increment (10^−szDecimals), sz_decimals,
+	// max_leverage, neg_risk, active (listed and open), source (the message
+	// kind that began the row: gamma_markets, book_summary, book, new_market,
+	// tick_size_change, meta, spot_meta); null where nothing in the
+	// recording says. Rows are sorted by venue, instrument, time; a fact
+	// that only adds what was unknown fills in every row of its instrument.
+	// Only instruments of the recording get rows (see
+	// WithRecordedInstruments); WithWindow keeps the rows in effect within a
+	// window. No Tardis layout (ErrOption); no split.
+	TableInstruments
 )
 
 var tableNames = [...]string{TableDepth: "depth", TableBookChanges: "book_changes",
-	TableTrades: "trades", TableQuotes: "quotes", TableEvents: "events"}
+	TableTrades: "trades", TableQuotes: "quotes", TableEvents: "events", TableInstruments: "instruments"}
 
 // String returns the table's name as the CLI spells it.
 func (t Table) String() string {

@@ -720,7 +720,7 @@ func TestTradesAndQuotes(t *testing.T) {
 func TestByteIdentical(t *testing.T) {
 	for _, ds := range testDatasets {
 		paths := ds.paths(t)
-		for tbl := TableDepth; tbl <= TableEvents; tbl++ {
+		for tbl := TableDepth; tbl <= TableInstruments; tbl++ {
 			for _, f := range []Format{FormatParquet, FormatArrow, FormatCSV} {
 				t.Run(fmt.Sprintf("%s/%s/%s", ds.name, tbl, f), func(t *testing.T) {
 					var outs [2][]byte
@@ -979,7 +979,7 @@ func TestReconnectSnapshotClearsDeepLevels(t *testing.T) {
 // integer ns, decimals exact text whose nearest double is Parquet's).
 func TestCSVIsTheTableVocabulary(t *testing.T) {
 	for _, ds := range testDatasets {
-		for tbl := TableDepth; tbl <= TableEvents; tbl++ {
+		for tbl := TableDepth; tbl <= TableInstruments; tbl++ {
 			t.Run(ds.name+"/"+tbl.String(), func(t *testing.T) {
 				paths := ds.paths(t)
 				var cbuf, pbuf bytes.Buffer

@@ -178,6 +178,20 @@ type config struct {
 	scale          book.Scale
 	haveScale      bool
 	datasets       []string
+	recorded       map[string]bool // WithRecordedInstruments
+	recordedList   []string
+	fromNs, toNs   int64 // WithWindow (instruments table)
+}
+
+func (c *config) isRecorded(id string) bool { return c.recorded[id] }
+
+// windowed reports whether a row valid over [fromNs, untilNs) of receive
+// time (untilNs 0: to the end) overlaps the WithWindow window.
+func (c *config) windowed(fromNs, untilNs int64) bool {
+	if c.toNs != 0 && fromNs >= c.toNs {
+		return false
+	}
+	return untilNs == 0 || c.fromNs == 0 || untilNs > c.fromNs
 }
 
 func defaultConfig() config {
@@ -285,6 +299,41 @@ func WithSource(venue string, scale book.Scale) Option {
 func WithDatasets(paths ...string) Option {
 	return func(c *config) error {
 		c.datasets = append([]string(nil), paths...)
+		return nil
+	}
+}
+
+// WithRecordedInstruments names the instruments the datasets recorded (their
+// manifests' instruments), so that the instruments table has a row for each
+// even when no event named it. Instruments a venue listing describes but the
+// recording neither names nor lists (the rest of Hyperliquid's universe)
+// get no row. Other tables ignore it. Default: none beyond the events'.
+func WithRecordedInstruments(ids ...string) Option {
+	return func(c *config) error {
+		c.recorded = make(map[string]bool, len(ids))
+		c.recordedList = c.recordedList[:0]
+		for _, id := range ids {
+			if id != "" && !c.recorded[id] {
+				c.recorded[id] = true
+				c.recordedList = append(c.recordedList, id)
+			}
+		}
+		return nil
+	}
+}
+
+// WithWindow keeps the rows of the instruments table that were in effect at
+// some time of [fromNs, toNs) of receive time (0: unbounded): the row
+// current at fromNs and every change before toNs. The instruments table
+// needs the whole recording (its facts come from the REST bodies stored at
+// the start), so give the replay no window and this option instead. Other
+// tables reject it (ErrOption): window their replay.
+func WithWindow(fromNs, toNs int64) Option {
+	return func(c *config) error {
+		if fromNs < 0 || toNs < 0 || (toNs != 0 && toNs <= fromNs) {
+			return fmt.Errorf("%w: window [%d, %d)", ErrOption, fromNs, toNs)
+		}
+		c.fromNs, c.toNs = fromNs, toNs
 		return nil
 	}
 }

@@ -18,7 +18,7 @@ import (
 func TestParquetMatchesPqarrow(t *testing.T) {
 	for _, ds := range testDatasets {
 		paths := ds.paths(t)
-		for tbl := TableDepth; tbl <= TableEvents; tbl++ {
+		for tbl := TableDepth; tbl <= TableInstruments; tbl++ {
 			for _, exact := range []bool{false, true} {
 				for _, rows := range []int{0, 7} { // one row group, several
 					t.Run(fmt.Sprintf("%s/%s/exact=%v/rows=%d", ds.name, tbl, exact, rows), func(t *testing.T) {

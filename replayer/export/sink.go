@@ -3,6 +3,7 @@ package export
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/tapedeck/tapedeck/replayer"
@@ -61,7 +62,7 @@ func New(w io.Writer, t Table, f Format, opts ...Option) (*Sink, error) {
 			return nil, err
 		}
 	}
-	if t < TableDepth || t > TableEvents {
+	if t < TableDepth || t > TableInstruments {
 		return nil, fmt.Errorf("%w: table %d", ErrOption, t)
 	}
 	if f < FormatParquet || f > FormatTardis {
@@ -88,8 +89,11 @@ func New(w io.Writer, t Table, f Format, opts ...Option) (*Sink, error) {
 	if cfg.tardisExchange != "" && f != FormatTardis {
 		return nil, fmt.Errorf("%w: a Tardis exchange name applies to FormatTardis only, not %s", ErrOption, f)
 	}
-	if f == FormatTardis && t == TableEvents {
-		return nil, fmt.Errorf("%w: the events table has no Tardis layout (use csv)", ErrOption)
+	if f == FormatTardis && (t == TableEvents || t == TableInstruments) {
+		return nil, fmt.Errorf("%w: the %s table has no Tardis layout (use csv)", ErrOption, t)
+	}
+	if (cfg.fromNs != 0 || cfg.toNs != 0) && t != TableInstruments {
+		return nil, fmt.Errorf("%w: a window option applies to the instruments table only, not %s (window the replay)", ErrOption, t)
 	}
 	s := &Sink{cfg: cfg, table: t, format: f, w: &stickyWriter{w: w}}
 	switch t {
@@ -103,6 +107,8 @@ func New(w io.Writer, t Table, f Format, opts ...Option) (*Sink, error) {
 		s.impl = newQuotesTable()
 	case TableEvents:
 		s.impl = &eventsTable{}
+	case TableInstruments:
+		s.impl = newInstrumentsTable()
 	}
 	return s, nil
 }
@@ -204,6 +210,22 @@ func (s *stickyWriter) Write(p []byte) (int, error) {
 		s.err = err
 	}
 	return len(p), nil
+}
+
+// Problems returns what the instruments table could not read: one line per
+// message whose instrument facts (some or all) did not parse, naming the
+// dataset, the record and the element, at most 20 and then a count of the
+// rest. The facts it could read are in the table. Nil for other tables.
+func (s *Sink) Problems() []string {
+	t, ok := s.impl.(*instrumentsTable)
+	if !ok || len(t.problems) == 0 {
+		return nil
+	}
+	p := slices.Clone(t.problems)
+	if t.dropped > 0 {
+		p = append(p, fmt.Sprintf("and %d more", t.dropped))
+	}
+	return p
 }
 
 // Rows returns the number of rows appended so far (written or buffered).

@@ -40,8 +40,8 @@ const SplitBatchRows = 1024
 // instrument, each to the writer open returns (called once per instrument,
 // from OnEvent). Options are checked here.
 func NewSplit(open func(venue, instrument string) (io.Writer, error), t Table, f Format, opts ...Option) (*Split, error) {
-	if t == TableEvents {
-		return nil, fmt.Errorf("%w: the events table has no instrument to split by", ErrOption)
+	if t == TableEvents || t == TableInstruments {
+		return nil, fmt.Errorf("%w: the %s table is not split by instrument", ErrOption, t)
 	}
 	cfg := defaultConfig()
 	for _, o := range opts {

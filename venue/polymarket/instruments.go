@@ -1,0 +1,299 @@
+package polymarket
+
+// Instrument facts (venue.Driver.Instruments) from what a recording holds:
+// the Gamma /markets bodies of discovery (condition id, outcomes and their
+// token ids, negRisk, orderMinSize, orderPriceMinTickSize, question, slug,
+// active/closed), the CLOB book summaries fetched before every connect
+// (market, tick_size, min_order_size, neg_risk, timestamp), and two market
+// channel messages: the initial-dump book (tick_size) and new_market
+// (outcomes, token ids, order_price_min_tick_size).
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// Instrument fact sources (venue.Instrument.Source).
+const (
+	SourceGamma       = "gamma_markets"
+	SourceBookSummary = "book_summary"
+	SourceBook        = "book"
+	SourceNewMarket   = "new_market"
+)
+
+// ErrInstrumentFacts reports an element of a listing, summary or message that
+// does not read as instrument facts.
+var ErrInstrumentFacts = errors.New("polymarket: instrument facts")
+
+// factsJSON is the union of the fields the four shapes carry. Go's JSON
+// field matching ignores case, never underscores, so the camelCase Gamma
+// keys and the snake_case CLOB keys stay apart.
+type factsJSON struct {
+	EventType string `json:"event_type"`
+
+	// Gamma /markets
+	ConditionID  string          `json:"conditionId"`
+	ClobTokenIDs gammaStrings    `json:"clobTokenIds"`
+	Outcomes     gammaStrings    `json:"outcomes"` // Gamma: JSON text in a string; new_market: an array
+	Question     string          `json:"question"`
+	Slug         string          `json:"slug"`
+	Active       *bool           `json:"active"`
+	Closed       *bool           `json:"closed"`
+	GammaNegRisk *bool           `json:"negRisk"`
+	OrderMinSize json.RawMessage `json:"orderMinSize"`
+	GammaTick    json.RawMessage `json:"orderPriceMinTickSize"`
+
+	// CLOB book summaries and market-channel messages
+	Market       string          `json:"market"`
+	AssetID      string          `json:"asset_id"`
+	Timestamp    json.RawMessage `json:"timestamp"`
+	MinOrderSize json.RawMessage `json:"min_order_size"`
+	TickSize     json.RawMessage `json:"tick_size"`
+	NegRisk      *bool           `json:"neg_risk"`
+
+	// new_market
+	AssetsIDs   gammaStrings    `json:"assets_ids"`
+	ClobIDs     gammaStrings    `json:"clob_token_ids"`
+	WSTick      json.RawMessage `json:"order_price_min_tick_size"`
+	ConditionWS string          `json:"condition_id"`
+}
+
+// factKeys: a message without one of these says nothing about instruments.
+var factKeys = [][]byte{[]byte(`"clobTokenIds"`), []byte(`"asset_id"`), []byte(`"assets_ids"`), []byte(`"new_market"`)}
+
+func (driver) Instruments(msg []byte) ([]venue.Instrument, error) { return InstrumentFacts(msg) }
+
+// InstrumentFacts reads a Gamma /markets body, a book summary body (GET
+// /book's object or POST /books' array), or one market-channel message, and
+// returns one venue.Instrument per token it describes. Other messages give
+// nil. An element that does not read is skipped and named in the error (which
+// wraps ErrInstrumentFacts); the others are returned.
+func InstrumentFacts(msg []byte) ([]venue.Instrument, error) {
+	found := false
+	for _, k := range factKeys {
+		if bytes.Contains(msg, k) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	t := bytes.TrimSpace(msg)
+	if len(t) == 0 || t[0] != '[' {
+		var m factsJSON
+		if err := json.Unmarshal(t, &m); err != nil {
+			return nil, fmt.Errorf("%w: %d bytes: %v", ErrInstrumentFacts, len(msg), err)
+		}
+		out, err := factsOne(&m)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInstrumentFacts, err)
+		}
+		return out, nil
+	}
+	// An array of raw elements, so that one odd element spoils only itself.
+	var raw []json.RawMessage
+	if err := json.Unmarshal(t, &raw); err != nil {
+		return nil, fmt.Errorf("%w: %d bytes: %v", ErrInstrumentFacts, len(msg), err)
+	}
+	var out []venue.Instrument
+	var errs []error
+	for i, r := range raw {
+		var m factsJSON
+		err := json.Unmarshal(r, &m)
+		var facts []venue.Instrument
+		if err == nil {
+			facts, err = factsOne(&m)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: element %d: %w", ErrInstrumentFacts, i, err))
+			continue
+		}
+		out = append(out, facts...)
+	}
+	return out, errors.Join(errs...)
+}
+
+// factsOne reads one object: a Gamma market, a book summary or a
+// market-channel message.
+func factsOne(m *factsJSON) ([]venue.Instrument, error) {
+	switch {
+	case m.EventType == "new_market":
+		return newMarketFacts(m)
+	case m.EventType == "book":
+		return bookFacts(m, SourceBook)
+	case m.EventType != "":
+		return nil, nil // price_change, last_trade_price…: nothing about the instrument
+	case len(m.ClobTokenIDs) > 0 || m.ConditionID != "":
+		return gammaFacts(m)
+	case m.AssetID != "":
+		return bookFacts(m, SourceBookSummary)
+	}
+	return nil, nil
+}
+
+// marketFacts is one instrument per token of a market, in outcome order,
+// each paired with the others.
+func marketFacts(source, market string, tokens, outcomes []string) ([]venue.Instrument, error) {
+	for _, id := range tokens {
+		if !IsTokenID(id) {
+			return nil, fmt.Errorf("token id %q: %w", id, ErrTokenID)
+		}
+	}
+	if len(outcomes) != len(tokens) {
+		outcomes = nil // unlabelled rather than mislabelled
+	}
+	out := make([]venue.Instrument, len(tokens))
+	for i, id := range tokens {
+		in := venue.NewInstrument(id, source)
+		in.Market, in.Type, in.OutcomeIndex = market, "binary_option", i
+		if outcomes != nil {
+			in.Outcome = outcomes[i]
+		}
+		for j, other := range tokens {
+			if j != i {
+				in.Paired = append(in.Paired, other)
+			}
+		}
+		out[i] = in
+	}
+	return out, nil
+}
+
+func gammaFacts(m *factsJSON) ([]venue.Instrument, error) {
+	tick, err := factDecimal(m.GammaTick, "orderPriceMinTickSize", priceDecimals)
+	if err != nil {
+		return nil, err
+	}
+	if tick != 0 {
+		if err := checkTick(tick); err != nil {
+			return nil, fmt.Errorf("orderPriceMinTickSize: %w", err)
+		}
+	}
+	minSize, err := factDecimal(m.OrderMinSize, "orderMinSize", sizeDecimals)
+	if err != nil {
+		return nil, err
+	}
+	out, err := marketFacts(SourceGamma, m.ConditionID, m.ClobTokenIDs, m.Outcomes)
+	if err != nil {
+		return nil, fmt.Errorf("market %s: clobTokenIds: %w", m.Slug, err)
+	}
+	for i := range out {
+		in := &out[i]
+		in.Slug, in.Name, in.TickSize, in.MinSize = m.Slug, m.Question, tick, minSize
+		if m.GammaNegRisk != nil {
+			in.NegRisk = venue.FlagOf(*m.GammaNegRisk)
+		}
+		if m.Active != nil && m.Closed != nil {
+			in.Active = venue.FlagOf(*m.Active && !*m.Closed)
+		}
+	}
+	return out, nil
+}
+
+func bookFacts(m *factsJSON, source string) ([]venue.Instrument, error) {
+	if source == SourceBook && len(m.TickSize) == 0 {
+		return nil, nil // a later book: it repeats nothing but the market
+	}
+	if !IsTokenID(m.AssetID) {
+		return nil, fmt.Errorf("asset_id %q: %w", m.AssetID, ErrTokenID)
+	}
+	tick, err := factDecimal(m.TickSize, "tick_size", priceDecimals)
+	if err != nil {
+		return nil, err
+	}
+	if tick != 0 {
+		if err := checkTick(tick); err != nil {
+			return nil, fmt.Errorf("asset %s: tick_size: %w", m.AssetID, err)
+		}
+	}
+	minSize, err := factDecimal(m.MinOrderSize, "min_order_size", sizeDecimals)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := factMillis(m.Timestamp)
+	if err != nil {
+		return nil, err
+	}
+	in := venue.NewInstrument(m.AssetID, source)
+	in.Market, in.Type, in.TickSize, in.MinSize, in.ExchangeNs = m.Market, "binary_option", tick, minSize, ts
+	if m.NegRisk != nil {
+		in.NegRisk = venue.FlagOf(*m.NegRisk)
+	}
+	return []venue.Instrument{in}, nil
+}
+
+func newMarketFacts(m *factsJSON) ([]venue.Instrument, error) {
+	tick, err := factDecimal(m.WSTick, "order_price_min_tick_size", priceDecimals)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := factMillis(m.Timestamp)
+	if err != nil {
+		return nil, err
+	}
+	ids := m.AssetsIDs
+	if len(ids) == 0 {
+		ids = m.ClobIDs
+	}
+	market := m.Market
+	if market == "" {
+		market = m.ConditionWS
+	}
+	out, err := marketFacts(SourceNewMarket, market, ids, m.Outcomes)
+	if err != nil {
+		return nil, fmt.Errorf("new_market %s: assets_ids: %w", market, err)
+	}
+	for i := range out {
+		in := &out[i]
+		in.Slug, in.Name, in.TickSize, in.ExchangeNs = m.Slug, m.Question, tick, ts
+		if m.Active != nil {
+			in.Active = venue.FlagOf(*m.Active)
+		}
+	}
+	return out, nil
+}
+
+// factDecimal reads a decimal sent as a JSON string or number; absent, null
+// or "" is 0 (unknown).
+func factDecimal(raw json.RawMessage, field string, decimals uint8) (int64, error) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return 0, nil
+	}
+	if t[0] == '"' {
+		var s string
+		if err := json.Unmarshal(t, &s); err != nil {
+			return 0, fmt.Errorf("%s: %w", field, err)
+		}
+		t = []byte(s)
+		if len(t) == 0 {
+			return 0, nil
+		}
+	}
+	v, err := book.ParseDecimal(t, decimals)
+	if err != nil {
+		return 0, book.NewDecimalError(field, t, err)
+	}
+	return v, nil
+}
+
+// factMillis reads a ms timestamp sent as a string or number, in ns; absent
+// is 0.
+func factMillis(raw json.RawMessage) (int64, error) {
+	t := bytes.Trim(bytes.TrimSpace(raw), `"`)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return 0, nil
+	}
+	ms, err := strconv.ParseInt(string(t), 10, 64)
+	if err != nil || ms < 0 || ms > (1<<62)/1_000_000 {
+		return 0, fmt.Errorf("timestamp %.40q: not a time in ms", t)
+	}
+	return ms * 1e6, nil
+}
