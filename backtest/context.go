@@ -1,7 +1,6 @@
 package backtest
 
 import (
-	"container/heap"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -72,7 +71,7 @@ func (e *Engine) push(a action) {
 	e.seq++
 	a.seq = e.seq
 	a.order.pending = true
-	heap.Push(&e.actions, a)
+	e.actions.push(a)
 }
 
 // Cancel asks to cancel an order; it takes effect after the cancel latency
@@ -126,11 +125,17 @@ func (c *Context) OpenOrders(dst []*Order, instrument string) []*Order {
 	return dst
 }
 
-// Working reports how many orders are pending or open ("" for all).
+// Working reports how many orders are pending (on their way to the
+// exchange) or open, of one instrument ("" for all).
 func (c *Context) Working(instrument string) int {
 	n := 0
-	for _, o := range c.e.orders[max(0, len(c.e.orders)-4096):] {
-		if !o.Status.Done() && (instrument == "" || o.Instrument == instrument) {
+	for _, in := range c.e.instList {
+		if instrument == "" || in.ID == instrument {
+			n += len(in.open)
+		}
+	}
+	for _, a := range c.e.actions {
+		if a.kind != actCancel && a.order.Status == StatusPending && (instrument == "" || a.order.Instrument == instrument) {
 			n++
 		}
 	}
@@ -155,7 +160,7 @@ func (c *Context) Cash() int64 { return c.e.cash }
 // atNs (local clock).
 func (c *Context) SetTimer(atNs, tag int64) {
 	c.e.seq++
-	heap.Push(&c.e.timers, timer{atNs: atNs, seq: c.e.seq, tag: tag})
+	c.e.timers.push(timer{atNs: atNs, seq: c.e.seq, tag: tag})
 }
 
 // Best returns the best level of a side of the instrument's book.

@@ -1,7 +1,6 @@
 package backtest
 
 import (
-	"container/heap"
 	"fmt"
 	"math"
 	"runtime/debug"
@@ -96,9 +95,9 @@ type Engine struct {
 
 	orders  []*Order // by ID − 1
 	fills   []Fill
-	actions actionHeap
-	notes   noteHeap
-	timers  timerHeap
+	actions queue[action]
+	notes   queue[note]
+	timers  queue[timer]
 	seq     uint64
 
 	nowNs    int64
@@ -465,7 +464,7 @@ func (e *Engine) activate(ev *feed.Event) {
 		if exNs != 0 && in.Venue == ev.Venue && a.atNs > exNs {
 			break
 		}
-		heap.Pop(&e.actions)
+		e.actions.pop()
 		e.apply(in, a, ev)
 	}
 }
@@ -912,12 +911,12 @@ type note struct {
 
 func (e *Engine) note(o *Order, _ *Fill) {
 	e.seq++
-	heap.Push(&e.notes, note{atNs: e.nowNs + e.cfg.Latency.Ack(), seq: e.seq, order: o, fill: -1, st: o.Status})
+	e.notes.push(note{atNs: e.nowNs + e.cfg.Latency.Ack(), seq: e.seq, order: o, fill: -1, st: o.Status})
 }
 
 func (e *Engine) noteFill(f *Fill) {
 	e.seq++
-	heap.Push(&e.notes, note{atNs: e.nowNs + e.cfg.Latency.Ack(), seq: e.seq, fill: int(f.Seq - 1)})
+	e.notes.push(note{atNs: e.nowNs + e.cfg.Latency.Ack(), seq: e.seq, fill: int(f.Seq - 1)})
 }
 
 func (e *Engine) deliver() {
@@ -931,13 +930,13 @@ func (e *Engine) deliver() {
 			return
 		}
 		if useTimer {
-			t := heap.Pop(&e.timers).(timer)
+			t := e.timers.pop()
 			if h, ok := e.strat.(TimerHandler); ok && !e.stratDead {
 				e.guard(&feed.Event{RecvNs: e.nowNs}, func() { h.OnTimer(&e.ctx, t.tag) })
 			}
 			continue
 		}
-		n := heap.Pop(&e.notes).(note)
+		n := e.notes.pop()
 		if e.stratDead {
 			continue
 		}
@@ -958,48 +957,57 @@ type timer struct {
 	tag  int64
 }
 
-// heaps, ordered by time then sequence (deterministic).
-type actionHeap []action
+// queue is a binary min-heap ordered by time then sequence (deterministic),
+// without container/heap's boxing of every element in an interface.
+type queue[T timed] []T
 
-func (h actionHeap) Len() int { return len(h) }
-func (h actionHeap) Less(i, j int) bool {
-	return h[i].atNs < h[j].atNs || (h[i].atNs == h[j].atNs && h[i].seq < h[j].seq)
-}
-func (h actionHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *actionHeap) Push(x any)   { *h = append(*h, x.(action)) }
-func (h *actionHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
+type timed interface{ key() (int64, uint64) }
 
-type noteHeap []note
+func (a action) key() (int64, uint64) { return a.atNs, a.seq }
+func (n note) key() (int64, uint64)   { return n.atNs, n.seq }
+func (t timer) key() (int64, uint64)  { return t.atNs, t.seq }
 
-func (h noteHeap) Len() int { return len(h) }
-func (h noteHeap) Less(i, j int) bool {
-	return h[i].atNs < h[j].atNs || (h[i].atNs == h[j].atNs && h[i].seq < h[j].seq)
-}
-func (h noteHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *noteHeap) Push(x any)   { *h = append(*h, x.(note)) }
-func (h *noteHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+func before[T timed](a, b T) bool {
+	at, as := a.key()
+	bt, bs := b.key()
+	return at < bt || (at == bt && as < bs)
 }
 
-type timerHeap []timer
-
-func (h timerHeap) Len() int { return len(h) }
-func (h timerHeap) Less(i, j int) bool {
-	return h[i].atNs < h[j].atNs || (h[i].atNs == h[j].atNs && h[i].seq < h[j].seq)
+func (q *queue[T]) push(x T) {
+	h := append(*q, x)
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !before(h[i], h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	*q = h
 }
-func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)   { *h = append(*h, x.(timer)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (q *queue[T]) pop() T {
+	h := *q
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	var zero T
+	h[n] = zero
+	h = h[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && before(h[l], h[m]) {
+			m = l
+		}
+		if r := l + 1; r < n && before(h[r], h[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return top
 }

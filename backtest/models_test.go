@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
@@ -223,5 +225,45 @@ func TestConservation(t *testing.T) {
 	spread := Notional(tp.px("0.02"), pos, 4, 6)
 	if got := tp.e.equityNow() - eq0; got != -fees-spread {
 		t.Fatalf("equity change %d, want −fees %d − spread %d", got, fees, spread)
+	}
+}
+
+// The matching path allocates nothing per event in steady state: resting
+// orders on both sides, level changes and trades that move their queues
+// without filling them, the book moving around them.
+func TestMatchingAllocs(t *testing.T) {
+	tp, s := pmTape(t, Config{Queue: PowerProb(2)})
+	tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.39"), Size: tp.sz("10"), TIF: GTC})
+	tp.submit(s, OrderRequest{Instrument: pmNo, Side: Buy, Price: tp.px("0.57"), Size: tp.sz("10"), TIF: GTC})
+	tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.38"), Size: tp.sz("10"), TIF: GTC})
+	frames := [][]byte{
+		[]byte(`{"event_type":"price_change","market":"` + pmMarket + `","timestamp":"1761177600100","price_changes":[{"asset_id":"` + pmYes + `","price":"0.39","size":"60","side":"BUY"},{"asset_id":"` + pmYes + `","price":"0.41","size":"5","side":"SELL"}]}`),
+		[]byte(`{"event_type":"last_trade_price","asset_id":"` + pmYes + `","market":"` + pmMarket + `","price":"0.40","size":"1","side":"SELL","timestamp":"1761177600101"}`),
+		[]byte(`{"event_type":"price_change","market":"` + pmMarket + `","timestamp":"1761177600102","price_changes":[{"asset_id":"` + pmYes + `","price":"0.39","size":"50","side":"BUY"},{"asset_id":"` + pmYes + `","price":"0.41","size":"0","side":"SELL"}]}`),
+		[]byte(`{"event_type":"price_change","market":"` + pmMarket + `","timestamp":"1761177600103","price_changes":[{"asset_id":"` + pmNo + `","price":"0.57","size":"150","side":"BUY"}]}`),
+	}
+	ev := &feed.Event{Venue: venue.Polymarket, Kind: datasets.KindFrame, Scale: tp.sc}
+	recv := tp.recvNs
+	step := func() {
+		for _, f := range frames {
+			recv += 1e6
+			if err := tp.dec.Decode(f, recv, &tp.out); err != nil {
+				t.Fatal(err)
+			}
+			for i := range tp.out.Events {
+				d := &tp.out.Events[i]
+				ev.RecvNs, ev.Decoded, ev.Book, ev.Instrument, ev.Channel, ev.Payload = recv, d, d.Book, d.Instrument, feed.ChannelOf(d.Type), f
+				if err := tp.e.OnEvent(ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	step()
+	if allocs := testing.AllocsPerRun(200, step); allocs != 0 {
+		t.Fatalf("%v allocations per %d frames", allocs, len(frames))
+	}
+	if n := tp.e.ctx.Working(""); n != 3 {
+		t.Fatalf("%d orders working, want the 3 resting ones", n)
 	}
 }
