@@ -7,7 +7,8 @@ PKGS := ./...
 test: test-deps vet test-go
 
 # Installs what the tests need beyond Go: DuckDB and Apache Arrow (npm, into
-# tests/js/node_modules) and Jupyter with pandas/matplotlib (Debian packages).
+# tests/js/node_modules), Jupyter with pandas/matplotlib and Chromium for the
+# browser tests (Debian packages).
 test-deps:
 	bash scripts/test-deps.sh
 

@@ -132,6 +132,9 @@ type Recorder struct {
 	live      *liveEngine
 	liveSubs  []*liveSub
 
+	// What LiveStatus reports, fed by the writer (livestatus.go).
+	track *statusTracker
+
 	stats struct {
 		frames, bytes, dropped, reconnects, stalls atomic.Uint64
 		restBooks, restBookErrors                  atomic.Uint64
@@ -152,7 +155,7 @@ func New(spec Spec, opts ...Option) (*Recorder, error) {
 	}
 	p := drv.Client()
 	f := p.Facts()
-	r := &Recorder{spec: spec, o: o, drv: drv, p: p, facts: f, base: o.now(), log: o.logger}
+	r := &Recorder{spec: spec, o: o, drv: drv, p: p, facts: f, base: o.now(), log: o.logger, track: newStatusTracker()}
 	ep := drv.Endpoints()
 	r.endpoint = spec.Endpoint
 	if r.endpoint == "" {
@@ -270,21 +273,22 @@ func (r *Recorder) Manifest() datasets.Manifest {
 
 // Stats are what a recorder has seen so far.
 type Stats struct {
-	Frames      uint64 // frames received and queued
-	Bytes       uint64 // their payload bytes
-	Dropped     uint64 // frames dropped on a full queue (all reported by overload records)
-	Reconnects  uint64
-	Stalls      uint64
-	Records     uint64 // records appended to the sink (frames and control)
-	WriteErrors uint64 // failed appends or flushes (retried)
-	Lost        uint64 // records given up after the sink kept refusing them at shutdown (a KindGap covers them when the sink takes it)
-	LostFrames  uint64 // the frames among Lost
+	Frames      uint64 `json:"frames"`       // frames received and queued
+	Bytes       uint64 `json:"frame_bytes"`  // their payload bytes
+	Dropped     uint64 `json:"dropped"`      // frames dropped on a full queue (all reported by overload records)
+	Reconnects  uint64 `json:"reconnects"`   // reconnect attempts
+	Stalls      uint64 `json:"stalls"`       // connection stalls the watchdog found
+	Records     uint64 `json:"records"`      // records appended to the sink (frames and control)
+	WriteErrors uint64 `json:"write_errors"` // failed appends or flushes (retried)
+	Lost        uint64 `json:"lost"`         // records given up after the sink kept refusing them at shutdown (a KindGap covers them when the sink takes it)
+	LostFrames  uint64 `json:"lost_frames"`  // the frames among Lost
 	// RESTBooks counts stored REST book-summary bodies (Polymarket), and
 	// RESTBookErrors the requests for them that failed (each one a KindNote).
-	RESTBooks, RESTBookErrors uint64
+	RESTBooks      uint64 `json:"rest_books"`
+	RESTBookErrors uint64 `json:"rest_book_errors"`
 	// DiskLag is the distribution of the time from socket read to the end of
 	// the flush that wrote the frame.
-	DiskLag LagStats
+	DiskLag LagStats `json:"read_to_disk"`
 }
 
 // Stats returns the counts so far.

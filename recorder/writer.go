@@ -153,6 +153,7 @@ func (w *writer) write(e *entry) error {
 		seq, err := w.sink.Append(&e.rec)
 		if seq != 0 {
 			w.records.Add(1)
+			w.r.track.record(&e.rec, seq)
 			if w.r.live.offer(&e.rec, seq, e.pooled) {
 				e.pooled = false // the live engine returns the buffer
 			}
@@ -212,6 +213,7 @@ func (w *writer) appendControl(k datasets.Kind, conn uint32, c datasets.Control)
 	seq, err := w.sink.Append(&rec)
 	if seq != 0 {
 		w.records.Add(1)
+		w.r.track.record(&rec, seq)
 		w.r.live.offer(&rec, seq, false)
 	}
 	if err != nil {

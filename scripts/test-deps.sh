@@ -13,7 +13,9 @@ fi
 # and kernel, pandas and matplotlib. PyPI is not reachable here, so these come from
 # apt; pyarrow has no Debian 12 package, which is why the notebooks read CSV exports.
 # Only missing packages are installed, so a machine that has them never touches apt.
-debs=(jupyter-nbconvert python3-ipykernel python3-pandas python3-matplotlib)
+# chromium: the headless browser the status page and report tests drive with
+# chromedp (internal/browsertest); fonts-dejavu-core so its screenshots have text.
+debs=(jupyter-nbconvert python3-ipykernel python3-pandas python3-matplotlib chromium fonts-dejavu-core)
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then
   for p in "${debs[@]}"; do

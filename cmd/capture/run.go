@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -20,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/internal/statusweb"
 	"github.com/tapedeck/tapedeck/recorder"
 	"github.com/tapedeck/tapedeck/venue/registry"
 )
@@ -134,6 +134,7 @@ type runOptions struct {
 	StallTimeout  time.Duration
 	InstStall     cli.OptionalDuration
 	MetricsAddr   string
+	ListenPublic  bool
 	LogFormat     string
 	Queue         int
 	Live          bool
@@ -176,13 +177,21 @@ every book hash. A failed or slow request (--rest-books=false turns them off)
 is logged, counted in tapedeck_capture_rest_book_errors_total and recorded
 as a note; the connection goes ahead without it.
 
-Metrics for Prometheus are served on --metrics-addr at /metrics; logs are
-structured (--log-format text or json) on standard error.`,
+With --metrics-addr, one read-only HTTP listener serves a status page at /
+(each connection's state, uptime, reconnects, frame rate over the last hour,
+last frame; each instrument's live top of book, last update, stalls, gaps and
+hash mismatches; disk use, free space and time to full; the latest control
+records), the same figures as JSON at /status.json (what "capture status
+--addr" reads), and Prometheus metrics at /metrics. The page is embedded and
+loads nothing from the network. The listener binds 127.0.0.1 when the host is
+empty; a host that is not loopback needs --listen-public and is logged as a
+warning. Logs are structured (--log-format text or json) on standard error.`,
 		Example: `  # Two Polymarket tokens
   $ capture run --venue polymarket --instruments 72936048731589292555781174533757608024096898681344338816447372274344589246891,101155325224907042624192777106604175185803921887395325080529159889944296783944 --out pm-day
 
   # Hyperliquid fast books and top of book, with metrics
   $ capture run --venue hyperliquid --instruments BTC,ETH --channels l2Book+fast,bbo,trades --metrics-addr 127.0.0.1:9464 --out hl-day
+  # then open http://127.0.0.1:9464/ or run: capture status --addr 127.0.0.1:9464
 
   # Every active Polymarket market, hourly segments, from a config file
   $ capture run --config capture.json --all-markets --rotate 1h --out pm-all`,
@@ -206,7 +215,8 @@ structured (--log-format text or json) on standard error.`,
 	fs.DurationVar(&o.FlushInterval, "flush-interval", recorder.DefaultFlushInterval, "seal and write buffered records at least this often (a kill loses at most this much)")
 	fs.DurationVar(&o.StallTimeout, "stall-timeout", recorder.DefaultStallTimeout, "replace a connection that carried no data for this long")
 	fs.Var(&o.InstStall, "instrument-stall-timeout", "replace a connection when one steady instrument (Hyperliquid l2Book) carried nothing for this long; 0 off (default: --stall-timeout on hyperliquid, off on polymarket)")
-	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on `HOST:PORT` at /metrics")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve the status page (/), /status.json and Prometheus /metrics on `HOST:PORT` (an empty host is 127.0.0.1)")
+	fs.BoolVar(&o.ListenPublic, "listen-public", false, "allow a --metrics-addr that is not loopback (logged as a warning; every endpoint stays read-only)")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format on standard error: text or json")
 	fs.IntVar(&o.Queue, "queue", recorder.DefaultQueueFrames, "frames buffered between the sockets and the disk before dropping (each drop is recorded)")
 	fs.BoolVar(&o.Live, "live", true, "decode the recording while writing it, with the decoders and books replay uses, off the write path (live books, integrity records, healing)")
@@ -253,9 +263,11 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		return cli.FlagErrorf("--log-format must be text or json, not %q", o.LogFormat)
 	}
 	if o.MetricsAddr != "" {
-		if _, _, err := net.SplitHostPort(o.MetricsAddr); err != nil {
+		if _, _, err := statusweb.CheckAddr(o.MetricsAddr, o.ListenPublic); err != nil {
 			return cli.FlagErrorf("--metrics-addr %q: %v", o.MetricsAddr, err)
 		}
+	} else if o.ListenPublic {
+		return cli.FlagErrorf("--listen-public needs --metrics-addr")
 	}
 	return o.Upload.validate()
 }
@@ -314,16 +326,17 @@ func runCapture(ctx context.Context, o *runOptions) error {
 	metricsAddr := ""
 	var srv *http.Server
 	if o.MetricsAddr != "" {
-		ln, err := net.Listen("tcp", o.MetricsAddr)
+		ln, err := statusweb.Listen(o.MetricsAddr, o.ListenPublic, log)
 		if err != nil {
-			return failed(fmt.Errorf("metrics: %w", err))
+			return failed(fmt.Errorf("--metrics-addr: %w", err))
 		}
 		metricsAddr = ln.Addr().String()
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(o.Upload.gatherer(rec.Gatherer(), up), promhttp.HandlerOpts{}))
-		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		page := statusweb.New(statusweb.Config{Status: rec.LiveStatus, Dir: o.Out, Upload: o.Upload.status(up),
+			Metrics: promhttp.HandlerFor(o.Upload.gatherer(rec.Gatherer(), up), promhttp.HandlerOpts{})})
+		defer page.Close()
+		srv = &http.Server{Handler: page, ReadHeaderTimeout: 5 * time.Second}
 		go srv.Serve(ln)
-		log.Info("metrics", "addr", "http://"+metricsAddr+"/metrics")
+		log.Info("status page", "url", "http://"+metricsAddr+"/", "metrics", "http://"+metricsAddr+"/metrics")
 	}
 	log.Info("recording", "out", o.Out, "connections", len(plan.Conns))
 	if o.ready != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/datasets/s3store"
 	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/internal/statusweb"
 	"github.com/tapedeck/tapedeck/recorder"
 )
 
@@ -88,6 +89,18 @@ func (f *uploadFlags) gatherer(g prometheus.Gatherer, up *s3store.Uploader) prom
 		return g
 	}
 	return prometheus.Gatherers{g, reg}
+}
+
+// status is what the status page shows of the upload; nil without one.
+func (f *uploadFlags) status(up *s3store.Uploader) func() *statusweb.UploadStatus {
+	if up == nil {
+		return nil
+	}
+	return func() *statusweb.UploadStatus {
+		s := up.Stats()
+		return &statusweb.UploadStatus{Target: up.Location(), PendingSegments: s.Pending, UploadedFiles: s.Files,
+			UploadedBytes: s.Bytes, Failures: s.Failures}
+	}
 }
 
 // finish sends what remains once the dataset is closed and prints a line.

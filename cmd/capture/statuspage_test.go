@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/internal/statusweb"
+	"github.com/tapedeck/tapedeck/recorder/fakeexchange"
+)
+
+// TestRunStatusPage: capture run --metrics-addr serves the status page,
+// /status.json and /metrics on one loopback listener, and `capture status
+// --addr` reads the running daemon: --json prints /status.json as served,
+// the text names the connection and the instrument.
+func TestRunStatusPage(t *testing.T) {
+	s := fakeexchange.New(fakeexchange.HyperliquidConfig())
+	defer s.Close()
+	out := filepath.Join(t.TempDir(), "ds")
+	addr := make(chan string, 1)
+	cmd := newRunCmd(nil)
+	cmd = newRunCmd(func(o *runOptions) error {
+		o.ready = func(a string) { addr <- a }
+		return runCapture(cmd.Context(), o)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd.SetContext(ctx)
+	// An empty host: the listener binds 127.0.0.1.
+	cmd.SetArgs([]string{"--venue", "hyperliquid", "--instruments", "BTC", "--channels", "l2Book", "--endpoint", s.WSURL(),
+		"--rest-endpoint", s.RESTURL(), "--metrics-addr", ":0", "--out", out})
+	var stderr bytes.Buffer
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(&stderr)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Execute() }()
+	a := <-addr
+	if !strings.HasPrefix(a, "127.0.0.1:") {
+		t.Errorf("status listener on %s, want 127.0.0.1", a)
+	}
+	get := func(path string) string {
+		resp, err := http.Get("http://" + a + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+		return string(b)
+	}
+	if page := get("/"); !strings.Contains(page, "<title>tapedeck capture</title>") || strings.Contains(page, "http://") || strings.Contains(page, "https://") {
+		t.Errorf("status page: %.300s", page)
+	}
+	if m := get("/metrics"); !strings.Contains(m, "tapedeck_capture_frames_total") {
+		t.Errorf("metrics missing on the shared listener")
+	}
+	capWait(t, "BTC book on the status", func() bool {
+		var st statusweb.Status
+		if json.Unmarshal([]byte(get("/status.json")), &st) != nil || st.LiveStatus == nil {
+			return false
+		}
+		return len(st.Conns) == 1 && st.Conns[0].State == "connected" && len(st.Instruments) == 1 && st.Instruments[0].BidPx != ""
+	})
+
+	code, js, errs := capExec(ctx, "status", "--addr", a, "--json")
+	var st statusweb.Status
+	if code != 0 || json.Unmarshal([]byte(js), &st) != nil || st.LiveStatus == nil || st.Venue != "hyperliquid" || len(st.Conns) != 1 ||
+		st.Disk.Dir != out {
+		t.Fatalf("status --addr --json: exit %d %s\n%.500s", code, errs, js)
+	}
+	code, text, errs := capExec(ctx, "status", "--addr", "http://"+a+"/", "--json=false")
+	if code != 0 || !strings.Contains(text, "conn 1") || !strings.Contains(text, "connected") || !strings.Contains(text, "BTC conn 1") {
+		t.Errorf("status --addr text: exit %d %s\n%s", code, errs, text)
+	}
+	// The page is read-only: a POST changes nothing and is refused.
+	resp, err := http.Post("http://"+a+"/status.json", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /status.json: %d", resp.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The daemon is gone: a clear error, not a hang or a panic.
+	if code, _, errs := capExec(context.Background(), "status", "--addr", a); code == 0 || !strings.Contains(errs, "running capture") {
+		t.Errorf("status of a stopped daemon: exit %d %s", code, errs)
+	}
+}
+
+// TestRunListenPublic: a non-loopback --metrics-addr is a usage error
+// without --listen-public (and creates no dataset); with it, run goes ahead.
+func TestRunListenPublic(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "ds")
+	code, _, errs := capExec(context.Background(), "run", "--venue", "hyperliquid", "--instruments", "BTC",
+		"--endpoint", "ws://127.0.0.1:1/ws", "--metrics-addr", "0.0.0.0:0", "--out", out)
+	if code != cli.ExitUsage || !strings.Contains(errs, "not a loopback address") || !strings.Contains(errs, "--listen-public") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("a refused run created %s", out)
+	}
+	code, _, errs = capExec(context.Background(), "run", "--venue", "hyperliquid", "--instruments", "BTC", "--listen-public", "--out", out)
+	if code != cli.ExitUsage || !strings.Contains(errs, "--listen-public needs --metrics-addr") {
+		t.Errorf("--listen-public alone: exit %d: %s", code, errs)
+	}
+	var got *runOptions
+	cmd := newRunCmd(func(o *runOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--venue", "hyperliquid", "--instruments", "BTC", "--metrics-addr", "0.0.0.0:0", "--listen-public", "--out", out})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	if err := cmd.Execute(); err != nil || got == nil || !got.ListenPublic {
+		t.Errorf("with --listen-public: %v", err)
+	}
+}
