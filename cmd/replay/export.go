@@ -44,10 +44,14 @@ type exportOptions struct {
 	Out         string
 	Force       bool
 	SkipDamaged bool
+	PartitionBy []export.PartitionField // --partition-by: a Hive tree under Out
+	Shard       replayer.Shard
 
 	Stderr   io.Writer
 	Stdout   io.Writer
 	Progress bool // stderr is a terminal
+
+	partitioned bool // --partition-by given: --out is a directory
 }
 
 func newExportCmd(runF func(*exportOptions) error) *cobra.Command {
@@ -55,6 +59,7 @@ func newExportCmd(runF func(*exportOptions) error) *cobra.Command {
 	var (
 		interval, from, to, compression string
 		snapshots, bucketTime, compress string
+		partitionBy, shard              string
 		everyEvent                      bool
 	)
 	cmd := &cobra.Command{
@@ -137,11 +142,18 @@ byte-identical files.`,
 			opts.Stdout = cmd.OutOrStdout()
 			opts.Progress = cli.IsTerminal(opts.Stderr)
 			f := cmd.Flags()
+			if partitionBy != "" && opts.Format == "" {
+				opts.Format = "parquet" // --out is a directory
+			}
+			opts.partitioned = partitionBy != ""
 			if err := opts.validate(f.Changed("levels"), f.Changed("interval"), everyEvent,
 				interval, from, to, compression, f.Changed("compression")); err != nil {
 				return err
 			}
 			if err := opts.validateMore(snapshots, bucketTime, compress); err != nil {
+				return err
+			}
+			if err := opts.validatePartition(partitionBy, shard); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -170,6 +182,8 @@ byte-identical files.`,
 	f.StringVarP(&opts.Out, "out", "o", "", "output file, - for stdout (required)")
 	f.BoolVarP(&opts.Force, "force", "f", false, "overwrite --out if it exists")
 	f.BoolVar(&opts.SkipDamaged, "skip-damaged", false, skipDamagedUsage)
+	f.StringVar(&partitionBy, "partition-by", "", "write a Hive-partitioned tree under --out (a directory or s3://bucket/prefix): `FIELDS` of venue, date, hour, instrument, e.g. venue,date,instrument; _SUCCESS marks it complete")
+	f.StringVar(&shard, "shard", "", "export only shard `K/N` of the instruments (1/4 … 4/4 together are the whole table); --out needs {shard} unless --partition-by or --split-by")
 	return cmd
 }
 
@@ -298,7 +312,7 @@ func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interv
 	if err := outsideInputs("export", o.Out, o.Datasets); err != nil {
 		return err
 	}
-	if o.Out != "-" && !o.Force && o.SplitBy == "" {
+	if o.Out != "-" && !o.Force && o.SplitBy == "" && !o.partitioned {
 		if _, err := os.Stat(o.Out); err == nil {
 			return cli.FlagErrorf("export: %s exists (use -f/--force to overwrite)", o.Out)
 		}
@@ -588,12 +602,30 @@ func exportTable(ctx context.Context, o *exportOptions, open func(path string) (
 		}
 		sopts = append(sopts, export.WithRecordedInstruments(recorded...), export.WithWindow(o.FromNs, o.ToNs))
 	}
+	if !o.Shard.Whole() {
+		sopts = append(sopts, export.WithShard(o.Shard))
+	}
 	var sink interface {
 		replayer.Subscriber
 		Close() error
 		Rows() uint64
 	}
-	if o.SplitBy == "instrument" {
+	var parts *partOut
+	if o.PartitionBy != nil {
+		if parts, err = newPartOut(o); err != nil {
+			return err
+		}
+		defer parts.abort()
+		part := 0
+		if !o.Shard.Whole() {
+			part = o.Shard.K - 1
+		}
+		p, err := export.NewPartitioned(parts.create, parts.done, table, format, o.PartitionBy, part, sopts...)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		sink = p
+	} else if o.SplitBy == "instrument" {
 		paths := map[string]string{} // file → instrument, to refuse two instruments in one file
 		split, err := export.NewSplit(func(v, inst string) (io.Writer, error) {
 			p := splitPath(o.Out, v, inst)
@@ -655,6 +687,14 @@ func exportTable(ctx context.Context, o *exportOptions, open func(path string) (
 	if p, ok := sink.(interface{ Problems() []string }); ok {
 		for _, line := range p.Problems() {
 			fmt.Fprintf(o.Stderr, "warning: instruments: facts left out: %s\n", line)
+		}
+	}
+	if parts != nil {
+		if err := parts.finish(); err != nil {
+			return err
+		}
+		if o.Progress {
+			fmt.Fprintf(o.Stderr, "%s: %d files\n", o.Out, len(parts.written))
 		}
 	}
 	if o.Progress {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/replayer"
 )
 
 // Option configures a Sink. Every option validates its argument and states
@@ -181,6 +182,8 @@ type config struct {
 	recorded       map[string]bool // WithRecordedInstruments
 	recordedList   []string
 	fromNs, toNs   int64 // WithWindow (instruments table)
+	shard          replayer.Shard
+	shardOwns      map[string]bool // instrument → owned by shard, as checked
 }
 
 func (c *config) isRecorded(id string) bool { return c.recorded[id] }
@@ -192,6 +195,38 @@ func (c *config) windowed(fromNs, untilNs int64) bool {
 		return false
 	}
 	return untilNs == 0 || c.fromNs == 0 || untilNs > c.fromNs
+}
+
+// owned reports whether e's rows belong to the shard (WithShard).
+func (c *config) owned(e *replayer.Event) bool {
+	if c.shard.Whole() {
+		return true
+	}
+	if e.Instrument == "" {
+		return c.shard.K == 1
+	}
+	owns, ok := c.shardOwns[e.Instrument]
+	if !ok {
+		if c.shardOwns == nil {
+			c.shardOwns = map[string]bool{}
+		}
+		owns = c.shard.Owns(e.Venue, e.Instrument)
+		c.shardOwns[strings.Clone(e.Instrument)] = owns
+	}
+	return owns
+}
+
+// WithShard keeps only the rows of the instruments shard s owns (and, in
+// shard 1, the rows of no instrument), so that the tables of 1/N … N/N
+// together hold the rows of the unsharded table, each once.
+func WithShard(s replayer.Shard) Option {
+	return func(c *config) error {
+		if !s.Whole() && (s.K < 1 || s.K > s.N) {
+			return fmt.Errorf("%w: shard %d/%d", ErrOption, s.K, s.N)
+		}
+		c.shard = s
+		return nil
+	}
 }
 
 func defaultConfig() config {

@@ -134,6 +134,9 @@ func (s *Sink) OnEvent(e *replayer.Event) error {
 	if s.cfg.instruments != nil && e.Instrument != "" && !s.cfg.wanted(e) {
 		return nil
 	}
+	if !s.cfg.owned(e) {
+		return nil
+	}
 	if carriesValues(e) && e.Scale != s.cfg.scale {
 		return fmt.Errorf("%w: %s %d/%d after %d/%d", ErrMixedScale, e.Venue,
 			e.Scale.PriceDecimals, e.Scale.SizeDecimals, s.cfg.scale.PriceDecimals, s.cfg.scale.SizeDecimals)

@@ -43,17 +43,8 @@ func NewSplit(open func(venue, instrument string) (io.Writer, error), t Table, f
 	if t == TableEvents || t == TableInstruments {
 		return nil, fmt.Errorf("%w: the %s table is not split by instrument", ErrOption, t)
 	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.batchRows == 0 {
-		opts = append(opts[:len(opts):len(opts)], WithBatchRows(SplitBatchRows))
-	}
-	// One probe validates the combination before any file is opened.
-	if _, err := New(io.Discard, t, f, opts...); err != nil {
+	cfg, opts, err := manySinkOptions(t, f, opts)
+	if err != nil {
 		return nil, err
 	}
 	return &Split{open: open, table: t, fmt: f, opts: opts, cfg: cfg, sinks: map[string]*Sink{}}, nil
@@ -116,4 +107,23 @@ func (p *Split) Rows() uint64 {
 		n += s.Rows()
 	}
 	return n
+}
+
+// manySinkOptions checks the options of a writer of many sinks (Split,
+// Partitioned) and adds small batches unless WithBatchRows is among them.
+func manySinkOptions(t Table, f Format, opts []Option) (config, []Option, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return cfg, nil, err
+		}
+	}
+	if cfg.batchRows == 0 {
+		opts = append(opts[:len(opts):len(opts)], WithBatchRows(SplitBatchRows))
+	}
+	// One probe validates the combination before any file is opened.
+	if _, err := New(io.Discard, t, f, opts...); err != nil {
+		return cfg, nil, err
+	}
+	return cfg, opts, nil
 }
