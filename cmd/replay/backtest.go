@@ -165,7 +165,11 @@ func printBacktest(w, errw io.Writer, res *backtest.Result, asJSON bool) error {
 	reasons := map[string]int{}
 	for _, o := range res.Orders {
 		if o.Status == backtest.StatusRejected {
-			reasons[o.Reason]++
+			// Grouped by the venue's reason, without the values that broke
+			// the rule (orders.csv has every one).
+			k, _, _ := strings.Cut(o.Reason, " (")
+			k, _, _ = strings.Cut(k, ", bbo was")
+			reasons[k]++
 		}
 	}
 	keys := make([]string, 0, len(reasons))

@@ -1,0 +1,110 @@
+// Package backtest runs a trading strategy against replayed (or live)
+// market data with a simulated exchange per venue: the strategy sees
+// exactly the events and books `replay run` produces (same decoders, same
+// books, hash-checked), and trades through a Context.
+//
+// # Strategy API
+//
+// A Strategy receives every event (feed.Event, with the read-only book)
+// and, through the Context, submits, cancels and amends orders, reads its
+// open orders, fills, positions, cash and the simulated clock, and sets
+// timers. Optional interfaces add callbacks: Starter, OrderHandler (every
+// order state change), FillHandler, TimerHandler, Finisher. Run replays
+// datasets through a new Engine; an Engine is a feed.Subscriber, so the same
+// strategy value runs in paper mode on a live capture:
+//
+//	e := backtest.NewEngine(strategy, cfg)
+//	rec.Subscribe(feed.Key{}, e) // recorder.Recorder: live books, same simulator
+//	… rec.Run(ctx, w) …
+//	res := e.Finish()            // after Run returns
+//
+// A strategy that panics is isolated (StrategyError names the event); the
+// simulated exchange goes on, its resting orders still fill.
+//
+// # Venue rules
+//
+// The simulator names no venue: each driver describes its rules as data in
+// venue.Capabilities.Trading (order types, post-only as a flag or as ALO,
+// outcome tokens, GTD threshold, tick, minimum size and value, significant
+// figures, funding, fees, rejection texts, readers for REST metadata and
+// resolutions), found through venue/registry.
+//
+//   - Polymarket: GTC, GTD (expiration more than one minute ahead; the
+//     order leaves the book one minute before it), FOK and FAK (a BUY sized
+//     in dollars, Amount; a SELL in shares), post-only on GTC/GTD (rejected
+//     if marketable); tick size 0.01 until a book summary or a
+//     tick_size_change says otherwise, minimum size 5 or the summary's; a
+//     SELL needs the tokens (Config.AllowShort lifts it). The two tokens of
+//     a market are one mirrored book: a BUY YES at p meets resting SELL YES
+//     and BUY NO at 1 − p (the larger of the two sizes at a price, never
+//     their sum: the venue publishes the same orders in both books). A
+//     recorded market_resolved (or Config.Resolutions at the end) settles
+//     positions at 1 or 0 and cancels resting orders; later orders are
+//     rejected.
+//   - Hyperliquid: GTC, IOC, ALO, reduce-only (cut to the position; refused
+//     if it would increase it); prices of at most 5 significant figures and
+//     6 − szDecimals decimals (integers always valid), sizes of szDecimals
+//     decimals (from a recorded meta body), $10 minimum value; funding paid
+//     at every hour of the exchange clock, position × mark × rate, from the
+//     latest recorded asset context.
+//
+// A rejection carries the venue's reason with the values that broke the
+// rule. The strategy's orders are not in the recorded book, so a taker order
+// never matches the strategy's own resting orders. An order for an
+// instrument with no data, after resolution, or on a book that is invalid
+// (before its first snapshot, after a gap) is rejected, naming the order.
+//
+// # Models
+//
+// Queue position (Config.Queue, ParseQueueModel), on L2 data: a resting
+// order starts behind the level's size at its arrival; trades printed at its
+// price consume the queue ahead first and then fill it; a trade through its
+// price, or the opposite best moving through it, fills it all.
+//
+//   - risk-averse (RiskAverse, the default): front ← front − traded;
+//     a decrease of the level only caps front at the level's new size.
+//   - power:N and log (Prob, hftbacktest's ProbQueueModel): a decrease not
+//     explained by trades, chg, is split between the size ahead (front) and
+//     behind (back = level − front) with p = f(back) / (f(back) + f(front)):
+//     front ← min(front − (1 − p)·chg + min(back − p·chg, 0), level), f(x) =
+//     x^N or ln(1 + x), x in shares. Source: nkaz001/hftbacktest,
+//     src/backtest/models/queue.rs.
+//
+// Taker orders walk the levels visible at their arrival; the size they take
+// is gone for later strategy orders until the venue next updates the level.
+//
+// Latency (Config.Latency): ConstantLatency or SampledLatency from a CSV of
+// measured round trips (ReadLatencyCSV: entry = ack = cancel = half of each
+// round trip, in order). An order reaches the exchange at submit + entry
+// latency on the local clock and, unless Config.IgnoreExchangeTime, once the
+// venue's feed shows an exchange timestamp at or after that: the feed
+// latency recorded in the data (receive time − exchange time) is kept, and
+// an order never interacts with data received before submit + latency.
+// Notifications (acks, fills, rejections) reach the strategy after the ack
+// latency.
+//
+// Fees: Polymarket taker fee = shares × rate × p × (1 − p) (Config.FeeRate,
+// FeeRates per market or token; docs.polymarket.com "Fees"), makers pay
+// nothing and receive MakerRebateShare of the taker fee their fill made;
+// Hyperliquid notional × rate, maker and taker by tier (Config.FeeTier;
+// hyperliquid.gitbook.io "Fees"). Fees are exact fixed-point at
+// CashDecimals, rounded half away from zero.
+//
+// # Outputs
+//
+// Result holds every order, fill (liquidity, queue ahead at the fill, fee),
+// the equity curve (cash plus positions at mid, sampled every second per
+// instrument) and the markouts (mid 1 s, 10 s and 60 s after each fill,
+// signed as a gain). WriteCSV writes orders.csv, fills.csv, equity.csv and
+// markouts.csv; Summary has PnL, fees, rebates, funding, turnover, fill
+// ratio, max drawdown, daily Sharpe, the mean markouts and a digest (XXH64
+// of every order's final state, every fill and the cash): the same data,
+// strategy and parameters give the same digest and byte-identical files.
+//
+// # Built-in strategies
+//
+// Builtins: noop (the engine's overhead), mm (a post-only quoting market
+// maker with inventory skew) and complement (Polymarket: buys both tokens
+// with FOKs when ask(YES) + ask(NO) + fees < 1 − edge). `replay backtest`
+// runs them; Example shows a user strategy.
+package backtest
