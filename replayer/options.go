@@ -19,6 +19,7 @@ var ErrOption = errors.New("replayer: invalid option")
 type options struct {
 	fromNs, toNs int64 // 0 = unbounded
 	warmup       Warmup
+	shard        Shard
 	speed        Speed
 	maxGap       time.Duration
 	sleeper      Sleeper
@@ -107,6 +108,21 @@ func WithWarmup(w Warmup) Option {
 			return fmt.Errorf("%w: warmup %d", ErrOption, w)
 		}
 		o.warmup = w
+		return nil
+	}
+}
+
+// WithShard delivers only the events of the instruments shard s owns (see
+// Shard) and the connection-wide ones: N replays given 1/N … N/N split the
+// instruments between them, for jobs (a backtest per instrument) that fan
+// out over a job array. Records are still all read and decoded, so every
+// book is what an unsharded replay has. Default: every instrument.
+func WithShard(s Shard) Option {
+	return func(o *options) error {
+		if !s.Whole() && (s.K < 1 || s.K > s.N) {
+			return fmt.Errorf("%w: shard %d/%d", ErrOption, s.K, s.N)
+		}
+		o.shard = s
 		return nil
 	}
 }

@@ -255,16 +255,27 @@ func (r *Replayer) route(cs *connState, inst string) *instRoute {
 			rt = cs.routes[inst]
 			if rt == nil {
 				rt = &instRoute{instrument: inst, key: feed.DigestKey(inst)}
-				rt.resolve(st.subs, cs.venue, st.gen)
+				r.resolve(rt, cs.venue)
 				cs.routes[inst] = rt
 			}
 		}
 		cs.prev, cs.last = cs.last, rt
 	}
 	if rt.gen != st.gen {
-		rt.resolve(st.subs, cs.venue, st.gen)
+		r.resolve(rt, cs.venue)
 	}
 	return rt
+}
+
+// resolve finds the subscribers of an instrument's route: none for an
+// instrument another shard owns (WithShard).
+func (r *Replayer) resolve(rt *instRoute, venueName string) {
+	st := &r.run
+	if rt.instrument == "" || r.opts.shard.Owns(venueName, rt.instrument) {
+		rt.resolve(st.subs, venueName, st.gen)
+		return
+	}
+	rt.resolve(nil, venueName, st.gen)
 }
 
 // refreshSubs picks up Subscribe calls made since the last record.

@@ -47,3 +47,49 @@ func TestShardsPartition(t *testing.T) {
 		t.Error("connection-wide records are not shard 1's")
 	}
 }
+
+// TestWithShard: N sharded replays deliver each instrument's events in
+// exactly one of them, all of them, and the connection-wide events in each.
+func TestWithShard(t *testing.T) {
+	run := func(s Shard) (map[string]int, int) {
+		r, err := New([]string{"../datasets/samples/hyperliquid", "../datasets/samples/polymarket"}, WithShard(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		per, wide := map[string]int{}, 0
+		r.Subscribe(Key{}, SubscriberFunc(func(e *Event) error {
+			if e.Instrument == "" {
+				wide++
+			} else {
+				per[e.Venue+"/"+e.Instrument]++
+			}
+			return nil
+		}))
+		if _, err := r.Run(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return per, wide
+	}
+	all, wide := run(Shard{})
+	got := map[string]int{}
+	for k := 1; k <= 3; k++ {
+		per, w := run(Shard{K: k, N: 3})
+		if w != wide {
+			t.Errorf("shard %d/3: %d connection-wide events, unsharded %d", k, w, wide)
+		}
+		for inst, n := range per {
+			if _, dup := got[inst]; dup {
+				t.Fatalf("%s delivered in two shards", inst)
+			}
+			got[inst] = n
+		}
+	}
+	if len(got) != len(all) || len(all) < 4 {
+		t.Fatalf("shards delivered %d instruments, unsharded %d", len(got), len(all))
+	}
+	for inst, n := range all {
+		if got[inst] != n {
+			t.Errorf("%s: %d events in its shard, %d unsharded", inst, got[inst], n)
+		}
+	}
+}
