@@ -39,6 +39,9 @@ func TestServeFlags(t *testing.T) {
 		}},
 		{"no dataset", nil, "at least one DATASET", nil},
 		{"bad speed", []string{"--speed", "fast", "ds"}, "--speed", nil},
+		{"speed too slow", []string{"--speed", "0.0000001x", "ds"}, "--speed", nil}, // issue 13 item 11
+		{"speed too fast", []string{"--speed", "1e9x", "ds"}, "--speed", nil},
+		{"max gap", []string{"--max-gap", "-1s", "ds"}, "--max-gap", nil},
 		{"no port", []string{"--listen", "127.0.0.1", "ds"}, "--listen", nil},
 		{"bad port", []string{"--listen", "127.0.0.1:http", "ds"}, "--listen", nil},
 		{"queue", []string{"--queue", "0", "ds"}, "--queue", nil},
