@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test test-deps test-go vet bench bench-baseline bench-gate bench-results bench-peers samples fmt
+.PHONY: test test-deps test-go vet bench bench-baseline bench-gate bench-results bench-peers samples fmt export-shards
 
 test: test-deps vet test-go
 
@@ -46,3 +46,12 @@ bench-peers:
 # Regenerates the shipped sample datasets (deterministic).
 samples:
 	$(GO) run ./cmd/samplegen --force
+
+# The sharded-export recipe: SHARDS (4) `replay export --shard K/N` processes in parallel into one
+# Hive-partitioned tree OUT (default /tmp/tapedeck-shards; a directory or s3://bucket/prefix) from
+# DATASETS (the shipped samples); the last shard to finish writes _SUCCESS.
+SHARDS ?= 4
+OUT ?= /tmp/tapedeck-shards
+DATASETS ?= datasets/samples/polymarket
+export-shards:
+	bash scripts/export-shards.sh $(SHARDS) $(OUT) $(DATASETS) -- --table depth --levels 10 --partition-by venue,date,instrument --force

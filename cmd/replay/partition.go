@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -18,6 +20,9 @@ import (
 
 // successName marks a complete partitioned table (Hadoop/Spark's marker).
 const successName = "_SUCCESS"
+
+// shardMark names the marker a finished shard leaves beside the tree.
+func shardMark(s replayer.Shard) string { return fmt.Sprintf("_SHARD-%d-of-%d", s.K, s.N) }
 
 // validatePartition checks --partition-by and --shard against the other
 // export flags.
@@ -83,6 +88,11 @@ func newPartOut(o *exportOptions) (*partOut, error) {
 				return nil, err
 			}
 		}
+		if o.Force && !o.Shard.Whole() {
+			if err := st.Remove(context.Background(), shardMark(o.Shard)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+		}
 		if p.root, err = os.MkdirTemp("", "tapedeck-export-*"); err != nil {
 			return nil, err
 		}
@@ -100,6 +110,9 @@ func newPartOut(o *exportOptions) (*partOut, error) {
 		if err := os.Remove(succ); err != nil {
 			return nil, fmt.Errorf("export: %w", err)
 		}
+	}
+	if o.Force && !o.Shard.Whole() {
+		os.Remove(filepath.Join(o.Out, shardMark(o.Shard)))
 	}
 	return p, nil
 }
@@ -159,7 +172,7 @@ func (p *partOut) finish() error {
 	defer p.abort()
 	marks := []string{successName}
 	if s := p.o.Shard; !s.Whole() {
-		marks = []string{fmt.Sprintf("_SHARD-%d-of-%d", s.K, s.N)}
+		marks = []string{shardMark(s)}
 	}
 	// Readers test for the markers' existence; a line says what they mean
 	// (and an object store wants a body).
@@ -200,7 +213,7 @@ func (p *partOut) finish() error {
 	sort.Strings(names)
 	for k := 1; k <= p.o.Shard.N; k++ {
 		if _, found := sort.Find(len(names), func(i int) int {
-			return strings.Compare(fmt.Sprintf("_SHARD-%d-of-%d", k, p.o.Shard.N), names[i])
+			return strings.Compare(shardMark(replayer.Shard{K: k, N: p.o.Shard.N}), names[i])
 		}); !found {
 			return nil // another shard is still running; it writes _SUCCESS
 		}
