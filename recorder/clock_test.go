@@ -1,6 +1,7 @@
 package recorder_test
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,27 +11,75 @@ import (
 	"github.com/tapedeck/tapedeck/recorder/fakeexchange"
 )
 
+// stepClock moves 1 µs per reading; its tickers tick when the test says.
+type stepClock struct {
+	base  time.Time
+	n     atomic.Int64
+	mu    sync.Mutex
+	ticks []chan time.Time
+}
+
+func (c *stepClock) Now() time.Time { return c.base.Add(time.Duration(c.n.Add(1)) * time.Microsecond) }
+
+func (c *stepClock) NewTicker(time.Duration) (<-chan time.Time, func()) {
+	ch := make(chan time.Time, 1)
+	c.mu.Lock()
+	c.ticks = append(c.ticks, ch)
+	c.mu.Unlock()
+	return ch, func() {}
+}
+
+// tick ticks the newest ticker (the live connection's heartbeat).
+func (c *stepClock) tick() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.ticks) == 0 {
+		return false
+	}
+	c.ticks[len(c.ticks)-1] <- c.Now()
+	return true
+}
+
 // TestWithClock records from the test exchange on an injected clock that
 // moves 1 µs per reading: every record and the manifest's start are on that
-// clock, and the record an acknowledgement causes (KindSubscribed) carries
-// the receive time of the acknowledging frame, not a later reading.
+// clock, the record an acknowledgement causes (KindSubscribed) carries the
+// receive time of the acknowledging frame, not a later reading, and the
+// heartbeat goes out when the clock's ticker ticks (never on the real
+// clock: the ping interval of the loopback tests is 50 ms).
 func TestWithClock(t *testing.T) {
 	s := fakeexchange.New(fakeexchange.HyperliquidConfig())
 	defer s.Close()
-	base := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	var n atomic.Int64
-	clock := func() time.Time { return base.Add(time.Duration(n.Add(1)) * time.Microsecond) }
+	clock := &stepClock{base: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
 	c := startCapture(t, hlSpec(s, []string{"l2Book", "trades"}, "BTC", "ETH"), nil, recorder.WithClock(clock))
 	waitFor(t, "100 frames", func() bool { return sentTotal(s) >= 100 })
+	time.Sleep(150 * time.Millisecond) // three real ping intervals
+	pings := func() int {
+		n := 0
+		for _, f := range s.Conns()[0].Received() {
+			if string(f) == `{"method":"ping"}` {
+				n++
+			}
+		}
+		return n
+	}
+	if n := pings(); n != 0 {
+		t.Fatalf("%d pings on the real clock", n)
+	}
+	for i := 1; i <= 2; i++ {
+		if !clock.tick() {
+			t.Fatal("the recorder made no ticker on its clock")
+		}
+		waitFor(t, "a ping per tick", func() bool { return pings() == i })
+	}
 	recs := c.stop()
-	end := clock().UnixNano()
+	end := clock.Now().UnixNano()
 
 	m, err := datasets.ReadManifest(c.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.MonoBaseWallNs <= base.UnixNano() || m.StartNs < m.MonoBaseWallNs || m.StartNs >= end {
-		t.Fatalf("manifest start %d, mono base %d: not on the clock (%d..%d)", m.StartNs, m.MonoBaseWallNs, base.UnixNano(), end)
+	if m.MonoBaseWallNs <= clock.base.UnixNano() || m.StartNs < m.MonoBaseWallNs || m.StartNs >= end {
+		t.Fatalf("manifest start %d, mono base %d: not on the clock (%d..%d)", m.StartNs, m.MonoBaseWallNs, clock.base.UnixNano(), end)
 	}
 	acks := 0
 	for i, r := range recs {
@@ -48,6 +97,15 @@ func TestWithClock(t *testing.T) {
 		if j < 0 || recs[j].WallNs != r.WallNs {
 			t.Errorf("subscribed record %d (%s) at %d, its acknowledgement frame at %d", r.Seq, r.control(t).Text, r.WallNs, recs[max(j, 0)].WallNs)
 		}
+	}
+	sent := 0
+	for _, r := range ofKind(recs, datasets.KindSent) {
+		if string(r.Payload) == `{"method":"ping"}` {
+			sent++
+		}
+	}
+	if sent != 2 {
+		t.Errorf("%d ping records, want 2", sent)
 	}
 	if acks != 4 {
 		t.Errorf("%d acknowledgement records, want one per subscription (4)\n%s", acks, describe(recs))

@@ -55,7 +55,8 @@ type options struct {
 	subscribePace    *pacerConfig
 	dialPace         pacerConfig
 	live             liveOptions      // live.go
-	now              func() time.Time // clock.go
+	clock            Clock            // clock.go
+	now              func() time.Time // clock.Now
 }
 
 func defaultOptions() options {
@@ -78,6 +79,7 @@ func defaultOptions() options {
 		// minute, and gentle enough to avoid Polymarket's 429 on bursts.
 		dialPace: pacerConfig{burst: 15, window: 30 * time.Second, perMinute: 30},
 		live:     defaultLiveOptions(),
+		clock:    RealClock{},
 		now:      time.Now,
 	}
 }

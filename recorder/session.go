@@ -294,8 +294,8 @@ func (s *slot) serve(ctx context.Context, conn *websocket.Conn) (healthy bool, e
 	s.lastData.Store(s.mono())
 	s.cm.connected.Set(1)
 
-	ping := time.NewTicker(r.o.pingInterval)
-	defer ping.Stop()
+	ping, stopPing := r.o.clock.NewTicker(r.o.pingInterval)
+	defer stopPing()
 	wd := time.NewTicker(s.watchdogTick())
 	defer wd.Stop()
 	for {
@@ -304,7 +304,7 @@ func (s *slot) serve(ctx context.Context, conn *websocket.Conn) (healthy bool, e
 			return finish(datasets.Control{}, ex, true)
 		case <-ctx.Done():
 			return s.shutdown(conn, done)
-		case <-ping.C:
+		case <-ping:
 			if err := s.send(connCtx, conn, venue.SendFrame{Data: r.facts.PingFrame}); err != nil {
 				return sendFailed("send ping", err)
 			}

@@ -2,6 +2,7 @@ package samplegen
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,13 +12,15 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
-	"sync/atomic"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/recorder"
 	"github.com/tapedeck/tapedeck/recorder/fakeexchange"
+	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // Record makes a sample the way a real capture is made: the generated
@@ -33,17 +36,20 @@ import (
 // their generated receive times (the recorder runs on a clock, WithClock,
 // that is set to each frame's time before the frame is sent), its
 // acknowledgements, its REST book summaries, its disconnect (the socket is
-// cut: 1006). What a recorder writes is the recorder's: the REST records of
-// discovery and book summaries, connects, subscribe frames, acknowledgement
-// records, the disconnect and reconnect, the clean close of the connection
-// and of the recorder. Heartbeats are left out: the recorder's pings run on
-// the real clock, which would put them at random places in generated time.
+// cut: 1006), and its pongs, each after the latency of one of the session's
+// (the generator's own pings are the recorder's to send). What a recorder
+// writes is the recorder's: the REST records of discovery and book
+// summaries, connects, subscribe frames, acknowledgement records, its
+// heartbeats (on the session's clock, at the venue's interval from each
+// connect), the disconnect and reconnect, the clean close of the
+// connection and of the recorder.
 //
 // The result is deterministic, byte for byte: the exchange sends the next
 // frame only once the recorder has taken the last one (whatever a frame
-// makes the recorder write carries that frame's receive time), holds a
-// reconnect until the clock is at the session's reconnect, and the dataset
-// seals blocks by size only.
+// makes the recorder write carries that frame's receive time), a heartbeat
+// is due only once the recorder has sent the last one, a reconnect is held
+// until the clock is at the session's reconnect, and the dataset seals
+// blocks by size only.
 func Record(ctx context.Context, venueName string, opts Options, dir string) (*Summary, error) {
 	m, err := Manifest(venueName, opts)
 	if err != nil {
@@ -70,6 +76,20 @@ func Record(ctx context.Context, venueName string, opts Options, dir string) (*S
 	default:
 		spec.Endpoint = PolymarketEndpoint
 	}
+	if len(sc.pongAfter) == 0 { // a session too short for a heartbeat of its own
+		sc.pongAfter = []int64{defaultPongAfter}
+	}
+	if sc.pong == nil { // the venue's answer, from its driver's server side
+		drv, err := registry.Lookup(venueName)
+		if err != nil {
+			return nil, err
+		}
+		ans := drv.Server().NewSession().Handle(drv.Client().Facts().PingFrame, false).Answers
+		if len(ans) == 0 {
+			return nil, fmt.Errorf("samplegen: the %s server answers no ping", venueName)
+		}
+		sc.pong = ans[0]
+	}
 	ex := fakeexchange.New(cfg)
 	defer ex.Close()
 	ex.Hold(true) // until the session's first connect
@@ -82,18 +102,16 @@ func Record(ctx context.Context, venueName string, opts Options, dir string) (*S
 		return d.DialContext(ctx, "tcp", u.Host)
 	}
 
-	var clock atomic.Int64
-	clock.Store(sc.startNs)
-	r, err := recorder.New(spec,
-		recorder.WithClock(func() time.Time { return time.Unix(0, clock.Load()) }),
+	clock := &sessionClock{now: sc.startNs}
+	r, err := recorder.New(spec, recorder.WithClock(clock),
 		recorder.WithDialer(&websocket.Dialer{NetDialContext: redirect, NetDialTLSContext: redirect, HandshakeTimeout: 10 * time.Second}),
 		recorder.WithHTTPClient(&http.Client{Timeout: 30 * time.Second,
 			Transport: &http.Transport{DialContext: redirect, DialTLSContext: redirect}}),
 		// What runs on the real clock must not act within the session's
-		// generated minutes: no pings, no stall, no suspect blamed by the
-		// real time since a subscribe, and (the exchange holds reconnects) a
-		// short backoff; the writer seals blocks by size only.
-		recorder.WithPingInterval(24*time.Hour), recorder.WithStallTimeout(24*time.Hour),
+		// generated minutes: no stall, no suspect blamed by the real time
+		// since a subscribe, and (the exchange holds reconnects) a short
+		// backoff; the writer seals blocks by size only.
+		recorder.WithStallTimeout(24*time.Hour),
 		recorder.WithSuspectWindow(time.Nanosecond), recorder.WithBackoff(5*time.Millisecond, 10*time.Millisecond),
 		recorder.WithFlushInterval(24*time.Hour), recorder.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
@@ -149,8 +167,48 @@ func Record(ctx context.Context, venueName string, opts Options, dir string) (*S
 	}
 	var conn *fakeexchange.Conn
 	var frames uint64
+	send := func(p []byte) error {
+		if !conn.Send(p) {
+			return errors.New("the exchange could not send a frame")
+		}
+		frames++
+		// The frame is taken (its receive time read) once counted.
+		return await("take a frame", func() bool { return r.Stats().Frames >= frames })
+	}
+	// heartbeats plays what is due up to t: the recorder's pings (its
+	// ticker on the session's clock) and the venue's pongs.
+	var pongs []int64 // when the pongs of the pings sent are due
+	pinged := 0
+	heartbeats := func(t int64) error {
+		for {
+			tick, ticking := clock.nextTick()
+			if ticking && tick <= t && (len(pongs) == 0 || tick <= pongs[0]) {
+				n := len(conn.Received())
+				clock.tick()
+				if err := await("send a heartbeat", func() bool { return len(conn.Received()) > n }); err != nil {
+					return err
+				}
+				pongs = append(pongs, tick+sc.pongAfter[pinged%len(sc.pongAfter)])
+				pinged++
+				continue
+			}
+			if len(pongs) == 0 || pongs[0] > t {
+				return nil
+			}
+			clock.set(pongs[0])
+			pongs = pongs[1:]
+			if err := send(sc.pong); err != nil {
+				return err
+			}
+		}
+	}
 	for _, st := range sc.steps {
-		clock.Store(st.t)
+		if conn != nil {
+			if err := heartbeats(st.t); err != nil {
+				return fail(err)
+			}
+		}
+		clock.set(st.t)
 		switch st.kind {
 		case stepConnect:
 			// The recorder is waiting on the held exchange (its REST book
@@ -160,7 +218,7 @@ func Record(ctx context.Context, venueName string, opts Options, dir string) (*S
 			ex.Hold(false)
 			err = await("connect and subscribe", func() bool {
 				cs := ex.Conns()
-				return len(cs) > n && len(cs[n].Subscriptions()) >= topics
+				return len(cs) > n && len(cs[n].Subscriptions()) >= topics && clock.ticking()
 			})
 			ex.Hold(true)
 			if err != nil {
@@ -171,12 +229,7 @@ func Record(ctx context.Context, venueName string, opts Options, dir string) (*S
 			if conn == nil {
 				return fail(errors.New("a frame before the connection"))
 			}
-			if !conn.Send(st.payload) {
-				return fail(errors.New("the exchange could not send a frame"))
-			}
-			frames++
-			// The frame is taken (its receive time read) once counted.
-			if err := await("take a frame", func() bool { return r.Stats().Frames >= frames }); err != nil {
+			if err := send(st.payload); err != nil {
 				return fail(err)
 			}
 		case stepKill:
@@ -185,7 +238,7 @@ func Record(ctx context.Context, venueName string, opts Options, dir string) (*S
 			}
 			rc := r.Stats().Reconnects
 			conn.Kill()
-			conn = nil
+			conn, pongs = nil, nil // the venue answers no ping it had not answered
 			// The disconnect and reconnect records are queued once the
 			// reconnect is counted; the redial then waits on the exchange.
 			if err := await("see the disconnect", func() bool { return r.Stats().Reconnects > rc }); err != nil {
@@ -193,7 +246,12 @@ func Record(ctx context.Context, venueName string, opts Options, dir string) (*S
 			}
 		}
 	}
-	clock.Store(sc.endNs)
+	if conn != nil {
+		if err := heartbeats(sc.endNs); err != nil {
+			return fail(err)
+		}
+	}
+	clock.set(sc.endNs)
 	cancel()
 	if err := <-done; err != nil {
 		w.Close()
@@ -207,9 +265,10 @@ func Record(ctx context.Context, venueName string, opts Options, dir string) (*S
 
 // RecordedNote ends the manifest notes of a session made by Record.
 const RecordedNote = " RECORDED by the real recorder (package recorder, as capture run runs it, live engine on) from the " +
-	"loopback test exchange this session fed: the venue's frames, their receive times, its acknowledgements and the REST " +
-	"book summaries are the session's; the REST, connect, subscribe-frame, acknowledgement, disconnect and reconnect " +
-	"records and the clean closes are the recorder's. No heartbeats: the recorder's pings run on the real clock."
+	"loopback test exchange this session fed: the venue's frames, their receive times, its acknowledgements, its pong " +
+	"latencies and the REST book summaries are the session's; the REST, connect, subscribe-frame, acknowledgement, " +
+	"heartbeat (the venue's ping interval from each connect), disconnect and reconnect records and the clean closes " +
+	"are the recorder's."
 
 // hlMeta is the Hyperliquid meta document the exchange lists: the
 // generator's coins with their real size decimals and the maximum leverage
@@ -258,10 +317,21 @@ type script struct {
 	steps          []step
 	books          map[string][]byte // Polymarket REST summary by token id
 	startNs, endNs int64
+	pong           []byte  // the venue's answer to a ping
+	pongAfter      []int64 // the session's ping-to-pong latencies, in order
 }
+
+// defaultPongAfter is the ping-to-pong latency of a session that has none
+// of its own (about the generator's median).
+const defaultPongAfter = 10 * int64(time.Millisecond)
+
+// isPing and isPong recognise the generated heartbeats of both venues.
+func isPing(p []byte) bool { return string(p) == "PING" || string(p) == `{"method":"ping"}` }
+func isPong(p []byte) bool { return string(p) == "PONG" || string(p) == `{"channel":"pong"}` }
 
 func scriptOf(recs []datasets.Record) (*script, error) {
 	sc := &script{books: map[string][]byte{}}
+	var pingAt int64
 	for _, r := range recs {
 		if sc.startNs == 0 {
 			sc.startNs = r.WallNs
@@ -272,9 +342,15 @@ func scriptOf(recs []datasets.Record) (*script, error) {
 			sc.steps = append(sc.steps, step{kind: stepConnect, t: r.WallNs})
 		case datasets.KindDisconnect:
 			sc.steps = append(sc.steps, step{kind: stepKill, t: r.WallNs})
+		case datasets.KindSent:
+			if isPing(r.Payload) {
+				pingAt = r.WallNs
+			}
 		case datasets.KindFrame:
-			if p := r.Payload; string(p) == "PONG" || string(p) == `{"channel":"pong"}` {
-				continue // heartbeats are the recorder's (see Record)
+			if isPong(r.Payload) { // heartbeats are the recorder's (see Record)
+				sc.pong = r.Payload
+				sc.pongAfter = append(sc.pongAfter, r.WallNs-pingAt)
+				continue
 			}
 			sc.steps = append(sc.steps, step{kind: stepFrame, t: r.WallNs, payload: r.Payload})
 		case datasets.KindRESTResponse:
@@ -288,6 +364,76 @@ func scriptOf(recs []datasets.Record) (*script, error) {
 		}
 	}
 	return sc, nil
+}
+
+// sessionClock is the recording's clock (recorder.Clock): the time is the
+// session's, set by Record; heartbeat tickers tick when Record says.
+type sessionClock struct {
+	mu      sync.Mutex
+	now     int64
+	tickers []*sessionTicker
+}
+
+type sessionTicker struct {
+	c           chan time.Time
+	every, next int64
+}
+
+func (c *sessionClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Unix(0, c.now)
+}
+
+func (c *sessionClock) NewTicker(d time.Duration) (<-chan time.Time, func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tk := &sessionTicker{c: make(chan time.Time, 1), every: int64(d), next: c.now + int64(d)}
+	c.tickers = append(c.tickers, tk)
+	return tk.c, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.tickers = slices.DeleteFunc(c.tickers, func(x *sessionTicker) bool { return x == tk })
+	}
+}
+
+func (c *sessionClock) set(t int64) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+// ticking reports whether a ticker runs (the connection's heartbeat).
+func (c *sessionClock) ticking() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.tickers) > 0
+}
+
+// nextTick returns when the earliest ticker is due.
+func (c *sessionClock) nextTick() (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.tickers) == 0 {
+		return 0, false
+	}
+	return slices.MinFunc(c.tickers, func(a, b *sessionTicker) int { return cmp.Compare(a.next, b.next) }).next, true
+}
+
+// tick moves the clock to the earliest ticker's time and ticks it.
+func (c *sessionClock) tick() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.tickers) == 0 {
+		return
+	}
+	tk := slices.MinFunc(c.tickers, func(a, b *sessionTicker) int { return cmp.Compare(a.next, b.next) })
+	c.now = tk.next
+	tk.next += tk.every
+	select {
+	case tk.c <- time.Unix(0, c.now):
+	default:
+	}
 }
 
 // summarize reads back what the recorder wrote.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // TestRecordIsARealCapture records short sessions of both venues through
@@ -47,19 +48,20 @@ func TestRecordIsARealCapture(t *testing.T) {
 			got := readRecords(t, dir)
 			var want, frames []datasets.Record
 			for _, r := range gen.recs {
-				if r.Kind == datasets.KindFrame && string(r.Payload) != "PONG" && string(r.Payload) != `{"channel":"pong"}` {
+				if r.Kind == datasets.KindFrame && !isPong(r.Payload) {
 					want = append(want, r)
 				}
 			}
 			kinds := map[datasets.Kind]int{}
 			for _, r := range got {
 				kinds[r.Kind]++
-				if r.Kind == datasets.KindFrame {
+				if r.Kind == datasets.KindFrame && !isPong(r.Payload) {
 					frames = append(frames, r)
 				}
 			}
-			if len(frames) != len(want) || sum.Frames != int64(len(want)) {
-				t.Fatalf("%d frames recorded (summary %d), %d generated", len(frames), sum.Frames, len(want))
+			pongs := checkHeartbeats(t, v, got)
+			if len(frames) != len(want) || sum.Frames != int64(len(want)+pongs) {
+				t.Fatalf("%d frames and %d pongs recorded (summary %d), %d generated", len(frames), pongs, sum.Frames, len(want))
 			}
 			for i := range want {
 				if !bytes.Equal(frames[i].Payload, want[i].Payload) || frames[i].WallNs != want[i].WallNs {
@@ -135,4 +137,41 @@ func sameFiles(t *testing.T, a, b string) {
 			t.Errorf("%s differs between two recordings of the same session (%d and %d bytes)", n, len(x), len(y))
 		}
 	}
+}
+
+// checkHeartbeats checks the heartbeats of a recorded session: the
+// recorder's pings at the venue's interval from each connect, each answered
+// by at most one pong, all but the last answered. It returns the pongs.
+func checkHeartbeats(t *testing.T, venueName string, recs []datasets.Record) int {
+	t.Helper()
+	drv, err := registry.Lookup(venueName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	every := int64(drv.Client().Facts().PingInterval)
+	var next int64
+	pings, pongs, open := 0, 0, 0
+	for _, r := range recs {
+		switch {
+		case r.Kind == datasets.KindConnect:
+			next, open = r.WallNs+every, 0
+		case r.Kind == datasets.KindSent && isPing(r.Payload):
+			if r.WallNs != next {
+				t.Fatalf("ping %d at %d, want %d (the venue's interval from the connect)", pings+1, r.WallNs, next)
+			}
+			next += every
+			pings++
+			open++
+		case r.Kind == datasets.KindFrame && isPong(r.Payload):
+			if open == 0 {
+				t.Fatalf("a pong at %d answers no ping", r.WallNs)
+			}
+			open--
+			pongs++
+		}
+	}
+	if pings == 0 || pongs < pings-1 {
+		t.Errorf("%d pings, %d pongs", pings, pongs)
+	}
+	return pongs
 }

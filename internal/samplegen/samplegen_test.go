@@ -315,7 +315,7 @@ func TestShippedSamples(t *testing.T) {
 			opts := Options{Seed: ShippedSeed}
 			var want []datasets.Record
 			for _, w := range shipped(t, v) {
-				if w.Kind == datasets.KindFrame && string(w.Payload) != "PONG" && string(w.Payload) != `{"channel":"pong"}` {
+				if w.Kind == datasets.KindFrame && !isPong(w.Payload) {
 					want = append(want, w)
 				}
 			}
@@ -324,8 +324,8 @@ func TestShippedSamples(t *testing.T) {
 			for r.Next() {
 				got := r.Record()
 				kinds[got.Kind]++
-				if got.Kind != datasets.KindFrame {
-					continue
+				if got.Kind != datasets.KindFrame || isPong(got.Payload) {
+					continue // the pongs answer the recorder's pings (TestRecordIsARealCapture)
 				}
 				if i >= len(want) {
 					t.Fatalf("the shipped sample has more than the %d generated frames", len(want))
