@@ -102,7 +102,11 @@ Times are timestamp[ns, UTC] (Parquet TIMESTAMP(NANOS, UTC)). Prices and sizes
 are float64 (the nearest double of the exact decimal) unless --exact asks for
 decimal128 at the venue's scale; the scale and the source datasets are in the
 schema metadata. --format csv has the very columns of the Parquet table (times
-as integer ns, exact decimal text, instrument ids quoted). --format tardis
+as integer ns, exact decimal text, instrument ids quoted; readers that guess
+types still take a Polymarket token id for a number, so name it:
+DuckDB read_csv('x.csv', types={'instrument': 'VARCHAR'}), Polars
+read_csv('x.csv', schema_overrides={'instrument': pl.String}), symbol for
+--format tardis). --format tardis
 writes Tardis' layouts (book_snapshot_N, incremental_book_L2, trades, quotes)
 with µs timestamps, which hftbacktest's and NautilusTrader's Tardis loaders read;
 exchange_ts_ns is timestamp, local_ts_ns local_timestamp, venue exchange,

@@ -432,6 +432,7 @@ type booksDoc struct {
 		Instrument string      `json:"instrument"`
 		Valid      bool        `json:"valid"`
 		Crossed    bool        `json:"crossed"`
+		Estimated  bool        `json:"estimated"`
 		Bids       [][2]string `json:"bids"`
 		Asks       [][2]string `json:"asks"`
 	} `json:"books"`

@@ -133,9 +133,12 @@ const (
 	// FormatCSV writes the table's own columns, the very names and order of
 	// its Parquet and Arrow forms: times as integer ns since the epoch,
 	// prices and sizes as exact decimal text, booleans true/false, null as an
-	// empty field. Instrument ids are always quoted, so CSV readers that
-	// guess types (DuckDB, Polars) keep 77-digit Polymarket token ids as
-	// text. Compression is the caller's business (wrap the writer).
+	// empty field. Instrument ids are always quoted, but CSV readers that
+	// guess types read a 77-digit Polymarket token id as a number anyway
+	// (DuckDB: DOUBLE; Polars: a null Int64): name the column's type in the
+	// read call (DuckDB types={'instrument': 'VARCHAR'}, Polars dtypes /
+	// schema_overrides {"instrument": String}; symbol in the Tardis layout).
+	// Compression is the caller's business (wrap the writer).
 	FormatCSV
 	// FormatTardis writes Tardis' CSV layouts, which hftbacktest's and
 	// NautilusTrader's Tardis loaders read: incremental_book_L2 for

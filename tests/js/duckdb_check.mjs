@@ -2,6 +2,12 @@
 // it sees as JSON, so the Go tests compare a real reader's values with ours.
 //
 // usage: node duckdb_check.mjs NAME=FILE.parquet... [--asof NAME=T1,T2,...] [--levels N]
+//                              [--text COL]... NAME=FILE.csv...
+//
+// A .csv FILE is read with read_csv's type detection, except for the --text
+// columns given just before it, read as VARCHAR (types={...}): what a user names
+// for Polymarket's 77-digit token ids, which the detection takes for DOUBLE
+// even quoted.
 //
 // For every NAME it prints the column names and DuckDB types, every row
 // (getRowsJson: BIGINT and DECIMAL as strings, DOUBLE as JSON numbers, which
@@ -16,9 +22,15 @@ import { DuckDBInstance } from '@duckdb/node-api';
 const files = {};
 const asof = {};
 const joins = [];
+const text = {};
+let textCols = [];
 const args = process.argv.slice(2);
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
+  if (a === '--text') {
+    textCols = [...textCols, args[++i]];
+    continue;
+  }
   if (a === '--join') {
     joins.push(args[++i].split('='));
     continue;
@@ -34,6 +46,8 @@ for (let i = 0; i < args.length; i++) {
     process.exit(2);
   }
   files[a.slice(0, eq)] = a.slice(eq + 1);
+  text[a.slice(0, eq)] = textCols;
+  textCols = [];
 }
 
 const quote = (s) => `'${s.replaceAll("'", "''")}'`;
@@ -45,14 +59,17 @@ await conn.run('SET threads = 1');
 const out = { duckdb_version: '', tables: {} };
 out.duckdb_version = (await conn.runAndReadAll('SELECT version()')).getRowsJson()[0][0];
 for (const [name, file] of Object.entries(files)) {
-  const src = `read_parquet(${quote(file)})`;
+  const csv = file.endsWith('.csv');
+  const types = text[name].map((c) => `${quote(c)}: 'VARCHAR'`).join(', ');
+  const src = !csv ? `read_parquet(${quote(file)})`
+    : types === '' ? `read_csv(${quote(file)})` : `read_csv(${quote(file)}, types={${types}})`;
   const desc = (await conn.runAndReadAll(`DESCRIBE SELECT * FROM ${src}`)).getRowsJson();
   const tsCols = desc.filter(([, ty]) => String(ty).startsWith('TIMESTAMP')).map(([n]) => n);
   // Timestamps as epoch_ns: the rows compare as integers with other readers.
   const sel = tsCols.length === 0 ? '*'
     : `* REPLACE (${tsCols.map((n) => `epoch_ns("${n}")::VARCHAR AS "${n}"`).join(', ')})`;
   const all = await conn.runAndReadAll(`SELECT ${sel} FROM ${src}`);
-  const kv = await conn.runAndReadAll(
+  const kv = csv ? { getRowsJson: () => [] } : await conn.runAndReadAll(
     `SELECT decode(key) AS key, decode(value) AS value FROM parquet_kv_metadata(${quote(file)}) ORDER BY key`);
   const t = {
     columns: all.columnNames(),
