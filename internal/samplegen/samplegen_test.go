@@ -347,6 +347,14 @@ func TestShippedSamples(t *testing.T) {
 				kinds[datasets.KindRESTResponse] != 2 || kinds[datasets.KindNote] != 2 {
 				t.Errorf("records by kind %v: not what a capture with one disconnect writes", kinds)
 			}
+			for k := range kinds {
+				switch k {
+				case datasets.KindFrame, datasets.KindSent, datasets.KindSubscribed, datasets.KindConnect, datasets.KindDisconnect,
+					datasets.KindReconnect, datasets.KindCleanClose, datasets.KindRESTResponse, datasets.KindNote:
+				default:
+					t.Errorf("%d %s records: a loss or a live finding the session does not have", kinds[k], k)
+				}
+			}
 			m, _ := Manifest(v, opts)
 			got := r.Manifest()
 			if got.Venue != m.Venue || got.Endpoint != m.Endpoint || got.Notes != m.Notes+RecordedNote || got.Source != m.Source ||
