@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/internal/units"
 	"github.com/tapedeck/tapedeck/replayer"
 )
 
@@ -216,4 +217,4 @@ func fmtConn(c uint32) string {
 }
 
 // fmtBytes prints a byte count with a binary unit.
-func fmtBytes(n int64) string { return cli.FormatBytes(n) }
+func fmtBytes(n int64) string { return units.Bytes(n) }

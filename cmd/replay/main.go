@@ -21,6 +21,7 @@ func newRootCmd() *cobra.Command {
 		newInspectCmd(nil),
 		newLsCmd(nil),
 		newRepairCmd(nil),
+		newReportCmd(nil),
 		newRunCmd(nil),
 		newServeCmd(nil),
 		newVerifyCmd(nil),

@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/internal/units"
 	"github.com/tapedeck/tapedeck/recorder"
 )
 
@@ -446,11 +446,11 @@ func (st *Status) WriteText(w io.Writer) error {
 		if d.TimeToFullNs > 0 {
 			ttf = time.Duration(d.TimeToFullNs).Round(time.Minute).String()
 		}
-		fmt.Fprintf(&b, "disk        %s used, %s free, %.0f B/s, full in %s\n", cli.FormatBytes(d.UsedBytes), cli.FormatBytes(d.FreeBytes), d.BytesPerSec, ttf)
+		fmt.Fprintf(&b, "disk        %s used, %s free, %.0f B/s, full in %s\n", units.Bytes(d.UsedBytes), units.Bytes(d.FreeBytes), d.BytesPerSec, ttf)
 	}
 	if u := st.Upload; u != nil {
 		fmt.Fprintf(&b, "upload      %s: %d segments pending, %d files (%s) uploaded, %d failed attempts %s\n", u.Target, u.PendingSegments,
-			u.UploadedFiles, cli.FormatBytes(int64(u.UploadedBytes)), u.Failures, u.LastError)
+			u.UploadedFiles, units.Bytes(int64(u.UploadedBytes)), u.Failures, u.LastError)
 	}
 	fmt.Fprintf(&b, "\nconnections (%d)\n", len(st.Conns))
 	for _, c := range st.Conns {
