@@ -114,12 +114,14 @@ type Decoder struct {
 	levels  []book.Level
 	changes []change
 	sortBuf []book.Level
-	hashBuf []byte        // a hash input's head, up to the bids
-	errText []byte        // the texts of this frame's EventReject events
-	rejs    []rejection   // this frame's rejected messages (msg.rej)
-	topBuf  []book.Level  // levels for a hash cache rebuild
-	sha     hash.Hash     // SHA-1, reset or restored for every hash check
-	hashDue []*instrument // instruments given a pending hash by this frame
+	hashBuf []byte           // a hash input's head, up to the bids
+	errText []byte           // the texts of this frame's EventReject events
+	rejs    []rejection      // this frame's rejected messages (msg.rej)
+	topBuf  []book.Level     // levels for a hash cache rebuild
+	sha     hash.Hash        // SHA-1, reset or restored for every hash check
+	hashDue []*instrument    // instruments given a pending hash by this frame
+	sc      [numKeyCodes]val // the parsed message's scalars given (bit kc of scSet)
+	scSet   uint32
 }
 
 // NewDecoder returns a Decoder with no books.

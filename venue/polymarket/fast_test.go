@@ -3,7 +3,11 @@ package polymarket
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
+
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/venue"
 )
 
 // realEntries returns every price_changes entry of the real frames, as the
@@ -48,27 +52,48 @@ func slowChange(entry []byte) (c change, end int, ok bool) {
 
 // checkScanChange fails t if scanChange accepts entry (set in a larger
 // buffer at an offset, as in a frame) but the generic path does not give
-// the same change.
+// the same change, with the entry's asset unknown to the decoder and known
+// as its last instrument (the id then matched, not scanned).
 func checkScanChange(t *testing.T, entry []byte) (fast bool) {
 	t.Helper()
 	buf := append(append([]byte(`{"price_changes":[`), entry...), `]}`...)
 	at := len(`{"price_changes":[`)
-	c, end, ok := scanChange(buf, at)
+	d := NewDecoder()
+	d.frame = buf
+	c, end, ok := d.scanChange(at)
 	if !ok {
 		return false
 	}
+	if c.inst != nil {
+		t.Fatalf("scanChange(%s) found an instrument in an empty decoder", entry)
+	}
+	checkChangeAgrees(t, entry, c, end-at)
+	d.last = d.intern(c.asset, nil)
+	d.prev = d.intern([]byte(string(c.asset)+"0"), nil) // a longer id with the same start
+	for range 2 {
+		c, end, ok = d.scanChange(at)
+		if !ok || c.inst == nil || c.inst.id != string(c.asset) {
+			t.Fatalf("scanChange(%s) with the asset known: ok %v, instrument %v", entry, ok, c.inst)
+		}
+		checkChangeAgrees(t, entry, c, end-at)
+		d.last, d.prev = d.prev, d.last // then found as the one before last
+	}
+	return true
+}
+
+func checkChangeAgrees(t *testing.T, entry []byte, c change, end int) {
+	t.Helper()
 	want, wantEnd, wantOK := slowChange(entry)
 	switch {
 	case !wantOK:
 		t.Fatalf("scanChange accepted %s, the generic path rejects it", entry)
-	case end-at != wantEnd:
-		t.Fatalf("scanChange(%s) ends at %d, the generic path at %d", entry, end-at, wantEnd)
+	case end != wantEnd:
+		t.Fatalf("scanChange(%s) ends at %d, the generic path at %d", entry, end, wantEnd)
 	case string(c.asset) != string(want.asset) || string(c.hash) != string(want.hash) ||
 		c.price != want.price || c.size != want.size || c.side != want.side ||
 		c.bestBid != want.bestBid || c.bestAsk != want.bestAsk || c.hasTop != want.hasTop:
 		t.Fatalf("scanChange(%s) = %+v, the generic path %+v", entry, c, want)
 	}
-	return true
 }
 
 // The fast entry path agrees with the generic one on every entry it
@@ -147,5 +172,53 @@ func TestQuotedKeyAt(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Ids matched against the last instruments (knownID) find exactly the asset
+// the frame names: not one whose id is a prefix or an extension of it, in
+// books and price changes alike, and the last of a repeated asset_id wins as
+// on the generic path.
+func TestKnownIDsExact(t *testing.T) {
+	const a = "7132471234123412341234123412341234123412341234123412341234123412341234123"
+	ids := []string{a, a + "9", a[:len(a)-1], a[:len(a)-1] + "8"}
+	d := NewDecoder()
+	var out venue.Frame
+	bookOf := func(id string, px int) []byte {
+		return fmt.Appendf(nil, `{"event_type":"book","market":"0xm","asset_id":%q,"timestamp":"1","bids":[{"price":"0.%02d","size":"1"}],"asks":[]}`, id, px)
+	}
+	for round := 0; round < 3; round++ {
+		for k, id := range ids {
+			mustDecode(t, d, bookOf(id, 10+k), &out)
+			if got := out.Events[0].Instrument; got != id {
+				t.Fatalf("book for %s…%s decoded as %s…%s", id[:4], id[len(id)-3:], got[:4], got[len(got)-3:])
+			}
+		}
+	}
+	for k, id := range ids {
+		if bb, _ := d.Book(id).Best(book.Bid); bb.Price != int64(10+k)*100 {
+			t.Fatalf("asset %d best bid %v", k, bb)
+		}
+	}
+	pc := func(x, y string) []byte {
+		return fmt.Appendf(nil, `{"event_type":"price_change","market":"0xm","timestamp":"2","price_changes":[`+
+			`{"asset_id":%q,"price":"0.5","size":"3","side":"SELL","hash":"h","best_bid":"0","best_ask":"0"},`+
+			`{"asset_id":%q,"price":"0.6","size":"4","side":"SELL","hash":"h","best_bid":"0","best_ask":"0"}]}`, x, y)
+	}
+	for i := range ids {
+		x, y := ids[i], ids[(i+1)%len(ids)]
+		mustDecode(t, d, pc(x, y), &out)
+		if out.Events[0].Instrument != x || out.Events[1].Instrument != y {
+			t.Fatalf("price_change for %d,%d applied to other assets", i, (i+1)%len(ids))
+		}
+		if s, _ := d.Book(y).Level(book.Ask, 6000); s != 4e6 {
+			t.Fatalf("asset %d ask 0.6 = %d", (i+1)%len(ids), s)
+		}
+	}
+	// A repeated key: the last value names the asset.
+	frame := fmt.Appendf(nil, `{"event_type":"book","asset_id":%q,"asset_id":%q,"market":"0xm","timestamp":"3","bids":[],"asks":[{"price":"0.9","size":"1"}]}`, ids[0], ids[1])
+	mustDecode(t, d, frame, &out)
+	if out.Events[0].Instrument != ids[1] || d.Book(ids[1]).Len(book.Ask) != 1 || d.Book(ids[1]).Len(book.Bid) != 0 {
+		t.Fatalf("repeated asset_id applied to %.6s…", out.Events[0].Instrument)
 	}
 }

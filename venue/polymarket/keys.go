@@ -72,6 +72,10 @@ func (d *Decoder) nextKeyCode(first bool) (keyCode, bool, error) {
 	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
+	if i < len(b) && b[i] == '}' {
+		d.s.SetOffset(i + 1) // the object's end, as NextKey consumes it
+		return kcOther, false, nil
+	}
 	if !first {
 		if i >= len(b) || b[i] != ',' {
 			return d.slowKeyCode(first)

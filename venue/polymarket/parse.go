@@ -47,9 +47,11 @@ type msg struct {
 	tsNs       int64
 	hash       []byte
 
-	// Raw scalars, parsed once the kind is known.
-	price, size, side, bestBid, bestAsk, newTick, tickSize, minOrder, ltp val
-	negRisk                                                               int8 // -1 absent, 0 false, 1 true
+	// The other raw scalars (price, size, side, …), parsed once the kind is
+	// known, are in Decoder.sc: only classify reads them, right after the
+	// message is parsed, and zeroing them with every message cost more than
+	// the rest of a small frame's setup.
+	negRisk int8 // -1 absent, 0 false, 1 true
 
 	hasBids, hasAsks, hasChanges, legacyChanges bool
 	bidLo, bidHi, askLo, askHi                  int // ranges of Decoder.levels
@@ -194,6 +196,7 @@ func (d *Decoder) parseMsg(newIDs *int) error {
 	d.msgs = d.msgs[:len(d.msgs)+1]
 	m := &d.msgs[len(d.msgs)-1]
 	*m = msg{start: s.Offset(), negRisk: -1}
+	d.scSet = 0
 	s.BeginObject()
 	for first := true; ; first = false {
 		kc, ok, err := d.nextKeyCode(first)
@@ -208,31 +211,42 @@ func (d *Decoder) parseMsg(newIDs *int) error {
 			m.typ, err = d.rawString(m, "event_type")
 		case kcAssetID:
 			m.asset.off = s.Offset()
+			if in, lo, hi := d.knownID(m.asset.off); in != nil {
+				m.asset.b, m.inst = d.frame[lo:hi], in
+				s.SetOffset(hi + 1)
+				break
+			}
+			m.inst = nil
 			m.asset.b, err = d.rawString(m, "asset_id")
 		case kcMarket:
+			if lo, hi, ok := d.knownMarket(s.Offset()); ok {
+				m.market = d.frame[lo:hi]
+				s.SetOffset(hi + 1)
+				break
+			}
 			m.market, err = d.rawString(m, "market")
 		case kcHash:
 			m.hash, err = d.rawString(m, "hash")
 		case kcTimestamp:
 			err = d.rawScalar(m, &m.ts, kc)
 		case kcPrice:
-			err = d.rawScalar(m, &m.price, kc)
+			err = d.rawScalar(m, d.scalar(kc), kc)
 		case kcSize:
-			err = d.rawScalar(m, &m.size, kc)
+			err = d.rawScalar(m, d.scalar(kc), kc)
 		case kcSide:
-			err = d.rawScalar(m, &m.side, kc)
+			err = d.rawScalar(m, d.scalar(kc), kc)
 		case kcBestBid:
-			err = d.rawScalar(m, &m.bestBid, kc)
+			err = d.rawScalar(m, d.scalar(kc), kc)
 		case kcBestAsk:
-			err = d.rawScalar(m, &m.bestAsk, kc)
+			err = d.rawScalar(m, d.scalar(kc), kc)
 		case kcNewTick:
-			err = d.rawScalar(m, &m.newTick, kc)
+			err = d.rawScalar(m, d.scalar(kc), kc)
 		case kcTickSize:
-			err = d.rawScalar(m, &m.tickSize, kc)
+			err = d.rawScalar(m, d.scalar(kc), kc)
 		case kcMinOrder:
-			err = d.rawScalar(m, &m.minOrder, kc)
+			err = d.rawScalar(m, d.scalar(kc), kc)
 		case kcLastTrade:
-			err = d.rawScalar(m, &m.ltp, kc)
+			err = d.rawScalar(m, d.scalar(kc), kc)
 		case kcNegRisk:
 			off := s.Offset()
 			switch s.Peek() {
@@ -299,10 +313,53 @@ func (d *Decoder) reject(m *msg, want kind, err error) {
 	m.kind, m.rej = kRejected, int32(len(d.rejs))
 }
 
+// knownID reports whether the string at frame[i] (its opening quote, no
+// white space before) is the id of the last or the one-before-last
+// instrument looked up, and returns that instrument and the string's
+// contents. Consecutive messages are mostly for one asset or the two of one
+// market: comparing with a known id costs less than scanning a new one for
+// its end and then looking it up. An id is a string's raw contents as once
+// scanned, so the same bytes followed by a quote are that whole string.
+func (d *Decoder) knownID(i int) (in *instrument, lo, hi int) {
+	b := d.frame
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0, 0
+	}
+	if in := d.last; in != nil && idAt(b, i+1, in.id) {
+		return in, i + 1, i + 1 + len(in.id)
+	}
+	if in := d.prev; in != nil && idAt(b, i+1, in.id) {
+		d.prev, d.last = d.last, in
+		return in, i + 1, i + 1 + len(in.id)
+	}
+	return nil, 0, 0
+}
+
+// idAt reports whether b[j:] is id then a closing quote.
+func idAt(b []byte, j int, id string) bool {
+	k := j + len(id)
+	return k < len(b) && b[k] == '"' && string(b[j:k]) == id
+}
+
+// knownMarket is knownID for the market of the last instrument looked up.
+func (d *Decoder) knownMarket(i int) (lo, hi int, ok bool) {
+	b := d.frame
+	if in := d.last; in != nil && in.market != "" && i < len(b) && b[i] == '"' && idAt(b, i+1, in.market) {
+		return i + 1, i + 1 + len(in.market), true
+	}
+	return 0, 0, false
+}
+
 // rawString reads a string value (or null, as absent). Another type is held
 // as a semantic problem and skipped.
 func (d *Decoder) rawString(m *msg, field string) ([]byte, error) {
 	s := &d.s
+	if b, i := d.frame, s.Offset(); i < len(b) && b[i] == '"' {
+		if lo, hi, ok := fastString(b, i); ok {
+			s.SetOffset(hi + 1)
+			return b[lo:hi], nil
+		}
+	}
 	switch s.Peek() {
 	case '"':
 		return d.str()
@@ -321,6 +378,29 @@ func (d *Decoder) rawString(m *msg, field string) ([]byte, error) {
 func (d *Decoder) rawScalar(m *msg, v *val, kc keyCode) error {
 	s := &d.s
 	v.off = s.Offset()
+	if b := d.frame; v.off < len(b) {
+		switch c := b[v.off]; {
+		case c == '"':
+			if lo, hi, ok := fastString(b, v.off); ok {
+				s.SetOffset(hi + 1)
+				v.b = b[lo:hi]
+				return nil
+			}
+		case c >= '1' && c <= '9':
+			// A bare integer (a timestamp) without a fraction or exponent,
+			// which Number would judge: its text is the digits.
+			j := v.off + 1
+			for j < len(b) && b[j]-'0' <= 9 {
+				j++
+			}
+			if j == len(b) || b[j] != '.' && b[j] != 'e' && b[j] != 'E' {
+				s.SetOffset(j)
+				v.b = b[v.off:j]
+				m.nums |= 1 << kc
+				return nil
+			}
+		}
+	}
 	switch c := s.Peek(); {
 	case c == '"':
 		b, err := d.str()
@@ -343,6 +423,20 @@ func (d *Decoder) rawScalar(m *msg, v *val, kc keyCode) error {
 	return err
 }
 
+// scalar returns the slot of the message's scalar of key code kc, now given.
+func (d *Decoder) scalar(kc keyCode) *val {
+	d.scSet |= 1 << kc
+	return &d.sc[kc]
+}
+
+// sv returns the message's scalar of key code kc; absent (nil) if not given.
+func (d *Decoder) sv(kc keyCode) val {
+	if d.scSet&(1<<kc) == 0 {
+		return val{}
+	}
+	return d.sc[kc]
+}
+
 // num reports whether the scalar of key code kc was a bare number.
 func (m *msg) num(kc keyCode) bool { return m.nums&(1<<kc) != 0 }
 
@@ -351,23 +445,33 @@ func (m *msg) num(kc keyCode) bool { return m.nums&(1<<kc) != 0 }
 func (d *Decoder) parseSide(m *msg, name string) (lo, hi int, ord order, err error) {
 	s := &d.s
 	lo = len(d.levels)
-	arr := s.Offset()
-	if s.Peek() != '[' {
+	b := d.frame
+	if i := s.Offset(); i < len(b) && b[i] == '[' {
+		s.SetOffset(i + 1)
+	} else if s.Peek() == '[' {
+		s.BeginArray()
+	} else {
 		m.hold(s.Offset(), name, ErrType)
 		_, err = s.Skip()
 		return lo, lo, 0, err
 	}
-	s.BeginArray()
-	b := d.frame
+	arr := s.Offset() - 1
 	ord = orderUp | orderDown
 	var prev int64
 	for first, idx := true, 0; ; first, idx = false, idx+1 {
-		// Fast path: "," (after the first) then the wire's level shape.
+		// Fast path: "," (after the first) then the wire's level shape; or
+		// the end of the array.
 		off := s.Offset()
-		if !first && off < len(b) && b[off] == ',' {
-			off++
-			for off < len(b) && b[off] == ' ' {
+		if !first && off < len(b) {
+			switch b[off] {
+			case ',':
 				off++
+				for off < len(b) && b[off] == ' ' {
+					off++
+				}
+			case ']':
+				s.SetOffset(off + 1)
+				return lo, len(d.levels), ord, nil
 			}
 		}
 		price, size, end, fast := int64(0), int64(0), 0, false
@@ -517,7 +621,7 @@ func (d *Decoder) parseChanges(m *msg) (lo, hi int, err error) {
 			break
 		}
 		off := s.Offset()
-		if c, end, ok := scanChange(d.frame, off); ok && inDomain(&c) {
+		if c, end, ok := d.scanChange(off); ok && inDomain(&c) {
 			s.SetOffset(end)
 			c.start, c.end = off, end
 			d.changes = append(d.changes, c)
@@ -759,11 +863,20 @@ func parseTs(t []byte) (ms int64, ok bool) {
 		return 0, false
 	}
 	var v uint64
-	for _, c := range t {
-		if c < '0' || c > '9' {
+	i := 0
+	for ; i+1 < len(t); i += 2 { // two digits per step: 13 for ms
+		c0, c1 := t[i]-'0', t[i+1]-'0'
+		if c0 > 9 || c1 > 9 {
 			return 0, false
 		}
-		v = v*10 + uint64(c-'0')
+		v = v*100 + uint64(c0)*10 + uint64(c1)
+	}
+	if i < len(t) {
+		if c := t[i] - '0'; c <= 9 {
+			v = v*10 + uint64(c)
+		} else {
+			return 0, false
+		}
 	}
 	if v > 1<<63-1 {
 		return 0, false
@@ -833,14 +946,17 @@ func (d *Decoder) classify(m *msg, newIDs *int) error {
 		case m.hasChanges:
 		case m.legacyChanges:
 			return &DecodeError{Offset: m.start, Err: ErrLegacyChanges}
-		case m.price.b != nil || m.side.b != nil || m.size.b != nil:
+		case d.sv(kcPrice).b != nil || d.sv(kcSide).b != nil || d.sv(kcSize).b != nil:
 			return &DecodeError{Offset: m.start, Err: ErrLegacyFlat}
 		default:
 			return fail(&DecodeError{Offset: m.start, Field: "price_changes", Err: ErrMissingField})
 		}
 		for i := m.chLo; i < m.chHi; i++ {
 			c := &d.changes[i]
-			if c.inst = d.lookup(c.asset); c.inst == nil {
+			if c.inst == nil {
+				c.inst = d.lookup(c.asset)
+			}
+			if c.inst == nil {
 				*newIDs++
 			}
 		}
@@ -869,76 +985,79 @@ func (d *Decoder) classify(m *msg, newIDs *int) error {
 		}
 		// "" is present and empty (an asset that never traded has
 		// "last_trade_price":""): accepted, and hashed as the venue does.
-		if m.pTick, err = optDec(m.tickSize, m.num(kcTickSize), "tick_size", priceDecimals); err != nil {
+		if m.pTick, err = optDec(d.sv(kcTickSize), m.num(kcTickSize), "tick_size", priceDecimals); err != nil {
 			return fail(err)
 		}
 		if m.pTick != 0 {
 			if err := checkTick(m.pTick); err != nil {
-				return fail(&DecodeError{Offset: m.tickSize.off, Field: "tick_size", Err: err})
+				return fail(&DecodeError{Offset: d.sv(kcTickSize).off, Field: "tick_size", Err: err})
 			}
 		}
-		if m.pMinOrder, err = optDec(m.minOrder, m.num(kcMinOrder), "min_order_size", sizeDecimals); err != nil {
+		if m.pMinOrder, err = optDec(d.sv(kcMinOrder), m.num(kcMinOrder), "min_order_size", sizeDecimals); err != nil {
 			return fail(err)
 		}
 		if m.pMinOrder > maxSize {
-			return fail(&DecodeError{Offset: m.minOrder.off, Field: "min_order_size", Err: sizeErr(m.pMinOrder)})
+			return fail(&DecodeError{Offset: d.sv(kcMinOrder).off, Field: "min_order_size", Err: sizeErr(m.pMinOrder)})
 		}
-		if m.pLtp, err = optDec(m.ltp, m.num(kcLastTrade), "last_trade_price", priceDecimals); err != nil {
+		if m.pLtp, err = optDec(d.sv(kcLastTrade), m.num(kcLastTrade), "last_trade_price", priceDecimals); err != nil {
 			return fail(err)
 		}
-		m.ltpEmpty = m.ltp.b != nil && len(m.ltp.b) == 0
+		m.ltpEmpty = d.sv(kcLastTrade).b != nil && len(d.sv(kcLastTrade).b) == 0
 		if m.pLtp != 0 {
 			if err := checkPrice(m.pLtp); err != nil {
-				return fail(&DecodeError{Offset: m.ltp.off, Field: "last_trade_price", Err: err})
+				return fail(&DecodeError{Offset: d.sv(kcLastTrade).off, Field: "last_trade_price", Err: err})
 			}
 		}
 	case kTrade:
-		if m.pPrice, err = reqDec(m.price, m.num(kcPrice), m.start, "price", priceDecimals); err != nil {
+		if m.pPrice, err = reqDec(d.sv(kcPrice), m.num(kcPrice), m.start, "price", priceDecimals); err != nil {
 			return fail(err)
 		}
 		if err := checkPrice(m.pPrice); err != nil {
-			return fail(&DecodeError{Offset: m.price.off, Field: "price", Err: err})
+			return fail(&DecodeError{Offset: d.sv(kcPrice).off, Field: "price", Err: err})
 		}
-		if m.pSize, err = reqDec(m.size, m.num(kcSize), m.start, "size", sizeDecimals); err != nil {
+		if m.pSize, err = reqDec(d.sv(kcSize), m.num(kcSize), m.start, "size", sizeDecimals); err != nil {
 			return fail(err)
 		}
 		if m.pSize <= 0 || m.pSize > maxSize {
-			return fail(&DecodeError{Offset: m.size.off, Field: "size", Err: fmt.Errorf("%w: trade size %s is not in (0, %d]",
+			return fail(&DecodeError{Offset: d.sv(kcSize).off, Field: "size", Err: fmt.Errorf("%w: trade size %s is not in (0, %d]",
 				ErrDomain, book.FormatDecimal(m.pSize, sizeDecimals), MaxSize)})
 		}
-		if m.side.b == nil {
+		if d.sv(kcSide).b == nil {
 			return fail(&DecodeError{Offset: m.start, Field: "side", Err: ErrMissingField})
 		}
-		side, ok := sideOf(m.side.b)
+		side, ok := sideOf(d.sv(kcSide).b)
 		if !ok {
-			return fail(&DecodeError{Offset: m.side.off, Field: "side", Err: fmt.Errorf("%w: %q", ErrSide, clip(m.side.b))})
+			return fail(&DecodeError{Offset: d.sv(kcSide).off, Field: "side", Err: fmt.Errorf("%w: %q", ErrSide, clip(d.sv(kcSide).b))})
 		}
 		m.pSide = side
 	case kTick:
-		if m.pTick, err = reqDec(m.newTick, m.num(kcNewTick), m.start, "new_tick_size", priceDecimals); err != nil {
+		if m.pTick, err = reqDec(d.sv(kcNewTick), m.num(kcNewTick), m.start, "new_tick_size", priceDecimals); err != nil {
 			return fail(err)
 		}
 		if err := checkTick(m.pTick); err != nil {
-			return fail(&DecodeError{Offset: m.newTick.off, Field: "new_tick_size", Err: err})
+			return fail(&DecodeError{Offset: d.sv(kcNewTick).off, Field: "new_tick_size", Err: err})
 		}
 	case kQuote:
 		// "0", "" (either side) and "1" (asks) are the venue's empty side.
-		if m.pBid, err = optDec(m.bestBid, m.num(kcBestBid), "best_bid", priceDecimals); err != nil {
+		if m.pBid, err = optDec(d.sv(kcBestBid), m.num(kcBestBid), "best_bid", priceDecimals); err != nil {
 			return fail(err)
 		}
-		if m.pAsk, err = optDec(m.bestAsk, m.num(kcBestAsk), "best_ask", priceDecimals); err != nil {
+		if m.pAsk, err = optDec(d.sv(kcBestAsk), m.num(kcBestAsk), "best_ask", priceDecimals); err != nil {
 			return fail(err)
 		}
 		if m.pBid > maxPrice {
-			return fail(&DecodeError{Offset: m.bestBid.off, Field: "best_bid", Err: priceErr(m.pBid)})
+			return fail(&DecodeError{Offset: d.sv(kcBestBid).off, Field: "best_bid", Err: priceErr(m.pBid)})
 		}
 		if m.pAsk > maxPrice {
-			return fail(&DecodeError{Offset: m.bestAsk.off, Field: "best_ask", Err: priceErr(m.pAsk)})
+			return fail(&DecodeError{Offset: d.sv(kcBestAsk).off, Field: "best_ask", Err: priceErr(m.pAsk)})
 		}
 		m.pAsk = emptyAsk(m.pAsk)
 		m.hasBid, m.hasAsk = m.pBid > 0, m.pAsk > 0
 	}
-	if m.inst = d.lookup(m.asset.b); m.inst == nil {
+	if m.inst == nil { // else parse found it (knownID)
+		m.inst = d.lookup(m.asset.b)
+	}
+	if m.inst == nil {
 		*newIDs++
 	}
 	return d.checkRoom(*newIDs, m.start, event)
