@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/internal/s3test"
 	"github.com/tapedeck/tapedeck/internal/statusweb"
 	"github.com/tapedeck/tapedeck/recorder/fakeexchange"
 )
@@ -124,5 +125,64 @@ func TestRunListenPublic(t *testing.T) {
 	cmd.SetErr(io.Discard)
 	if err := cmd.Execute(); err != nil || got == nil || !got.ListenPublic {
 		t.Errorf("with --listen-public: %v", err)
+	}
+}
+
+// TestRunStatusPageUpload: with --upload the status shows the upload
+// backlog and target, and no endpoint (page, status.json, metrics, capture
+// status) shows the object-storage credentials the process holds.
+func TestRunStatusPageUpload(t *testing.T) {
+	s3test.Start(t, "tapes")
+	s := fakeexchange.New(fakeexchange.PolymarketConfig())
+	defer s.Close()
+	out := filepath.Join(t.TempDir(), "ds")
+	addr := make(chan string, 1)
+	cmd := newRunCmd(nil)
+	cmd = newRunCmd(func(o *runOptions) error {
+		o.ready = func(a string) { addr <- a }
+		return runCapture(cmd.Context(), o)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd.SetContext(ctx)
+	cmd.SetArgs([]string{"--venue", "polymarket", "--instruments", fakeexchange.PolymarketStreamAsset, "--endpoint", s.WSURL(),
+		"--clob-endpoint", s.CLOBURL(), "--flush-interval", "20ms", "--metrics-addr", "127.0.0.1:0", "--out", out, "--upload", "s3://tapes/live"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Execute() }()
+	a := <-addr
+	get := func(path string) string {
+		resp, err := http.Get("http://" + a + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	var st statusweb.Status
+	capWait(t, "frames", func() bool {
+		st = statusweb.Status{}
+		return json.Unmarshal([]byte(get("/status.json")), &st) == nil && st.LiveStatus != nil && st.Stats.Frames > 5
+	})
+	if st.Upload == nil || st.Upload.Target != "s3://tapes/live" {
+		t.Errorf("upload status %+v", st.Upload)
+	}
+	_, text, _ := capExec(ctx, "status", "--addr", a, "--json=false")
+	for name, body := range map[string]string{"/": get("/"), "/app.js": get("/app.js"), "/status.json": get("/status.json"),
+		"/metrics": get("/metrics"), "capture status": text} {
+		for _, secret := range []string{s3test.AccessKey, s3test.SecretKey} {
+			if strings.Contains(body, secret) {
+				t.Errorf("%s shows the credential %q", name, secret)
+			}
+		}
+	}
+	if !strings.Contains(text, "upload      s3://tapes/live") {
+		t.Errorf("capture status does not show the upload:\n%s", text)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

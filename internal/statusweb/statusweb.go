@@ -77,6 +77,9 @@ type Config struct {
 	Upload func() *UploadStatus
 	// Metrics, if set, is served at /metrics.
 	Metrics http.Handler
+	// SampleEvery is how often the dataset's size is sampled for the write
+	// rate (0: every 10 s).
+	SampleEvery time.Duration
 }
 
 // Server serves the status page. Create it with New, Close it when done.
@@ -103,6 +106,9 @@ const (
 
 // New returns a server and starts sampling the dataset's disk use.
 func New(cfg Config) *Server {
+	if cfg.SampleEvery <= 0 {
+		cfg.SampleEvery = sampleEvery
+	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), stop: make(chan struct{})}
 	sub, _ := fs.Sub(assets, "assets")
 	static := http.FileServerFS(sub)
@@ -122,7 +128,7 @@ func New(cfg Config) *Server {
 	}
 	s.sample()
 	s.wg.Go(func() {
-		t := time.NewTicker(sampleEvery)
+		t := time.NewTicker(cfg.SampleEvery)
 		defer t.Stop()
 		for {
 			select {
@@ -214,7 +220,7 @@ func (s *Server) sample() {
 	defer s.mu.Unlock()
 	s.samples = append(s.samples, diskSample{now, used})
 	i := 0
-	for i < len(s.samples)-1 && now.Sub(s.samples[i].at) > sampleWindow {
+	for i < len(s.samples)-1 && now.Sub(s.samples[i].at) > max(sampleWindow, 90*s.cfg.SampleEvery) {
 		i++
 	}
 	s.samples = append(s.samples[:0], s.samples[i:]...)
@@ -245,7 +251,7 @@ func (s *Server) disk() Disk {
 		first = s.samples[0]
 	}
 	s.mu.Unlock()
-	if dt := now.Sub(first.at); !first.at.IsZero() && dt >= sampleEvery {
+	if dt := now.Sub(first.at); !first.at.IsZero() && dt >= s.cfg.SampleEvery {
 		d.WindowNs = int64(dt)
 		d.BytesPerSec = float64(used-first.used) / dt.Seconds()
 		if d.BytesPerSec > 0 && d.FreeBytes > 0 {

@@ -328,3 +328,29 @@ func TestNoCredentialOnStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestDiskRateAndTimeToFull: a dataset directory that grows gets a write
+// rate and a time to full equal to the free space at that rate.
+func TestDiskRateAndTimeToFull(t *testing.T) {
+	dir := t.TempDir()
+	page := statusweb.New(statusweb.Config{Dir: dir, SampleEvery: 50 * time.Millisecond})
+	defer page.Close()
+	if d := page.Snapshot().Disk; d.UsedBytes != 0 || d.BytesPerSec != 0 || d.TimeToFullNs != 0 || d.FreeBytes <= 0 {
+		t.Fatalf("empty dataset: %+v", d)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "00000001.seg"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var d statusweb.Disk
+	waitFor(t, "a write rate", 10*time.Second, func() bool {
+		d = page.Snapshot().Disk
+		return d.BytesPerSec > 0
+	})
+	if d.UsedBytes != 1<<20 || d.WindowNs <= 0 || d.TimeToFullNs <= 0 {
+		t.Fatalf("disk %+v", d)
+	}
+	want := float64(d.FreeBytes) / d.BytesPerSec * 1e9
+	if got := float64(d.TimeToFullNs); got < want*0.99 || got > want*1.01 {
+		t.Errorf("time to full %v, free/rate %v", time.Duration(d.TimeToFullNs), time.Duration(want))
+	}
+}
