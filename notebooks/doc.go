@@ -10,6 +10,9 @@
 //     with its trades overlaid.
 //   - data_quality_timeline.ipynb: book validity, crossed books, hash checks
 //     and connection events (disconnects, reconnects, gaps) over time.
+//   - backtest_equity_fills.ipynb: a `replay backtest` run of the example
+//     market maker (its --out tables, bt/): fills over the top of the book,
+//     inventory, equity and drawdown.
 //
 // The test needs Debian's jupyter-nbconvert, python3-ipykernel, python3-pandas
 // and python3-matplotlib (scripts/test-deps.sh installs them) and skips with a

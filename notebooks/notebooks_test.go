@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tapedeck/tapedeck/backtest"
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/samplegen"
@@ -76,6 +77,7 @@ var notebooks = map[string][]string{
 	"polymarket_spread_mid_depth.ipynb": {"pm_spread_mid_depth.png", "pm_yes_no_complement.png"},
 	"hyperliquid_depth_heatmap.ipynb":   {"hl_depth_heatmap.png"},
 	"data_quality_timeline.ipynb":       {"quality_timeline.png", "quality_disconnect_zoom.png"},
+	"backtest_equity_fills.ipynb":       {"bt_equity_inventory_fills.png"},
 }
 
 // writeExports replays each sample once into every CSV sink of its venue.
@@ -142,6 +144,7 @@ func TestNotebooksExecute(t *testing.T) {
 	}
 	exportsDir, figures, executed := t.TempDir(), t.TempDir(), t.TempDir()
 	writeExports(t, exportsDir)
+	writeBacktest(t, exportsDir)
 	names := make([]string, 0, len(notebooks))
 	for nb := range notebooks {
 		names = append(names, nb)
@@ -253,4 +256,22 @@ func checkFigure(t *testing.T, path string) {
 	}
 	t.Logf("%s: %dx%d, %d colours, %.1f%% drawn, %.1f%% coloured", filepath.Base(path), b.Dx(), b.Dy(),
 		len(counts), 100*other, 100*col)
+}
+
+// writeBacktest runs the example market maker on the Polymarket sample as
+// `replay backtest --strategy mm --param spread=0.02 --out bt/` does.
+func writeBacktest(t *testing.T, dir string) {
+	t.Helper()
+	s, ps, err := backtest.NewBuiltin("mm", backtest.Params{"spread": "0.02"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := backtest.Run(context.Background(), []string{sample(t, venue.Polymarket)}, s,
+		backtest.Config{Cash: 1000e10}, backtest.RunOptions{Name: "mm", Params: ps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.WriteCSV(filepath.Join(dir, "bt")); err != nil {
+		t.Fatal(err)
+	}
 }
