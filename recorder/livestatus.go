@@ -58,7 +58,7 @@ type ConnStatus struct {
 	Connects    uint64 `json:"connects"`
 	Disconnects uint64 `json:"disconnects"`
 	Reconnects  uint64 `json:"reconnects"` // reconnect attempts
-	Stalls      uint64 `json:"stalls"`
+	Stalls      uint64 `json:"stalls"`     // stall records of the slot: the connection's and its instruments'
 	Overloads   uint64 `json:"overloads"`
 	Dropped     uint64 `json:"dropped_frames"`
 	Losses      uint64 `json:"losses"` // loss records of this slot (Kind.IsLoss)
@@ -135,6 +135,10 @@ type instTrack struct {
 }
 
 type statusTracker struct {
+	// itemInst maps a subscription item (what stall, gap and resubscribe
+	// records name: "l2Book@BTC") to its instrument ("BTC").
+	itemInst func(item string) (channel, instrument string, steady bool)
+
 	mu        sync.Mutex
 	conns     []*connTrack // by slot number
 	insts     map[string]*instTrack
@@ -143,8 +147,29 @@ type statusTracker struct {
 	nEvents   int
 }
 
-func newStatusTracker() *statusTracker {
-	return &statusTracker{insts: map[string]*instTrack{}}
+func newStatusTracker(itemInst func(string) (string, string, bool)) *statusTracker {
+	return &statusTracker{itemInst: itemInst, insts: map[string]*instTrack{}}
+}
+
+// named returns the instruments a control record names, once each: the
+// record's own for integrity records, the items' instruments otherwise.
+func (t *statusTracker) named(k datasets.Kind, names []string) []string {
+	if len(names) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		inst := n
+		if k != datasets.KindIntegrity && t.itemInst != nil {
+			if _, in, _ := t.itemInst(n); in != "" {
+				inst = in
+			}
+		}
+		if !slices.Contains(out, inst) {
+			out = append(out, inst)
+		}
+	}
+	return out
 }
 
 func (t *statusTracker) conn(id uint32) *connTrack {
@@ -193,6 +218,7 @@ func (t *statusTracker) record(rec *datasets.Record, seq uint64) {
 		return
 	}
 	ctl, _ := datasets.DecodeControl(rec.Payload)
+	insts := t.named(rec.Kind, ctl.Instruments)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	all := rec.Conn == 0 || rec.Conn == datasets.ConnAll
@@ -204,11 +230,11 @@ func (t *statusTracker) record(rec *datasets.Record, seq uint64) {
 	// A stall or gap naming instruments is theirs (an instrument stall, a
 	// suspect subscription removed); any other loss is the connection's (or
 	// the whole session's).
-	named := len(ctl.Instruments) > 0 && (rec.Kind == datasets.KindStall || rec.Kind == datasets.KindGap)
+	named := len(insts) > 0 && (rec.Kind == datasets.KindStall || rec.Kind == datasets.KindGap)
 	if loss {
 		switch {
 		case named:
-			for _, in := range ctl.Instruments {
+			for _, in := range insts {
 				t.inst(in).gaps++
 			}
 		case all:
@@ -244,7 +270,7 @@ func (t *statusTracker) record(rec *datasets.Record, seq uint64) {
 			c.stalls++
 		}
 		if named {
-			for _, in := range ctl.Instruments {
+			for _, in := range insts {
 				t.inst(in).stalls++
 			}
 		} else if c != nil {
@@ -256,7 +282,7 @@ func (t *statusTracker) record(rec *datasets.Record, seq uint64) {
 			c.dropped += ctl.Dropped
 		}
 	case datasets.KindIntegrity:
-		for _, in := range ctl.Instruments {
+		for _, in := range insts {
 			it := t.inst(in)
 			switch ctl.Reason {
 			case datasets.CheckHashMismatch:
@@ -268,7 +294,7 @@ func (t *statusTracker) record(rec *datasets.Record, seq uint64) {
 			}
 		}
 	case datasets.KindResubscribe:
-		for _, in := range ctl.Instruments {
+		for _, in := range insts {
 			t.inst(in).resubs++
 		}
 	}

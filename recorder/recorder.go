@@ -155,7 +155,7 @@ func New(spec Spec, opts ...Option) (*Recorder, error) {
 	}
 	p := drv.Client()
 	f := p.Facts()
-	r := &Recorder{spec: spec, o: o, drv: drv, p: p, facts: f, base: o.now(), log: o.logger, track: newStatusTracker()}
+	r := &Recorder{spec: spec, o: o, drv: drv, p: p, facts: f, base: o.now(), log: o.logger, track: newStatusTracker(p.WatchKey)}
 	ep := drv.Endpoints()
 	r.endpoint = spec.Endpoint
 	if r.endpoint == "" {
