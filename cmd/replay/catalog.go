@@ -25,12 +25,16 @@ func newLsCmd(runF func(*lsOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "ls ROOT",
 		Aliases: []string{"catalog"},
-		Short:   "List the datasets under a directory",
+		Short:   "List the datasets under a directory or an s3:// prefix",
 		Long: `Find every dataset under ROOT (ROOT itself included) and list it with its
 venue, time coverage, size on disk, compression ratio, record count and loss
 records (disconnects, gaps, …). A dataset that cannot be read is listed with
 its error. A table on a terminal, JSON otherwise (or with --json): an array
-of the objects "replay inspect" prints.`,
+of the objects "replay inspect" prints.
+
+Under s3://bucket/prefix the catalog comes from the manifests and indexes
+alone, without reading segment bodies: records and time coverage from the
+indexes, "from_index": true, no ratio or loss count ("-").`,
 		Example: `  # The shipped samples
   $ replay ls datasets/samples
 
@@ -102,8 +106,12 @@ func runLs(opts *lsOptions) error {
 		case !in.Manifest.Clean:
 			state = "open or crashed"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%d\t%s\n", in.Dir, in.Manifest.Venue, fmtNs(in.StartNs),
-			time.Duration(in.EndNs-in.StartNs).Round(time.Millisecond), fmtBytes(in.DiskBytes), in.Ratio, in.Records, len(in.Losses), state)
+		ratio, losses := fmt.Sprintf("%.1f", in.Ratio), fmt.Sprint(len(in.Losses))
+		if in.FromIndex {
+			ratio, losses = "-", "-" // from the indexes: no segment body was read
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", in.Dir, in.Manifest.Venue, fmtNs(in.StartNs),
+			time.Duration(in.EndNs-in.StartNs).Round(time.Millisecond), fmtBytes(in.DiskBytes), ratio, in.Records, losses, state)
 	}
 	if err := w.Flush(); err != nil {
 		return err

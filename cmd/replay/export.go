@@ -555,6 +555,9 @@ func exportTable(ctx context.Context, o *exportOptions, open func(path string) (
 	// The sink is the only subscriber: once it cannot write (a full disk),
 	// the rest of the replay would be wasted, so its error ends the run.
 	ropts = append(ropts, replayer.WithSkipDamaged(o.SkipDamaged), replayer.WithStopOnSubscriberError())
+	if !o.Shard.Whole() {
+		ropts = append(ropts, replayer.WithShard(o.Shard)) // other shards' instruments are not even routed
+	}
 	r, err := replayer.New(o.Datasets, ropts...)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)

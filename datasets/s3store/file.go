@@ -117,6 +117,7 @@ func (f *file) current() *piece {
 			break
 		}
 		f.ahead -= f.queue[0].end - f.queue[0].off
+		f.queue[0].release()
 		f.queue = f.queue[1:]
 	}
 	if len(f.queue) > 0 {
@@ -208,10 +209,11 @@ func (f *file) fetch(off, end int64) ([]byte, error) {
 		return nil, f.s.wrap("read", f.name, err)
 	}
 	defer obj.Close()
-	b := make([]byte, end-off)
+	b := getChunk(end - off)
 	n, err := readFull(obj, b)
 	f.s.fetched.Add(int64(n))
 	if err != nil {
+		putChunk(b)
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			// Not wrapped: a cut response is not a short file (a reader
 			// would take it for a torn tail).
@@ -227,6 +229,36 @@ func (f *file) fetch(off, end int64) ([]byte, error) {
 		writeCache(cache, b)
 	}
 	return b, nil
+}
+
+// Chunk buffers are reused from piece to piece: a replay from the store
+// would otherwise allocate its whole size again in chunks.
+var chunkPool sync.Pool // *[]byte
+
+func getChunk(n int64) []byte {
+	if p, ok := chunkPool.Get().(*[]byte); ok && int64(cap(*p)) >= n {
+		return (*p)[:n]
+	}
+	return make([]byte, n, max(n, defaultChunk))
+}
+
+func putChunk(b []byte) {
+	if cap(b) >= defaultChunk && cap(b) <= 4*defaultChunk {
+		chunkPool.Put(&b)
+	}
+}
+
+// release gives p's buffer back once its fetch is over (a piece dropped in
+// flight keeps it: the fetch still writes into it).
+func (p *piece) release() {
+	select {
+	case <-p.done:
+		if p.err == nil && p.data != nil {
+			putChunk(p.data)
+			p.data = nil
+		}
+	default:
+	}
 }
 
 var cacheMu sync.Mutex

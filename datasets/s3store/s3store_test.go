@@ -42,7 +42,7 @@ func readAll(t *testing.T, loc string, opts ...datasets.ReaderOption) []rec {
 	return out
 }
 
-func upload(t *testing.T, dir, loc string) {
+func upload(t testing.TB, dir, loc string) {
 	t.Helper()
 	if _, err := s3store.UploadDataset(context.Background(), dir, loc); err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestCatalogFromIndexes(t *testing.T) {
 
 // bigDataset writes n records of ~400 bytes one every 10 ms in blocks of
 // 16 KiB raw: many blocks in one segment.
-func bigDataset(t *testing.T, n int) string {
+func bigDataset(t testing.TB, n int) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "ds")
 	w, err := datasets.Create(dir, datasets.Manifest{Venue: "polymarket", Endpoint: "wss://example.invalid/ws"},
