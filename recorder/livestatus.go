@@ -369,9 +369,7 @@ func (r *Recorder) LiveStatus() *LiveStatus {
 	r.mu.Unlock()
 	books := r.LiveBooks()
 
-	t := r.track
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t := r.track.snapshot() // the writer waits only for this copy
 	perConn := map[uint32]int{}
 	// Instruments: every live book, then every planned instrument without
 	// one yet (on its planned slot).
@@ -387,7 +385,7 @@ func (r *Recorder) LiveStatus() *LiveStatus {
 		seen[key{inst, conn}] = true
 		perConn[conn]++
 		is := InstrumentStatus{Instrument: inst, Conn: conn}
-		if it := t.insts[inst]; it != nil {
+		if it, ok := t.insts[inst]; ok {
 			is.Stalls, is.Gaps, is.HashMismatches, is.TopMismatches, is.CrossedBooks, is.Resubscribes =
 				it.stalls, it.gaps, it.hash, it.top, it.crossed, it.resubs
 		}
@@ -472,11 +470,36 @@ func (r *Recorder) LiveStatus() *LiveStatus {
 		st.Conns = append(st.Conns, cs)
 	}
 
+	st.Events = t.events
+	return st
+}
+
+// trackSnap is a copy of the tracker's state.
+type trackSnap struct {
+	conns     []*connTrack
+	insts     map[string]instTrack
+	allLosses uint64
+	events    []StatusEvent // newest first
+}
+
+func (t *statusTracker) snapshot() trackSnap {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := trackSnap{conns: make([]*connTrack, len(t.conns)), insts: make(map[string]instTrack, len(t.insts)), allLosses: t.allLosses}
+	for i, c := range t.conns {
+		if c != nil {
+			cp := *c
+			s.conns[i] = &cp
+		}
+	}
+	for k, v := range t.insts {
+		s.insts[k] = *v
+	}
 	n := min(t.nEvents, maxEvents)
 	for i := range n {
 		ev := t.events[(t.nEvents-1-i)%maxEvents]
 		ev.Instruments = slices.Clone(ev.Instruments)
-		st.Events = append(st.Events, ev)
+		s.events = append(s.events, ev)
 	}
-	return st
+	return s
 }
