@@ -33,7 +33,8 @@ type importOptions struct {
 	JSON    bool
 
 	Out, ErrOut io.Writer
-	Progress    bool // a progress bar on ErrOut
+	Progress    bool   // a progress bar on ErrOut
+	remote      string // an s3:// --out, while OutDir is the staging copy
 }
 
 func newImportCmd(runF func(*importOptions) error) *cobra.Command {
@@ -85,7 +86,7 @@ an error.`,
 	f := cmd.Flags()
 	f.StringVar(&opts.Venue, "venue", "", "venue of the frames: polymarket or hyperliquid (required)")
 	f.StringVar(&format, "format", "", "input format: ndjson, tardis or hftbacktest (required)")
-	f.StringVar(&opts.OutDir, "out", "", "`DATASET` directory to create (required)")
+	f.StringVar(&opts.OutDir, "out", "", "`DATASET` directory to create, or s3://BUCKET/PREFIX (staged locally, uploaded verified, the manifest last) (required)")
 	f.BoolVarP(&opts.Force, "force", "f", false, "replace an existing dataset at --out")
 	f.BoolVar(&opts.Merge, "merge", false, "interleave the files by receive time instead of appending them in order")
 	f.StringVar(&start, "start", "", "ndjson without times: first assigned receive time (`T`: RFC 3339 or unix time, 10 digits s, 13 ms, 16 µs, 19 ns, or with a unit; default 0)")
@@ -145,6 +146,9 @@ func (o *importOptions) validate(cmd *cobra.Command, format, start string) error
 			return cli.FlagErrorf("input %s is inside --out %s", p, o.OutDir)
 		}
 	}
+	if datasets.IsRemote(o.OutDir) {
+		return checkRemoteOut(o.OutDir, o.Force)
+	}
 	return checkOutDir(o.OutDir, o.Force)
 }
 
@@ -178,6 +182,9 @@ func checkOutDir(dir string, force bool) error {
 }
 
 func runImport(o *importOptions) error {
+	if datasets.IsRemote(o.OutDir) {
+		return importToStore(o)
+	}
 	if o.Force {
 		// checkOutDir made sure this is a dataset (it holds a manifest).
 		if err := os.RemoveAll(o.OutDir); err != nil {
@@ -248,7 +255,11 @@ type importSummary struct {
 }
 
 func printImport(o *importOptions, st *interchange.ImportStats) error {
-	s := importSummary{Dataset: o.OutDir, Venue: o.Venue, Format: o.Format.String(), Files: st.Files,
+	ds := o.OutDir
+	if o.remote != "" {
+		ds = o.remote
+	}
+	s := importSummary{Dataset: ds, Venue: o.Venue, Format: o.Format.String(), Files: st.Files,
 		Lines: st.Lines, Records: st.Records, Frames: st.Frames, Disconnects: st.Disconnects, Skipped: st.Skipped,
 		Bytes: st.Bytes, TimesAssigned: st.TimesAssigned, Backwards: st.Backwards, InFile: st.BackwardsInFile, FirstNs: st.FirstNs, LastNs: st.LastNs}
 	if o.JSON {

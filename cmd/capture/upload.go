@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -200,5 +203,64 @@ func runUpload(ctx context.Context, o *uploadOptions) error {
 		}
 		return fmt.Errorf("upload: %w", err)
 	}
+	return nil
+}
+
+// checkRemoteOut refuses an s3:// --out that holds a dataset unless force.
+func checkRemoteOut(loc string, force bool) error {
+	st, err := s3store.Open(loc)
+	if err != nil {
+		return cli.FlagErrorf("--out: %v", err)
+	}
+	if _, _, err := st.Stat(datasets.ManifestName); err == nil && !force {
+		return cli.FlagErrorf("--out %s already holds a dataset (add --force to replace it)", loc)
+	}
+	return nil
+}
+
+// importToStore imports into a local staging directory, then uploads the
+// dataset (each object verified, the manifest last) and removes the
+// staging copy. With --force an old dataset there is removed first, its
+// manifest before anything else, so no reader finds a manifest over a mix.
+func importToStore(o *importOptions) error {
+	remote := o.OutDir
+	staging, err := os.MkdirTemp("", "tapedeck-import-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(staging)
+	st, err := s3store.Open(remote)
+	if err != nil {
+		return err
+	}
+	if o.Force {
+		objs, err := st.Objects()
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		ctx := context.Background()
+		if err := st.Remove(ctx, datasets.ManifestName); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("import: %w", err)
+		}
+		for _, ob := range objs {
+			if s3store.DatasetFile(ob.Key) && ob.Key != datasets.ManifestName {
+				if err := st.Remove(ctx, ob.Key); err != nil {
+					return fmt.Errorf("import: %w", err)
+				}
+			}
+		}
+	}
+	o.OutDir, o.remote = filepath.Join(staging, "dataset"), remote
+	o.Force = false
+	err = runImport(o)
+	o.OutDir, o.remote = remote, ""
+	if err != nil {
+		return err
+	}
+	res, err := s3store.UploadDataset(context.Background(), filepath.Join(staging, "dataset"), remote)
+	if err != nil {
+		return fmt.Errorf("import: %w (nothing of it is a dataset there until its manifest is)", err)
+	}
+	fmt.Fprintf(o.ErrOut, "uploaded %d files (%d bytes) to %s\n", len(res.Uploaded), res.Bytes, remote)
 	return nil
 }

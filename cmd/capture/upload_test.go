@@ -222,3 +222,32 @@ func TestKillNineDuringUpload(t *testing.T) {
 		}
 	}
 }
+
+// TestImportToS3: capture import --out s3://… writes the dataset a local
+// import writes (staged, uploaded verified, the manifest last) and refuses
+// to replace one there without --force.
+func TestImportToS3(t *testing.T) {
+	s3test.Start(t, "tapes")
+	in := importTestdata + "hftbacktest_polymarket.txt"
+	local := filepath.Join(t.TempDir(), "pm")
+	args := []string{"import", "--json", "--venue", "polymarket", "--format", "hftbacktest", in}
+	if code, _, errs := execImport(t, append(args, "--out", local)...); code != cli.ExitOK {
+		t.Fatalf("local: exit %d %s", code, errs)
+	}
+	code, stdout, errs := execImport(t, append(args, "--out", "s3://tapes/imported/pm")...)
+	if code != cli.ExitOK || !strings.Contains(stdout, `"dataset": "s3://tapes/imported/pm"`) {
+		t.Fatalf("s3: exit %d\n%s%s", code, stdout, errs)
+	}
+	if n := sameDatasets(t, local, "s3://tapes/imported/pm"); n < 6 {
+		t.Errorf("%d records", n)
+	}
+	if code, _, errs := execImport(t, append(args, "--out", "s3://tapes/imported/pm")...); code != cli.ExitUsage || !strings.Contains(errs, "already holds a dataset") {
+		t.Errorf("over a dataset: exit %d %s", code, errs)
+	}
+	if code, _, errs := execImport(t, append(args, "--out", "s3://tapes/imported/pm", "--force")...); code != cli.ExitOK {
+		t.Errorf("--force: exit %d %s", code, errs)
+	}
+	if code, _, errs := execImport(t, append(args, "--out", "s3://nosuch/pm")...); code == cli.ExitOK || !strings.Contains(errs, "nosuch") {
+		t.Errorf("missing bucket: exit %d %s", code, errs)
+	}
+}
