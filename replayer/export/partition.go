@@ -118,6 +118,11 @@ func NewPartitioned(open func(path string) (io.Writer, error), done func(path st
 	if t == TableEvents && slices.Contains(by, PartInstrument) {
 		return nil, fmt.Errorf("%w: the events table has no instrument to partition by", ErrOption)
 	}
+	if t == TableInstruments {
+		// Its rows come from REST bodies of no instrument and are written
+		// at the end: a partition of it would be wrong, and it is small.
+		return nil, fmt.Errorf("%w: the instruments table is not partitioned", ErrOption)
+	}
 	cfg, opts, err := manySinkOptions(t, f, opts)
 	if err != nil {
 		return nil, err
