@@ -96,7 +96,8 @@
 // the equity curve (cash plus positions at mid, sampled every second per
 // instrument) and the markouts (mid 1 s, 10 s and 60 s after each fill,
 // signed as a gain). WriteCSV writes orders.csv, fills.csv, equity.csv and
-// markouts.csv; Summary has PnL, fees, rebates, funding, turnover, fill
+// markouts.csv, WriteParquet the same tables as Parquet (decimal128,
+// timestamp[ns, UTC]); Summary has PnL, fees, rebates, funding, turnover, fill
 // ratio, max drawdown, daily Sharpe, the mean markouts and a digest (XXH64
 // of every order's final state, every fill and the cash): the same data,
 // strategy and parameters give the same digest and byte-identical files.

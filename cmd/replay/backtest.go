@@ -20,13 +20,13 @@ import (
 
 func newBacktestCmd() *cobra.Command {
 	var (
-		strategy, queue, latencyCSV, from, to, out, resolve string
-		shard                                               string
-		params, fees                                        []string
-		entry, ack, cancelLat                               time.Duration
-		cash, feeRate, rebateShare                          float64
-		feeTier                                             int
-		asJSON, useBackfill, allowShort, noExchTime, hash   bool
+		strategy, queue, latencyCSV, from, to, out, resolve, format string
+		shard                                                       string
+		params, fees                                                []string
+		entry, ack, cancelLat                                       time.Duration
+		cash, feeRate, rebateShare                                  float64
+		feeTier                                                     int
+		asJSON, useBackfill, allowShort, noExchTime, hash           bool
 	)
 	cmd := &cobra.Command{
 		Use:   "backtest DATASET...",
@@ -47,7 +47,8 @@ Latency: --entry-latency, --ack-latency, --cancel-latency, or --latency-csv with
 measured round trips. Fees: --fee-rate (taker fee = shares × rate × p × (1−p)),
 --fee MARKET_OR_TOKEN=rate per market, --maker-rebate share; --fee-tier N (Hyperliquid's VIP tiers).
 
---out DIR writes orders.csv, fills.csv, equity.csv and markouts.csv. The summary
+--out DIR writes orders.csv, fills.csv, equity.csv and markouts.csv (--format
+parquet: the same tables as .parquet, decimal128 and timestamp[ns, UTC]). The summary
 ends with a digest: the same data, strategy and parameters give the same digest.`,
 		Example: `  # The passive market maker on the Polymarket sample
   $ replay backtest datasets/samples/polymarket --strategy mm --param spread=0.02 --out bt/
@@ -109,6 +110,9 @@ ends with a digest: the same data, strategy and parameters give the same digest.
 			if err := cfg.Validate(); err != nil {
 				return cli.FlagErrorf("%v", err)
 			}
+			if format != "csv" && format != "parquet" {
+				return cli.FlagErrorf("--format %q: want csv or parquet", format)
+			}
 			fromNs, toNs, err := parseWindow(args, from, to)
 			if err != nil {
 				return err
@@ -125,7 +129,11 @@ ends with a digest: the same data, strategy and parameters give the same digest.
 				return err
 			}
 			if out != "" {
-				if err := res.WriteCSV(out); err != nil {
+				write := res.WriteCSV
+				if format == "parquet" {
+					write = res.WriteParquet
+				}
+				if err := write(out); err != nil {
 					return err
 				}
 			}
@@ -153,7 +161,8 @@ ends with a digest: the same data, strategy and parameters give the same digest.
 	f.StringVar(&shard, "shard", "", "trade only shard `K/N` of the instruments (split by id; 1/N … N/N together trade them all, a strategy trading two instruments together needs them unsharded)")
 	f.StringVar(&from, "from", "", "start of the window (`T`: "+cli.TimeSyntax+")")
 	f.StringVar(&to, "to", "", "end of the window, exclusive (`T`, as --from)")
-	f.StringVar(&out, "out", "", "write orders, fills, equity and markouts as CSV into `DIR`")
+	f.StringVar(&out, "out", "", "write orders, fills, equity and markouts into `DIR` (see --format)")
+	f.StringVar(&format, "format", "csv", "format of the --out tables: csv (exact decimals) or parquet (decimal128, timestamp[ns, UTC])")
 	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	return cmd
 }

@@ -71,10 +71,27 @@ func TestBacktestBadFlags(t *testing.T) {
 		{"--resolve", "123=yes"},
 		{"--entry-latency", "-1ms"},
 		{"--latency-csv", "/nonexistent/rtt.csv"},
+		{"--format", "xlsx"},
 	} {
 		code, _, stderr := execReplay(t, append([]string{"backtest", sample}, args...)...)
 		if code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr)
+		}
+	}
+}
+
+func TestBacktestParquet(t *testing.T) {
+	sample := filepath.Join("..", "..", "datasets", "samples", "hyperliquid")
+	out := t.TempDir()
+	code, _, stderr := execReplay(t, "backtest", sample, "--strategy", "mm", "--param", "size=0.01", "--param", "instrument=BTC",
+		"--format", "parquet", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, n := range []string{"orders.parquet", "fills.parquet", "equity.parquet", "markouts.parquet"} {
+		b, err := os.ReadFile(filepath.Join(out, n))
+		if err != nil || len(b) < 8 || string(b[:4]) != "PAR1" {
+			t.Fatalf("%s: %v (%d bytes)", n, err, len(b))
 		}
 	}
 }
