@@ -366,7 +366,13 @@ func TestLiveTopMismatchAndCrossed(t *testing.T) {
 	defer s.Close()
 	asset := fakeexchange.PolymarketHashAsset
 	c := startCapture(t, pmSpec(s, asset), nil)
-	waitFor(t, "the book", func() bool { b, ok := c.rec.LiveBook(asset); return ok && b.Valid })
+	// The REST summary makes the book valid before the WebSocket connection
+	// is up; the frames below go to the connection, so wait for its book
+	// (the second hash checked).
+	waitFor(t, "the WebSocket book", func() bool {
+		b, ok := c.rec.LiveBook(asset)
+		return ok && b.Valid && b.Quality.HashChecked >= 2 && len(s.Live()) > 0
+	})
 	pc := func(ts int64, price, size, side, bb, ba string) []byte {
 		return fmt.Appendf(nil, `{"event_type":"price_change","market":"0x2f1ab0ffaf465c4acd76b9a4a1f8980db26bfae7d248a6bb289350586028307e",`+
 			`"price_changes":[{"asset_id":%q,"price":%q,"size":%q,"side":%q,"best_bid":%q,"best_ask":%q}],"timestamp":%d}`,
