@@ -46,6 +46,7 @@ type exportOptions struct {
 	SkipDamaged bool
 	PartitionBy []export.PartitionField // --partition-by: a Hive tree under Out
 	Shard       replayer.Shard
+	ShardByTime bool // --shard-by time: shard K is the K-th of N equal time slices
 
 	Stderr   io.Writer
 	Stdout   io.Writer
@@ -59,7 +60,7 @@ func newExportCmd(runF func(*exportOptions) error) *cobra.Command {
 	var (
 		interval, from, to, compression string
 		snapshots, bucketTime, compress string
-		partitionBy, shard              string
+		partitionBy, shard, shardBy     string
 		everyEvent                      bool
 	)
 	cmd := &cobra.Command{
@@ -157,6 +158,9 @@ byte-identical files.`,
 			if err := opts.validateMore(snapshots, bucketTime, compress); err != nil {
 				return err
 			}
+			if err := opts.validateShardBy(shardBy); err != nil {
+				return err
+			}
 			if err := opts.validatePartition(partitionBy, shard); err != nil {
 				return err
 			}
@@ -187,6 +191,7 @@ byte-identical files.`,
 	f.BoolVarP(&opts.Force, "force", "f", false, "overwrite --out if it exists")
 	f.BoolVar(&opts.SkipDamaged, "skip-damaged", false, skipDamagedUsage)
 	f.StringVar(&partitionBy, "partition-by", "", "write a Hive-partitioned tree under --out (a directory or s3://bucket/prefix): `FIELDS` of venue, date, hour, instrument, e.g. venue,date,instrument; _SUCCESS marks it complete")
+	f.StringVar(&shardBy, "shard-by", "instrument", "how --shard splits: instrument (the union of the shards is the unsharded table) or time (shard K reads only the K-th of N equal time slices; its books start empty and are exact from each instrument's first snapshot in it)")
 	f.StringVar(&shard, "shard", "", "export only shard `K/N` of the instruments (1/4 … 4/4 together are the whole table); --out needs {shard} unless --partition-by or --split-by")
 	return cmd
 }
@@ -549,13 +554,21 @@ func exportTable(ctx context.Context, o *exportOptions, open func(path string) (
 	var ropts []replayer.Option
 	// The instruments table needs the REST bodies stored at the start of a
 	// recording: it reads it all and keeps the rows in effect in the window.
-	if (o.FromNs != 0 || o.ToNs != 0) && table != export.TableInstruments {
+	if o.ShardByTime {
+		from, to, err := timeShard(o)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Stderr, "export: shard %s by time covers [%s, %s): its books start empty there, each instrument's rows are exact from its first snapshot in the shard\n",
+			o.Shard, fmtNs(from), fmtNs(to))
+		ropts = append(ropts, replayer.WithWindow(from, to), replayer.WithWarmup(replayer.WarmupNone))
+	} else if (o.FromNs != 0 || o.ToNs != 0) && table != export.TableInstruments {
 		ropts = append(ropts, replayer.WithWindow(o.FromNs, o.ToNs))
 	}
 	// The sink is the only subscriber: once it cannot write (a full disk),
 	// the rest of the replay would be wasted, so its error ends the run.
 	ropts = append(ropts, replayer.WithSkipDamaged(o.SkipDamaged), replayer.WithStopOnSubscriberError())
-	if !o.Shard.Whole() {
+	if !o.Shard.Whole() && !o.ShardByTime {
 		ropts = append(ropts, replayer.WithShard(o.Shard)) // other shards' instruments are not even routed
 	}
 	r, err := replayer.New(o.Datasets, ropts...)
@@ -609,7 +622,7 @@ func exportTable(ctx context.Context, o *exportOptions, open func(path string) (
 		}
 		sopts = append(sopts, export.WithRecordedInstruments(recorded...), export.WithWindow(o.FromNs, o.ToNs))
 	}
-	if !o.Shard.Whole() {
+	if !o.Shard.Whole() && !o.ShardByTime {
 		sopts = append(sopts, export.WithShard(o.Shard))
 	}
 	var sink interface {

@@ -31,6 +31,9 @@ func (o *exportOptions) validatePartition(partitionBy, shard string) error {
 	if o.Shard, err = replayer.ParseShard(shard); err != nil {
 		return cli.FlagErrorf("--shard: %v", err)
 	}
+	if o.ShardByTime && o.Shard.Whole() {
+		return cli.FlagErrorf("export: --shard-by time needs --shard K/N")
+	}
 	if o.Table == "instruments" && (partitionBy != "" || shard != "") {
 		return cli.FlagErrorf("export: --table instruments is one row per instrument already: no --partition-by or --shard")
 	}
@@ -222,4 +225,55 @@ func (p *partOut) finish() error {
 		return fmt.Errorf("export: %w", err)
 	}
 	return nil
+}
+
+// validateShardBy checks --shard-by (before --shard is parsed).
+func (o *exportOptions) validateShardBy(by string) error {
+	switch by {
+	case "", "instrument":
+	case "time":
+		o.ShardByTime = true
+	default:
+		return cli.FlagErrorf("--shard-by %q: want instrument or time", by)
+	}
+	return nil
+}
+
+// timeShard returns the window of a time shard: the K-th of N equal slices
+// of the inputs' time range (within --from/--to), from their manifests.
+func timeShard(o *exportOptions) (from, to int64, err error) {
+	var start, end int64
+	for _, p := range o.Datasets {
+		m, err := datasets.ReadManifest(p)
+		if err != nil {
+			return 0, 0, fmt.Errorf("export: %w", err)
+		}
+		if m.EndNs == 0 {
+			return 0, 0, fmt.Errorf("export: --shard-by time needs the end time of %s, which is still open or was not closed (replay repair closes it)", p)
+		}
+		if start == 0 || m.StartNs < start {
+			start = m.StartNs
+		}
+		end = max(end, m.EndNs+1)
+	}
+	if o.FromNs != 0 {
+		start = max(start, o.FromNs)
+	}
+	if o.ToNs != 0 {
+		end = min(end, o.ToNs)
+	}
+	if end <= start {
+		return 0, 0, &cli.ProblemError{Err: fmt.Errorf("export: the window is empty")}
+	}
+	s := o.Shard
+	if s.Whole() {
+		return start, end, nil
+	}
+	span, n := end-start, int64(s.N)
+	at := func(k int64) int64 { return start + span/n*k + span%n*k/n } // no overflow over months
+	from, to = at(int64(s.K-1)), at(int64(s.K))
+	if s.K == s.N {
+		to = end
+	}
+	return from, to, nil
 }

@@ -289,3 +289,92 @@ func TestPartitionedExportToS3(t *testing.T) {
 		t.Errorf("export over a complete remote tree: exit %d %s", code, errs)
 	}
 }
+
+// TestTimeShards: --shard-by time gives shard K the K-th of N equal slices
+// of the recording; its rows lie in its slice, and from each instrument's
+// first snapshot in the slice they are the unsharded table's rows.
+func TestTimeShards(t *testing.T) {
+	// Hyperliquid books are snapshots: every slice has some.
+	out := t.TempDir()
+	args := []string{"export", "--table", "book_changes", filepath.Join("..", "..", "datasets", "samples", "hyperliquid")}
+	ref := filepath.Join(out, "all.parquet")
+	if code, _, errs := execReplay(t, append(args, "--out", ref)...); code != cli.ExitOK {
+		t.Fatalf("unsharded: exit %d %s", code, errs)
+	}
+	if code, _, _ := execReplay(t, append(args, "--shard-by", "time", "--out", filepath.Join(out, "x.parquet"))...); code != cli.ExitUsage {
+		t.Errorf("--shard-by time without --shard: exit %d", code)
+	}
+	pq := []string{"all=" + ref}
+	var notes []string
+	for k := 1; k <= 4; k++ {
+		code, _, errs := execReplay(t, append(args, "--shard", fmt.Sprintf("%d/4", k), "--shard-by", "time", "--out", filepath.Join(out, "t-{shard}.parquet"))...)
+		if code != cli.ExitOK || !strings.Contains(errs, "by time covers") {
+			t.Fatalf("shard %d/4: exit %d %s", k, code, errs)
+		}
+		notes = append(notes, errs)
+		pq = append(pq, fmt.Sprintf("s%d=%s", k, filepath.Join(out, fmt.Sprintf("t-%d-of-4.parquet", k))))
+	}
+	var duck struct {
+		Tables map[string]jsTable `json:"tables"`
+	}
+	if err := json.Unmarshal(nodeScript(t, "duckdb_check.mjs", pq...), &duck); err != nil {
+		t.Fatal(err)
+	}
+	all := duck.Tables["all"]
+	ts, inst, snap := all.col(t, "local_ts_ns"), all.col(t, "instrument"), all.col(t, "is_snapshot")
+	ns := func(v any) int64 {
+		var n int64
+		fmt.Sscan(fmt.Sprint(v), &n)
+		return n
+	}
+	prevTo := int64(0)
+	total := 0
+	for k := 1; k <= 4; k++ {
+		s := duck.Tables[fmt.Sprintf("s%d", k)]
+		total += s.Count
+		if s.Count == 0 {
+			t.Fatalf("shard %d/4 is empty (%s)", k, notes[k-1])
+		}
+		lo, hi := ns(s.Rows[0][ts]), ns(s.Rows[len(s.Rows)-1][ts])
+		if lo < prevTo {
+			t.Errorf("shard %d/4 starts at %d, before the previous shard's last row %d", k, lo, prevTo)
+		}
+		prevTo = hi
+		checked := 0
+		for id := range map[string]bool{fmt.Sprint(s.Rows[0][inst]): true, fmt.Sprint(s.Rows[len(s.Rows)-1][inst]): true} {
+			// The shard's rows of id from its first snapshot on...
+			var mine [][]any
+			for _, r := range s.Rows {
+				if fmt.Sprint(r[inst]) == id && (len(mine) > 0 || r[snap] == true) {
+					mine = append(mine, r)
+				}
+			}
+			if len(mine) == 0 {
+				continue
+			}
+			// ... after that snapshot's own block (the unsharded one also
+			// deletes the levels the book had before it) are the unsharded
+			// rows of id up to the shard's end.
+			from := ns(mine[0][ts])
+			for len(mine) > 0 && ns(mine[0][ts]) == from {
+				mine = mine[1:]
+			}
+			var want [][]any
+			for _, r := range all.Rows {
+				if fmt.Sprint(r[inst]) == id && ns(r[ts]) > from && ns(r[ts]) <= hi {
+					want = append(want, r)
+				}
+			}
+			if fmt.Sprint(mine) != fmt.Sprint(want) {
+				t.Fatalf("shard %d/4, %s: %d rows from its first snapshot, the unsharded table has %d", k, id, len(mine), len(want))
+			}
+			checked++
+		}
+		if checked == 0 {
+			t.Errorf("shard %d/4: no snapshot to compare from", k)
+		}
+	}
+	if total == 0 || total > all.Count+all.Count/2 {
+		t.Errorf("time shards hold %d rows, the table %d", total, all.Count)
+	}
+}
