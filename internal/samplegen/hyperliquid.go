@@ -216,34 +216,45 @@ func (g *hlGen) subscribeAll(t int64) {
 		}
 		t += 2e6 + e.r.int64n(3e6)
 	}
-	sub("allMids", "", nil)
-	for _, c := range g.coins {
-		c := c
-		sub("l2Book", c.spec.coin, func(sent int64) {
-			g.buf = g.appendL2(g.buf[:0], c, sent/1e6*1e6)
-			e.recv(sent, e.r.lognNs(30e6, &logn30Q), g.buf)
-		})
-		sub("bbo", c.spec.coin, func(sent int64) {
-			g.buf = g.appendBBO(g.buf[:0], c, sent/1e6)
-			e.recv(sent, e.r.lognNs(30e6, &logn30Q), g.buf)
-		})
-		sub("trades", c.spec.coin, func(sent int64) {
-			// The first trades frame carries trades from up to 20 s back.
-			n := 1 + e.r.intn(3)
-			b := append(g.buf[:0], `{"channel":"trades","data":[`...)
-			for i := 0; i < n; i++ {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				side := book.Side(e.r.intn(2))
-				px, _ := c.b.best(1 - side)
-				b = g.appendTrade(b, c, side, px, g.tradeSize(c, 1<<62), (sent-int64(n-i)*5e9)/1e6)
+	// Channel by channel over the coins, allMids last: the order the
+	// recorder subscribes in (its Spec.Channels order), which the venue
+	// acknowledges in.
+	for _, typ := range []string{"l2Book", "bbo", "trades", "activeAssetCtx"} {
+		for _, c := range g.coins {
+			c := c
+			switch typ {
+			case "l2Book":
+				sub("l2Book", c.spec.coin, func(sent int64) {
+					g.buf = g.appendL2(g.buf[:0], c, sent/1e6*1e6)
+					e.recv(sent, e.r.lognNs(30e6, &logn30Q), g.buf)
+				})
+			case "bbo":
+				sub("bbo", c.spec.coin, func(sent int64) {
+					g.buf = g.appendBBO(g.buf[:0], c, sent/1e6)
+					e.recv(sent, e.r.lognNs(30e6, &logn30Q), g.buf)
+				})
+			case "trades":
+				sub("trades", c.spec.coin, func(sent int64) {
+					// The first trades frame carries trades from up to 20 s back.
+					n := 1 + e.r.intn(3)
+					b := append(g.buf[:0], `{"channel":"trades","data":[`...)
+					for i := 0; i < n; i++ {
+						if i > 0 {
+							b = append(b, ',')
+						}
+						side := book.Side(e.r.intn(2))
+						px, _ := c.b.best(1 - side)
+						b = g.appendTrade(b, c, side, px, g.tradeSize(c, 1<<62), (sent-int64(n-i)*5e9)/1e6)
+					}
+					g.buf = append(b, "]}"...)
+					e.recv(sent, e.r.lognNs(30e6, &logn30Q), g.buf)
+				})
+			default:
+				sub(typ, c.spec.coin, nil)
 			}
-			g.buf = append(b, "]}"...)
-			e.recv(sent, e.r.lognNs(30e6, &logn30Q), g.buf)
-		})
-		sub("activeAssetCtx", c.spec.coin, nil)
+		}
 	}
+	sub("allMids", "", nil)
 }
 
 func (g *hlGen) mid(c *hlCoin) int64 {

@@ -3,6 +3,7 @@ package samplegen
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,6 +72,9 @@ func TestRecordIsARealCapture(t *testing.T) {
 			if kinds[datasets.KindDisconnect] != 1 || kinds[datasets.KindReconnect] != 1 || kinds[datasets.KindConnect] != 2 ||
 				kinds[datasets.KindCleanClose] != 2 || kinds[datasets.KindSent] == 0 || kinds[datasets.KindSubscribed] == 0 {
 				t.Errorf("records by kind %v", kinds)
+			}
+			if v == "hyperliquid" {
+				checkAckOrder(t, got)
 			}
 			if v == "polymarket" && kinds[datasets.KindRESTResponse] != 2 {
 				t.Errorf("%d REST bodies, want one per connect", kinds[datasets.KindRESTResponse])
@@ -174,4 +178,47 @@ func checkHeartbeats(t *testing.T, venueName string, recs []datasets.Record) int
 		t.Errorf("%d pings, %d pongs", pings, pongs)
 	}
 	return pongs
+}
+
+// checkAckOrder checks that the venue acknowledges each connection's
+// subscriptions in the order the recorder sent them (as Hyperliquid does).
+func checkAckOrder(t *testing.T, recs []datasets.Record) {
+	t.Helper()
+	var sent, acked []string
+	check := func() {
+		if len(sent) == 0 || !slices.Equal(sent, acked) {
+			t.Errorf("subscribed %v\nacknowledged %v", sent, acked)
+		}
+		sent, acked = nil, nil
+	}
+	for _, r := range recs {
+		switch r.Kind {
+		case datasets.KindConnect:
+			if sent != nil {
+				check()
+			}
+		case datasets.KindSent:
+			var f struct {
+				Method       string `json:"method"`
+				Subscription struct {
+					Type string `json:"type"`
+					Coin string `json:"coin"`
+				} `json:"subscription"`
+			}
+			if json.Unmarshal(r.Payload, &f) == nil && f.Method == "subscribe" {
+				k := f.Subscription.Type
+				if f.Subscription.Coin != "" {
+					k += "@" + f.Subscription.Coin
+				}
+				sent = append(sent, k)
+			}
+		case datasets.KindSubscribed:
+			c, err := datasets.DecodeControl(r.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			acked = append(acked, c.Text)
+		}
+	}
+	check()
 }

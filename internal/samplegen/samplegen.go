@@ -143,13 +143,15 @@ func Manifest(venue string, opts Options) (datasets.Manifest, error) {
 			return m, err
 		}
 		m.Endpoint = HyperliquidEndpoint
-		m.Subscriptions = []string{"allMids"}
 		for _, c := range cs {
 			m.Instruments = append(m.Instruments, c.coin)
-			for _, t := range []string{"l2Book", "bbo", "trades", "activeAssetCtx"} {
+		}
+		for _, t := range []string{"l2Book", "bbo", "trades", "activeAssetCtx"} {
+			for _, c := range cs {
 				m.Subscriptions = append(m.Subscriptions, t+"@"+c.coin) // the recorder's form, read back by hyperliquid.ParseSubscription
 			}
 		}
+		m.Subscriptions = append(m.Subscriptions, "allMids")
 		m.Notes = hlNotes
 	default:
 		return m, fmt.Errorf("%w %q", ErrVenue, venue)
