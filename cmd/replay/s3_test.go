@@ -102,7 +102,7 @@ func TestS3Verbs(t *testing.T) {
 		t.Errorf("--warmup full: s3 %+v, local %+v", full, lf)
 	}
 
-	for _, verb := range [][]string{{"verify"}, {"inspect"}, {"books", "--depth", "2"}} {
+	for _, verb := range [][]string{{"verify"}, {"inspect"}, {"books", "--depth", "2"}, {"backtest", "--strategy", "mm", "--json"}} {
 		_, lo, _ := execReplay(t, append(verb, local)...)
 		code, ro, errs := execReplay(t, append(verb, remote)...)
 		if code != cli.ExitOK {
