@@ -184,7 +184,8 @@ func jsonNum(t *testing.T, v any) string {
 // and read back by DuckDB: each token's first row holds what the recorded
 // Gamma body and book summary say (condition id, outcome, the paired token,
 // tick size, minimum order size, neg-risk, slug, question), and each later
-// row is a recorded tick_size_change that changed the tick, at its time.
+// row is a recorded tick_size_change that changed the tick, at its time (one
+// older than the last change by the venue's clock is old news, no change).
 func TestInstrumentsFromPolymarketCapture(t *testing.T) {
 	if testing.Short() {
 		t.Skip("captures from the test exchange and runs node; skipped in -short")
@@ -260,12 +261,14 @@ func TestInstrumentsFromPolymarketCapture(t *testing.T) {
 					continue
 				}
 				id := m["asset_id"].(string)
-				cur := wants[id].tick
+				cur, latest := wants[id].tick, int64(0)
 				if cs := changes[id]; len(cs) > 0 {
-					cur = cs[len(cs)-1].tick
+					cur, latest = cs[len(cs)-1].tick, cs[len(cs)-1].exNs
 				}
-				if nt := floatOf(t, m["new_tick_size"].(string)); nt != cur {
-					ms, _ := strconv.ParseInt(m["timestamp"].(string), 10, 64)
+				ms, _ := strconv.ParseInt(m["timestamp"].(string), 10, 64)
+				// A change older by the venue's clock than the last one
+				// (the test exchange cycles its frames) is old news.
+				if nt := floatOf(t, m["new_tick_size"].(string)); nt != cur && ms*1e6 >= latest {
 					changes[id] = append(changes[id], change{nt, ms * 1e6, rec.WallNs})
 				}
 			}
@@ -286,7 +289,7 @@ func TestInstrumentsFromPolymarketCapture(t *testing.T) {
 			continue
 		}
 		rows := by[tok]
-		if len(rows) != 1+len(changes[tok]) || len(changes[tok]) < 2 {
+		if len(rows) != 1+len(changes[tok]) || len(changes[tok]) < 1 {
 			t.Fatalf("%s: %d rows for %d tick changes", tok, len(rows), len(changes[tok]))
 		}
 		for i, r := range rows {
@@ -319,9 +322,9 @@ func TestInstrumentsFromPolymarketCapture(t *testing.T) {
 		t.Fatal("no rows checked")
 	}
 
-	// By condition id, one window: the row in effect at the second change and those after.
-	second := changes[firstKey(changes)][1]
-	_, win := instrumentsRows(t, dir, "--instrument", cond, "--from", strconv.FormatInt(second.localNs, 10))
+	// By condition id, one window: the row in effect at the first change and those after.
+	first := changes[firstKey(changes)][0]
+	_, win := instrumentsRows(t, dir, "--instrument", cond, "--from", strconv.FormatInt(first.localNs, 10))
 	for tok, rows := range win {
 		if len(rows) == 0 || len(rows) > len(by[tok]) || wants[tok].market != cond {
 			t.Fatalf("--instrument %s --from: %s has %d rows of %d", cond, tok, len(rows), len(by[tok]))

@@ -91,7 +91,9 @@ const (
 	// kind that began the row: gamma_markets, book_summary, book, new_market,
 	// tick_size_change, meta, spot_meta); null where nothing in the
 	// recording says. Rows are sorted by venue, instrument, time; a fact
-	// that only adds what was unknown fills in every row of its instrument.
+	// that only adds what was unknown fills in every row of its instrument,
+	// and one older by the venue's clock than the row it contradicts (a
+	// stale REST summary) starts none.
 	// Only instruments of the recording get rows (see
 	// WithRecordedInstruments); WithWindow keeps the rows in effect within a
 	// window. No Tardis layout (ErrOption); no split.

@@ -25,7 +25,9 @@ const maxProblems = 20
 // REST bodies the recording holds (discovery listings, book summaries) and
 // the WebSocket messages that carry instrument facts, and from decoded tick
 // size changes. A fact that contradicts the instrument's current row starts
-// a new row at its time; one that only adds what was unknown fills it in,
+// a new row at its time, unless the venue's own clock says it is older than
+// the row (a REST summary served from before a tick_size_change already
+// seen); one that only adds what was unknown fills it in,
 // in every row of the instrument (it was true, as far as the recording
 // says, all along). Rows are written at the end, sorted by venue, then
 // instrument, then time. Only instruments of the recording get rows: those
@@ -49,7 +51,9 @@ type instrumentsTable struct {
 type instHistory struct {
 	venue, id string
 	seenNs    int64 // receive time of the first event naming it; 0 if none
-	rows      []instRow
+	// latestExNs is the newest venue time of a fact that began a row.
+	latestExNs int64
+	rows       []instRow
 }
 
 type instRow struct {
@@ -163,14 +167,19 @@ func (t *instrumentsTable) add(v string, f venue.Instrument, recvNs int64) {
 	src := t.names.get(f.Source)
 	if len(h.rows) == 0 {
 		h.rows = append(h.rows, instRow{info: f, exNs: f.ExchangeNs, localNs: recvNs, source: src})
+		h.latestExNs = f.ExchangeNs
 		return
 	}
 	cur := &h.rows[len(h.rows)-1]
-	if contradicts(&cur.info, &f) {
+	// Older news by the venue's own clock (a REST summary served from
+	// before a tick_size_change already seen) changes nothing.
+	stale := f.ExchangeNs != 0 && f.ExchangeNs < h.latestExNs
+	if !stale && contradicts(&cur.info, &f) {
 		next := cur.info
 		overlay(&next, &f, true)
 		cur.untilNs = recvNs
 		h.rows = append(h.rows, instRow{info: next, exNs: f.ExchangeNs, localNs: recvNs, source: src})
+		h.latestExNs = max(h.latestExNs, f.ExchangeNs)
 		return
 	}
 	for i := range h.rows {

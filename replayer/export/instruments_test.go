@@ -18,7 +18,8 @@ const (
 
 // instrumentsDataset: a Gamma listing, a book summary that confirms it, a
 // tick_size_change, a summary that contradicts the listing's neg-risk, a
-// repeated tick_size_change, and a listing with an unreadable market. Record
+// repeated tick_size_change, a stale summary (its time before the change) and
+// a listing with an unreadable market. Record
 // i is at baseNs + i·stepNs.
 func instrumentsDataset(t *testing.T) string {
 	rest := func(body string) rec { return rec{kind: datasets.KindRESTResponse, payload: []byte(body)} }
@@ -36,6 +37,7 @@ func instrumentsDataset(t *testing.T) string {
 		frame(tick),                    // 3: 0.01 → 0.001
 		rest(summary(insNo, "true")),   // 4: neg_risk contradicts
 		frame(tick),                    // 5: no change
+		rest(summary(insYes, "false")), // 6: tick 0.01 again, but from before the change: stale
 		rest(`[{"conditionId":"0xbad","orderPriceMinTickSize":"x","clobTokenIds":"[\"` + insYes + `\"]"}]`), // 6: unreadable
 		ctl(datasets.KindCleanClose, datasets.Control{}),
 	})
@@ -55,7 +57,8 @@ func exportInstruments(t *testing.T, dir string, opts ...Option) (*table, *Sink)
 // TestInstrumentsMerge: a fact that only confirms or adds fills the row in,
 // one that contradicts it starts a new row at its time (tick size from a
 // tick_size_change at the venue's time, neg_risk from a summary), the
-// previous row ends there, and an unreadable listing changes nothing and is
+// previous row ends there, a summary older than the change by the venue's
+// clock starts no row, and an unreadable listing changes nothing and is
 // reported with its record.
 func TestInstrumentsMerge(t *testing.T) {
 	dir := instrumentsDataset(t)
@@ -82,7 +85,7 @@ func TestInstrumentsMerge(t *testing.T) {
 			}
 		}
 	}
-	if p := s.Problems(); len(p) != 1 || !strings.Contains(p[0], "seq 7") || !strings.Contains(p[0], "orderPriceMinTickSize") {
+	if p := s.Problems(); len(p) != 1 || !strings.Contains(p[0], "seq 8") || !strings.Contains(p[0], "orderPriceMinTickSize") {
 		t.Fatalf("problems %q", p)
 	}
 
