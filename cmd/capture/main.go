@@ -1,5 +1,6 @@
 // Command capture records exchange WebSocket market data into tapedeck
-// datasets, and imports interchange formats into them.
+// datasets (with a read-only status page of the running daemon), reports on
+// them, and imports interchange formats into them.
 package main
 
 import (

@@ -1,6 +1,6 @@
 // Command replay reads tapedeck datasets: replays them through the books,
 // prints reconstructed books, serves them over WebSocket, exports tables,
-// verifies and benchmarks them.
+// writes HTML reports of them, verifies and benchmarks them.
 package main
 
 import (
