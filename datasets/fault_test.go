@@ -193,13 +193,7 @@ func TestFlippedByteInEveryBlock(t *testing.T) {
 		if (testing.Short() || raceEnabled) && k != 0 && k != len(blocks)-1 && (k == 0 || blocks[k-1].seg == b.seg) {
 			continue
 		}
-		for _, where := range []struct {
-			name string
-			off  int64
-		}{
-			{"header", b.e.Offset + 40},
-			{"content", b.e.Offset + blockHeaderSize + int64(b.e.CompLen)/2},
-		} {
+		for _, where := range flipSpots(b) {
 			t.Run(fmt.Sprintf("block%02d/%s", k, where.name), func(t *testing.T) {
 				dir := copyDataset(t, src)
 				seg := filepath.Join(dir, filepath.Base(b.seg))
@@ -268,6 +262,20 @@ func TestFlippedByteInEveryBlock(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+type flipSpot struct {
+	name string
+	off  int64
+}
+
+// flipSpots are the offsets in block b where a flipped byte damages its
+// header and its content.
+func flipSpots(b blockPos) []flipSpot {
+	return []flipSpot{
+		{"header", b.e.Offset + 40},
+		{"content", b.e.Offset + blockHeaderSize + int64(b.e.CompLen)/2},
 	}
 }
 

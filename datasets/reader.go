@@ -19,6 +19,7 @@ type readerOptions struct {
 	skipDamaged bool
 	untilNs     int64 // read-ahead stops after the block reaching it; 0: none
 	store       Store
+	readAhead   int
 }
 
 // WithReadUntil tells the reader that nothing at or after wallNs will be
@@ -121,6 +122,12 @@ type Reader struct {
 	pend   *pendingDamage // damage waiting for the next good block
 	damage []Damage
 	gapBuf []byte
+
+	// Read-ahead (WithReadAhead): the goroutine of the open segment, if
+	// running, and the block slots it fills.
+	ra    readAhead
+	raOn  bool
+	slots []aheadBlock
 }
 
 // Open opens the dataset at location (a directory, or a URL of a
@@ -205,7 +212,7 @@ func (r *Reader) Next() bool {
 			}
 			continue
 		}
-		err := r.sr.nextBlock()
+		err := r.nextBlock()
 		if err == io.EOF {
 			r.closeFile()
 			continue
@@ -226,6 +233,34 @@ func (r *Reader) Next() bool {
 		}
 	}
 	return false
+}
+
+// nextBlock decodes the next block of the open segment into r.sr: taken
+// from read-ahead when it runs (starting it when it can), read here
+// otherwise and where read-ahead stopped.
+func (r *Reader) nextBlock() error {
+	if !r.raOn && r.readAheadFrom() {
+		r.startReadAhead()
+	}
+	if r.raOn {
+		ok, err := r.nextAheadBlock()
+		if !ok && err != nil {
+			return fmt.Errorf("datasets: seek %s: %w", r.sr.file, err)
+		}
+		if ok {
+			if err != nil {
+				// Framing damage in an intact block: go on from where the
+				// stream would be without read-ahead, just after it.
+				r.stopReadAhead()
+				if _, serr := r.f.Seek(r.sr.off, io.SeekStart); serr != nil {
+					return fmt.Errorf("datasets: seek %s: %w", r.sr.file, serr)
+				}
+				r.sr.reset(r.f, r.sr.file, r.sr.off, r.sr.end)
+			}
+			return err
+		}
+	}
+	return r.sr.nextBlock()
 }
 
 // openSegment opens segs[i] positioned at off (0 = after checking its header).
@@ -305,6 +340,7 @@ func (r *Reader) tornTail(si int) bool {
 }
 
 func (r *Reader) closeFile() {
+	r.stopReadAhead()
 	if r.f != nil {
 		r.f.Close()
 		r.f = nil
@@ -436,6 +472,7 @@ func (r *Reader) Close() error {
 	r.closeFile()
 	r.done = true
 	r.sr.release()
+	r.releaseSlots()
 	return nil
 }
 

@@ -119,42 +119,85 @@ func cleanupBench() {
 // digest. One op is a replay of the whole recording.
 func BenchmarkReplay(b *testing.B) {
 	for _, w := range workloads {
-		b.Run(w.name, func(b *testing.B) {
-			dir, bytes := benchDataset(b, w, benchFrames)
-			b.SetBytes(bytes)
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu0 := cpuNs()
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			mallocs0 := ms.Mallocs
-			var frames uint64
-			for range b.N {
-				r, err := New([]string{dir})
-				if err != nil {
-					b.Fatal(err)
-				}
-				r.Subscribe(Key{}, SubscriberFunc(func(*Event) error { return nil }))
-				s, err := r.Run(context.Background())
-				if err != nil {
-					b.Fatal(err)
-				}
-				if s.DecodeErrors != 0 {
-					b.Fatalf("decode errors: %+v", s.FirstDecodeErrors[0])
-				}
-				frames += s.Frames
-			}
-			cpu := cpuNs() - cpu0
-			runtime.ReadMemStats(&ms)
-			b.ReportMetric(float64(ms.Mallocs-mallocs0)/float64(frames), "allocs/frame")
-			b.ReportMetric(float64(frames)/b.Elapsed().Seconds(), "frames/s")
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(frames), "ns/frame")
-			// CPU time (every thread: GC included) per frame holds steadier
-			// than wall time on a shared machine.
-			b.ReportMetric(float64(cpu)/float64(frames), "cpu-ns/frame")
-			b.ReportMetric(float64(bytes)*float64(b.N)/float64(cpu)*1e3, "cpu-MB/s")
+		for _, ra := range []int{0, datasets.DefaultReadAhead} {
+			b.Run(fmt.Sprintf("%s/readahead=%d", w.name, ra), func(b *testing.B) {
+				dir, bytes := benchDataset(b, w, benchFrames)
+				benchReplay(b, dir, bytes, WithReadAhead(ra))
+			})
+		}
+	}
+}
+
+// BenchmarkReplayRecording replays the dataset named by
+// $TAPEDECK_BENCH_RECORDING (make bench-peers builds the 1.35 M-frame one in
+// bench/out/peers/dataset-15m), sequentially and reading ahead, with the
+// default integrity checks: issue 17's end-to-end figure.
+func BenchmarkReplayRecording(b *testing.B) {
+	dir := os.Getenv("TAPEDECK_BENCH_RECORDING")
+	if dir == "" {
+		b.Skip("TAPEDECK_BENCH_RECORDING is not set")
+	}
+	if _, err := datasets.ReadManifest(dir); err != nil {
+		b.Fatal(err)
+	}
+	var bytes int64
+	{
+		r, err := New([]string{dir}, WithHashMode(HashOff, 0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := r.Run(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		bytes = int64(s.Bytes)
+	}
+	for _, ra := range []int{0, datasets.DefaultReadAhead} {
+		b.Run(fmt.Sprintf("readahead=%d", ra), func(b *testing.B) {
+			benchReplay(b, dir, bytes, WithReadAhead(ra))
 		})
 	}
+}
+
+func benchReplay(b *testing.B, dir string, bytes int64, opts ...Option) {
+	b.SetBytes(bytes)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuNs()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	mallocs0 := ms.Mallocs
+	var frames uint64
+	for range b.N {
+		s := replayOnce(b, dir, opts...)
+		if s.DecodeErrors != 0 {
+			b.Fatalf("decode errors: %+v", s.FirstDecodeErrors[0])
+		}
+		frames += s.Frames
+	}
+	cpu := cpuNs() - cpu0
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.Mallocs-mallocs0)/float64(frames), "allocs/frame")
+	b.ReportMetric(float64(frames)/b.Elapsed().Seconds(), "frames/s")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(frames), "ns/frame")
+	// CPU time (every thread: GC included) per frame holds steadier
+	// than wall time on a shared machine.
+	b.ReportMetric(float64(cpu)/float64(frames), "cpu-ns/frame")
+	b.ReportMetric(float64(bytes)*float64(b.N)/float64(cpu)*1e3, "cpu-MB/s")
+}
+
+// replayOnce replays dir to a no-op subscriber.
+func replayOnce(b *testing.B, dir string, opts ...Option) *Summary {
+	r, err := New([]string{dir}, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.Subscribe(Key{}, SubscriberFunc(func(*Event) error { return nil }))
+	s, err := r.Run(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
 }
 
 // cpuNs is the process's user and system CPU time so far.
@@ -190,15 +233,7 @@ func BenchmarkReplaySamples(b *testing.B) {
 			b.ReportAllocs()
 			cpu0 := cpuNs()
 			for range b.N {
-				r, err := New([]string{dir}, WithHashMode(run.mode, DefaultHashEvery))
-				if err != nil {
-					b.Fatal(err)
-				}
-				r.Subscribe(Key{}, SubscriberFunc(func(*Event) error { return nil }))
-				s, err := r.Run(context.Background())
-				if err != nil {
-					b.Fatal(err)
-				}
+				s := replayOnce(b, dir, WithHashMode(run.mode, DefaultHashEvery))
 				frames += s.Frames
 				bytes = s.Bytes
 			}

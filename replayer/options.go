@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
@@ -34,12 +35,14 @@ type options struct {
 	maxConns, maxInstruments int
 	// stopOnSubErr ends Run at the first subscriber failure.
 	stopOnSubErr bool
+	// readAhead is the blocks each dataset reader decompresses ahead.
+	readAhead int
 }
 
 // defaults are the options of a Replayer with none given.
 func defaults() options {
 	return options{speed: SpeedMax, maxGap: DefaultMaxGap, newDecoder: venueDecoder, hashEvery: DefaultHashEvery,
-		maxConns: DefaultMaxConns, maxInstruments: DefaultMaxInstruments}
+		maxConns: DefaultMaxConns, maxInstruments: DefaultMaxInstruments, readAhead: datasets.DefaultReadAhead}
 }
 
 // WithWindow limits delivery to records with fromNs ≤ WallNs < toNs (wall ns
@@ -305,4 +308,20 @@ func WithLimits(conns, instruments int) Option {
 // goes on for the others.
 func WithStopOnSubscriberError() Option {
 	return func(o *options) error { o.stopOnSubErr = true; return nil }
+}
+
+// WithReadAhead sets how many blocks of each dataset are read, checked and
+// decompressed ahead on a second goroutine while Run decodes, applies and
+// routes the current one: the replay then uses two cores. 0 reads
+// sequentially on Run's goroutine. Events, books, losses, the Summary and
+// the digest are the same either way (see datasets.WithReadAhead); memory
+// grows by n decoded blocks per dataset. Default: datasets.DefaultReadAhead.
+func WithReadAhead(n int) Option {
+	return func(o *options) error {
+		if n < 0 || n > 64 {
+			return fmt.Errorf("%w: read-ahead %d blocks (0 to 64)", ErrOption, n)
+		}
+		o.readAhead = n
+		return nil
+	}
 }

@@ -302,7 +302,7 @@ func (r *Replayer) openAll() ([]*datasets.Reader, *Merger, error) {
 		from = 0 // a backward seek rereads from the start
 	}
 	for _, p := range r.paths {
-		opts := []datasets.ReaderOption{datasets.WithSkipDamaged()}
+		opts := []datasets.ReaderOption{datasets.WithSkipDamaged(), datasets.WithReadAhead(r.opts.readAhead)}
 		if r.opts.toNs > 0 {
 			opts = append(opts, datasets.WithReadUntil(r.opts.toNs))
 		}

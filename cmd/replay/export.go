@@ -47,6 +47,7 @@ type exportOptions struct {
 	PartitionBy []export.PartitionField // --partition-by: a Hive tree under Out
 	Shard       replayer.Shard
 	ShardByTime bool // --shard-by time: shard K is the K-th of N equal time slices
+	ReadAhead   int  // blocks decompressed ahead per dataset (0: sequential)
 
 	Stderr   io.Writer
 	Stdout   io.Writer
@@ -193,6 +194,7 @@ byte-identical files.`,
 	f.StringVar(&partitionBy, "partition-by", "", "write a Hive-partitioned tree under --out (a directory or s3://bucket/prefix): `FIELDS` of venue, date, hour, instrument, e.g. venue,date,instrument; _SUCCESS marks it complete")
 	f.StringVar(&shardBy, "shard-by", "instrument", "how --shard splits: instrument (the union of the shards is the unsharded table) or time (shard K reads only the K-th of N equal time slices; its books start empty and are exact from each instrument's first snapshot in it)")
 	f.StringVar(&shard, "shard", "", "export only shard `K/N` of the instruments (1/4 … 4/4 together are the whole table); --out needs {shard} unless --partition-by or --split-by")
+	addReadAheadFlag(cmd, &opts.ReadAhead)
 	return cmd
 }
 
@@ -567,7 +569,8 @@ func exportTable(ctx context.Context, o *exportOptions, open func(path string) (
 	}
 	// The sink is the only subscriber: once it cannot write (a full disk),
 	// the rest of the replay would be wasted, so its error ends the run.
-	ropts = append(ropts, replayer.WithSkipDamaged(o.SkipDamaged), replayer.WithStopOnSubscriberError())
+	ropts = append(ropts, replayer.WithSkipDamaged(o.SkipDamaged), replayer.WithStopOnSubscriberError(),
+		replayer.WithReadAhead(o.ReadAhead))
 	if !o.Shard.Whole() && !o.ShardByTime {
 		ropts = append(ropts, replayer.WithShard(o.Shard)) // other shards' instruments are not even routed
 	}

@@ -3,7 +3,11 @@ package main
 import (
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/internal/cli"
 
 	"github.com/tapedeck/tapedeck/replayer"
 )
@@ -39,4 +43,21 @@ func (v *hashModeValue) Set(s string) error {
 	}
 	*v = hashModeValue(m)
 	return nil
+}
+
+// addReadAheadFlag registers --read-ahead on cmd and checks its value
+// before the verb runs.
+func addReadAheadFlag(cmd *cobra.Command, n *int) {
+	cmd.Flags().IntVar(n, "read-ahead", datasets.DefaultReadAhead,
+		"blocks of each dataset read and decompressed ahead on a second core (`N`, 0 to 64; 0: all on one goroutine); the output and digest are the same")
+	pre := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		if *n < 0 || *n > 64 {
+			return cli.FlagErrorf("--read-ahead %d: want 0 to 64 blocks", *n)
+		}
+		if pre != nil {
+			return pre(c, args)
+		}
+		return nil
+	}
 }

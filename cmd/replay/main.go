@@ -27,7 +27,7 @@ func newRootCmd() *cobra.Command {
 		newVerifyCmd(nil),
 	)
 	cli.AddStorageFlags(root)
-	return root
+	return addProfileFlag(root)
 }
 
 func main() { os.Exit(cli.Main(newRootCmd(), os.Args[1:], os.Stderr)) }

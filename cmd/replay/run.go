@@ -33,6 +33,7 @@ type runOptions struct {
 	SkipDamaged  bool
 	AllowRejects bool // exit 0 despite rejected frames
 	Warmup       replayer.Warmup
+	ReadAhead    int // blocks decompressed ahead per dataset (0: sequential)
 
 	Out, ErrOut io.Writer
 	Progress    bool // a progress bar on ErrOut
@@ -106,6 +107,7 @@ unless --allow-rejects is given.`,
 	cmd.Flags().BoolVar(&opts.SkipDamaged, "skip-damaged", false, skipDamagedUsage)
 	cmd.Flags().BoolVar(&opts.AllowRejects, "allow-rejects", false, "exit 0 even if the decoder rejected frames or REST bodies (they are still listed)")
 	opts.Hash.add(cmd.Flags())
+	addReadAheadFlag(cmd, &opts.ReadAhead)
 	return cmd
 }
 
@@ -114,7 +116,8 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		ctx = context.Background()
 	}
 	r, err := replayer.New(opts.Paths, replayer.WithWindow(opts.FromNs, opts.ToNs),
-		replayer.WithSpeed(opts.Speed), replayer.WithMaxGap(opts.MaxGap), opts.Hash.option(), replayer.WithSkipDamaged(opts.SkipDamaged), replayer.WithWarmup(opts.Warmup))
+		replayer.WithSpeed(opts.Speed), replayer.WithMaxGap(opts.MaxGap), opts.Hash.option(), replayer.WithSkipDamaged(opts.SkipDamaged), replayer.WithWarmup(opts.Warmup),
+		replayer.WithReadAhead(opts.ReadAhead))
 	if err != nil {
 		return err
 	}
