@@ -36,6 +36,9 @@ type aheadBlock struct {
 	rawBuf     []byte // owns raw's array when the block was compressed
 	err        error
 	notRecords bool
+	// last: read-ahead stopped after this block, the stream just past it
+	// (WithReadUntil: the block reaches the end of what will be read).
+	last bool
 }
 
 // readAhead runs one segment's read-ahead goroutine: it reads blocks on
@@ -76,12 +79,12 @@ func (r *Reader) startReadAhead() bool {
 		ra.free <- &r.slots[i]
 	}
 	w := segmentReader{r: s.r, file: s.file, off: s.off, end: s.end, dec: s.dec, dict: s.dict}
-	go ra.run(w)
+	go ra.run(w, r.o.untilNs)
 	r.raOn = true
 	return true
 }
 
-func (ra *readAhead) run(w segmentReader) {
+func (ra *readAhead) run(w segmentReader, untilNs int64) {
 	defer close(ra.done)
 	for {
 		var b *aheadBlock
@@ -99,8 +102,11 @@ func (ra *readAhead) run(w segmentReader) {
 		}
 		b.h, b.blockOff, b.next, b.err = w.h, w.blockOff, w.off, err
 		b.comp, b.rawBuf, b.raw = w.comp, w.rawBuf, w.raw
+		// Nothing past untilNs will be read: reading on would fetch blocks
+		// (from a remote store) that nobody wants.
+		b.last = err == nil && !b.notRecords && untilNs != 0 && w.h.LastWall >= untilNs
 		ra.full <- b // never blocks: there are as many places as slots
-		if err != nil || b.notRecords {
+		if err != nil || b.notRecords || b.last {
 			return
 		}
 	}
@@ -113,8 +119,16 @@ func (ra *readAhead) run(w segmentReader) {
 func (r *Reader) nextAheadBlock() (ok bool, err error) {
 	ra := &r.ra
 	if ra.cur != nil {
+		last := ra.cur.last
 		ra.free <- ra.cur
 		ra.cur = nil
+		if last {
+			// The goroutine ended after that block; the stream is just
+			// past it, where the caller reads on.
+			r.stopReadAhead()
+			r.raPast = true
+			return false, nil
+		}
 	}
 	b := <-ra.full
 	if b.err != nil || b.notRecords {
@@ -159,5 +173,5 @@ func (r *Reader) releaseSlots() {
 // readAheadFrom says whether blocks can be read ahead from the stream's
 // position: the stream is the segment file itself (not a recovery view).
 func (r *Reader) readAheadFrom() bool {
-	return r.o.readAhead > 0 && r.f != nil && r.sr.r == io.Reader(r.f) && r.sr.end > r.sr.off
+	return r.o.readAhead > 0 && !r.raPast && r.f != nil && r.sr.r == io.Reader(r.f) && r.sr.end > r.sr.off
 }

@@ -262,3 +262,40 @@ func TestReadAheadCloseMidway(t *testing.T) {
 		t.Fatal("Next after Close")
 	}
 }
+
+// With WithReadUntil, read-ahead reads no block past the one reaching the
+// time (a remote store would fetch them for nothing): a reader stopping
+// there has read the same bytes as without read-ahead. Reading on past it
+// still works, on demand.
+func TestReadAheadStopsAtReadUntil(t *testing.T) {
+	recs := genRecords(t, 6000, int64(time.Millisecond))
+	dir := filepath.Join(t.TempDir(), "ds")
+	writeRecords(t, dir, recs, WithBlockSize(16<<10))
+	until := recs[len(recs)/3].WallNs
+	read := func(opts ...ReaderOption) (fetched int64, all []Record) {
+		r, err := Open(dir, append(opts, WithReadUntil(until))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		for r.Next() && r.Record().WallNs < until {
+		}
+		fetched = r.Fetched()
+		all = append(all, *r.Record())
+		for r.Next() {
+			all = append(all, *r.Record())
+		}
+		if r.Err() != nil {
+			t.Fatal(r.Err())
+		}
+		return fetched, all
+	}
+	seqBytes, seqRecs := read()
+	aheadBytes, aheadRecs := read(WithReadAhead(3))
+	if seqBytes == 0 || aheadBytes != seqBytes {
+		t.Fatalf("read %d bytes up to the time with read-ahead, %d without", aheadBytes, seqBytes)
+	}
+	if len(aheadRecs) != len(seqRecs) || len(seqRecs) != len(recs)-len(recs)/3 {
+		t.Fatalf("%d records on from the time with read-ahead, %d without, want %d", len(aheadRecs), len(seqRecs), len(recs)-len(recs)/3)
+	}
+}

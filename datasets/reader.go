@@ -125,9 +125,10 @@ type Reader struct {
 
 	// Read-ahead (WithReadAhead): the goroutine of the open segment, if
 	// running, and the block slots it fills.
-	ra    readAhead
-	raOn  bool
-	slots []aheadBlock
+	ra     readAhead
+	raOn   bool
+	raPast bool // read-ahead reached WithReadUntil's time: reads on demand from there
+	slots  []aheadBlock
 }
 
 // Open opens the dataset at location (a directory, or a URL of a
@@ -376,7 +377,7 @@ func (r *Reader) SeekTime(wallNs int64) error {
 	// blocks; openSegment notices and the search runs again.
 	for attempt := 0; ; attempt++ {
 		r.closeFile()
-		r.done, r.trunc, r.seeking, r.changed = false, nil, false, false
+		r.done, r.trunc, r.seeking, r.changed, r.raPast = false, nil, false, false, false
 		r.lastOK, r.fromStart, r.pend = false, false, nil
 		i, off, found, err := r.locate(wallNs)
 		if err != nil {
