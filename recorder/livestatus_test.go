@@ -51,3 +51,24 @@ func TestLiveStatusInstrumentStall(t *testing.T) {
 		t.Errorf("after the stop the connection is %q", after.Conns[0].State)
 	}
 }
+
+// TestLiveStatusWithoutLiveEngine: with the live engine off the status still
+// lists the planned instruments (without books) and the connection's
+// frames, and says the engine is off.
+func TestLiveStatusWithoutLiveEngine(t *testing.T) {
+	s := fakeexchange.New(fakeexchange.HyperliquidConfig())
+	defer s.Close()
+	c := startCapture(t, hlSpec(s, []string{"l2Book"}, "BTC", "ETH"), nil, recorder.WithLive(false))
+	var st *recorder.LiveStatus
+	waitFor(t, "frames", func() bool {
+		st = c.rec.LiveStatus()
+		return len(st.Conns) == 1 && st.Conns[0].Frames > 10
+	})
+	c.stop()
+	if st.Live.On || len(st.Instruments) != 2 || st.Instruments[0].Instrument != "BTC" || st.Instruments[0].HasBook || st.Instruments[1].Conn != 1 {
+		t.Errorf("live %+v instruments %+v", st.Live, st.Instruments)
+	}
+	if st.Conns[0].State != "connected" || st.Conns[0].Instruments != 2 || st.Stats.Frames < st.Conns[0].Frames {
+		t.Errorf("connection %+v, stats %+v", st.Conns[0], st.Stats)
+	}
+}
