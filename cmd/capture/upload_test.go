@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/datasets/s3store"
@@ -141,11 +143,12 @@ func TestKillNineDuringUpload(t *testing.T) {
 	cmd := exec.Command(bin, "run", "--venue", "polymarket", "--instruments", fakeexchange.PolymarketStreamAsset,
 		"--endpoint", s.WSURL(), "--clob-endpoint", s.CLOBURL(), "--out", out, "--flush-interval", "20ms",
 		"--rotate-size", "1048576", "--upload", loc, "--upload-delete")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	defer cmd.Process.Kill()
 	st, err := s3store.Open(loc)
 	if err != nil {
 		t.Fatal(err)
@@ -160,10 +163,17 @@ func TestKillNineDuringUpload(t *testing.T) {
 			t.Logf("stderr: %.3000s", stderr.String())
 		}
 	}()
-	capWait(t, "segment 1 finished and its index refused", func() bool {
+	// A 1 MiB segment of the test exchange's well-compressed frames takes
+	// tens of seconds: a longer wait than capWait's.
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		_, err1 := os.Stat(filepath.Join(out, "00000002.seg"))
-		return err1 == nil && strings.Contains(stderr.String(), "00000001.idx")
-	})
+		if err1 == nil && strings.Contains(stderr.String(), "00000001.idx") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for segment 1 to finish and its index to be refused")
+		}
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
 	objs, err := st.Objects()
@@ -250,4 +260,22 @@ func TestImportToS3(t *testing.T) {
 	if code, _, errs := execImport(t, append(args, "--out", "s3://nosuch/pm")...); code == cli.ExitOK || !strings.Contains(errs, "nosuch") {
 		t.Errorf("missing bucket: exit %d %s", code, errs)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer a child process writes while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
