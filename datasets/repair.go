@@ -115,6 +115,9 @@ var ErrUnrepairable = errors.New("datasets: repair: cannot repair")
 // on a sound dataset changes nothing. While a Writer has the dataset open,
 // Repair refuses with ErrLocked.
 func Repair(dir string, opts ...RepairOption) (*RepairReport, error) {
+	if IsRemote(dir) {
+		return nil, fmt.Errorf("datasets: %s %s: needs a local directory (object stores are read, and written by uploads of finished datasets)", "repair", dir)
+	}
 	var o repairOptions
 	for _, opt := range opts {
 		opt(&o)

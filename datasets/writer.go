@@ -126,6 +126,9 @@ const lossSlack = 1 << 20
 // manifest. m.FormatVersion may be 0 (the current version is used); StartNs
 // and EndNs are set from the records on Close.
 func Create(dir string, m Manifest, opts ...WriterOption) (*Writer, error) {
+	if IsRemote(dir) {
+		return nil, fmt.Errorf("datasets: %s %s: needs a local directory (object stores are read, and written by uploads of finished datasets)", "create", dir)
+	}
 	o := defaultWriterOptions()
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {

@@ -54,6 +54,9 @@ prints the report as JSON with "verified" and "problems_left".`,
 		Args: cli.ExactlyOne("DATASET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Path, opts.Out = args[0], cmd.OutOrStdout()
+			if datasets.IsRemote(opts.Path) {
+				return cli.FlagErrorf("repair: %s: repair rewrites files in place and works on a local dataset; copy it down, repair it, and upload it with capture upload", opts.Path)
+			}
 			if runF != nil {
 				return runF(opts)
 			}
