@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,5 +127,35 @@ func TestS3Verbs(t *testing.T) {
 	code, _, errs = execReplay(t, "run", remote)
 	if code != cli.ExitError || !strings.Contains(errs, "access refused") || !strings.Contains(errs, remote) {
 		t.Errorf("wrong credentials: exit %d %s", code, errs)
+	}
+}
+
+// TestServeFromS3: replay serve streams a dataset from the S3 server to a
+// venue-protocol client, byte-identical to the recorded frame.
+func TestServeFromS3(t *testing.T) {
+	s3test.Start(t, "tapes")
+	local := filepath.Join("..", "..", "datasets", "samples", "hyperliquid")
+	if _, err := s3store.UploadDataset(context.Background(), local, "s3://tapes/hl"); err != nil {
+		t.Fatal(err)
+	}
+	want, sub := serveFirstFrame(t, local, "hyperliquid")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var clientErr string
+	cmd := newServeCmd(func(_ context.Context, o *serveCmdOptions) error {
+		o.Window = 0
+		o.Ready = func(addr net.Addr) {
+			defer cancel()
+			clientErr = serveExampleClient("ws://"+addr.String()+"/ws", `{"method":"ping"}`, `{"channel":"pong"}`, sub, want)
+		}
+		return runServe(ctx, o)
+	})
+	var errb bytes.Buffer
+	cmd.SetArgs([]string{"s3://tapes/hl", "--listen", "127.0.0.1:0"})
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&errb)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	if err := cmd.Execute(); err != nil || clientErr != "" {
+		t.Fatalf("serve s3://tapes/hl: %v, client: %s\n%s", err, clientErr, errb.String())
 	}
 }
