@@ -14,7 +14,7 @@ func AddStorageFlags(root *cobra.Command) {
 	var readAhead int64
 	f := root.PersistentFlags()
 	f.StringVar(&c.Endpoint, "s3-endpoint", "", "S3-compatible endpoint `URL` for s3:// paths (default: $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, else AWS S3; credentials from the AWS variables, profile or instance role)")
-	f.StringVar(&c.CacheDir, "s3-cache", "", "keep the byte ranges read from s3:// datasets in `DIR` and reuse them")
+	f.StringVar(&c.CacheDir, "s3-cache", "", "keep the byte ranges read from s3:// datasets in `DIR` and reuse them (never evicted: remove DIR to free it)")
 	f.Int64Var(&readAhead, "s3-read-ahead", 32, "read at most this many `MiB` ahead of a replay from s3://")
 	prev := root.PersistentPreRunE
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
