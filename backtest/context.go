@@ -171,3 +171,47 @@ func (c *Context) Best(instrument string, side book.Side) (book.Level, bool) {
 	}
 	return in.Book.Best(side)
 }
+
+// Available returns the size a taker order of side could take now at limit
+// or better on the instrument, as the simulated exchange sees it: the
+// recorded book, its mirror for an outcome token (a BUY YES meets BUY NO at
+// 1 − p), less what the strategy's own taker orders already took. Orders in
+// flight meet the book as it is when they arrive, which may differ.
+func (c *Context) Available(instrument string, side Side, limit int64) int64 {
+	in := c.e.insts[instrument]
+	if in == nil || in.Book == nil || !in.Book.Valid() {
+		return 0
+	}
+	opp := book.Ask
+	if side == Sell {
+		opp = book.Bid
+	}
+	var n int64
+	for _, l := range c.e.levels(in, opp) {
+		if !better(side, l.Price, limit) {
+			break
+		}
+		n += max(l.Size-in.takenAt(opp, l.Price), 0)
+	}
+	return n
+}
+
+// Take returns the best price and size a taker of side meets now on the
+// instrument, as Available sees the book (mirror included, own takes
+// excluded); ok is false when there is none.
+func (c *Context) Take(instrument string, side Side) (price, size int64, ok bool) {
+	in := c.e.insts[instrument]
+	if in == nil || in.Book == nil || !in.Book.Valid() {
+		return 0, 0, false
+	}
+	opp := book.Ask
+	if side == Sell {
+		opp = book.Bid
+	}
+	for _, l := range c.e.levels(in, opp) {
+		if n := l.Size - in.takenAt(opp, l.Price); n > 0 {
+			return l.Price, n, true
+		}
+	}
+	return 0, 0, false
+}

@@ -76,6 +76,12 @@ type Config struct {
 	Resolutions map[string]bool
 	// EquityEveryNs samples equity and positions at this interval (default 1 s).
 	EquityEveryNs int64
+	// Instruments, when set, restricts what the strategy receives to the
+	// events of these instruments (ids, or market ids such as Polymarket
+	// condition ids, for all the market's instruments) and connection-wide
+	// events; the simulator still follows every book (a mirrored token's
+	// book included).
+	Instruments []string
 	// MarkoutsNs are the horizons of the markouts after fills (default 1 s, 10 s, 60 s).
 	MarkoutsNs []int64
 }
@@ -291,7 +297,7 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 		e.market(in, ev)
 	}
 	e.deliver()
-	if !e.stratDead {
+	if !e.stratDead && e.wants(ev, in) {
 		e.guard(ev, func() { e.strat.OnEvent(&e.ctx, ev) })
 	}
 	// Orders sent in the callbacks that are due already (no latency, and
@@ -299,6 +305,19 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 	e.activate(ev)
 	e.sample(ev.RecvNs)
 	return nil
+}
+
+// wants reports whether the strategy receives ev (Config.Instruments).
+func (e *Engine) wants(ev *feed.Event, in *Instrument) bool {
+	if len(e.cfg.Instruments) == 0 || ev.Instrument == "" {
+		return true
+	}
+	for _, id := range e.cfg.Instruments {
+		if id == ev.Instrument || (in != nil && in.Market != "" && id == in.Market) {
+			return true
+		}
+	}
+	return false
 }
 
 // guard runs f, isolating a strategy panic.
@@ -723,7 +742,7 @@ func (e *Engine) take(in *Instrument, o *Order, opp book.Side, ev *feed.Event) {
 		var q int64
 		if o.Amount > 0 {
 			// shares = dollars / price, floored to the size scale.
-			q = mulDivRound(amtLeft, pow10(sc.SizeDecimals), 0, 0) / (l.Price * cashUnit)
+			q = mulDivFloor(amtLeft, pow10(sc.SizeDecimals), l.Price*cashUnit)
 			q = min(q, avail)
 			if q <= 0 {
 				break

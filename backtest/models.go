@@ -355,6 +355,20 @@ func mulDivRound(a, b int64, _ int, shift int) int64 {
 	return r
 }
 
+// mulDivFloor returns ⌊a·b / c⌋ for a, b ≥ 0 and c > 0 with a 128-bit
+// intermediate (a dollar amount times a size unit overflows int64).
+func mulDivFloor(a, b, c int64) int64 {
+	if a <= 0 || b <= 0 || c <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi >= uint64(c) {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, uint64(c))
+	return int64(min(q, math.MaxInt64))
+}
+
 func uabs(v int64) uint64 {
 	if v < 0 {
 		return uint64(-v)

@@ -216,3 +216,14 @@ func TestPolymarketUserResolution(t *testing.T) {
 		t.Fatalf("cash %d pnl %v: YES settled at 0 loses the $33.60", tp.e.cash, res.Summary.PnL)
 	}
 }
+
+// A dollar-sized BUY of $5,000 (its amount times the share unit overflows
+// int64) takes the whole visible book up to its limit, and no more.
+func TestPolymarketLargeDollarBuy(t *testing.T) {
+	tp, s := pmTape(t, Config{Cash: cash(t, "100000")})
+	id := tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.43"), Amount: tp.px("5000"), TIF: FAK})
+	o := wantStatus(t, tp, id, StatusFilled, "")
+	if o.Size != tp.sz("280") || tp.e.cash != cash(t, "100000")-cash(t, "119.6") {
+		t.Fatalf("bought %d for %d, want 280 shares for $119.60", o.Size, cash(t, "100000")-tp.e.cash)
+	}
+}

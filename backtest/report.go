@@ -148,6 +148,9 @@ type Result struct {
 	Errors   []error
 	// Scales are the instruments' fixed-point scales, by instrument id.
 	Scales map[string]book.Scale
+	// Markets are the instruments' markets (Polymarket condition ids), by
+	// instrument id, for those that have one.
+	Markets map[string]string
 }
 
 // Summary is the run's scorecard. Money is in dollars (float64, from the
@@ -182,9 +185,12 @@ func cashF(v int64) float64 { return float64(v) / 1e10 }
 
 func (e *Engine) result() *Result {
 	r := &Result{Orders: e.orders, Fills: e.fills, Equity: e.equity, Markouts: e.marksOut, Errors: e.errs,
-		Scales: make(map[string]book.Scale, len(e.instList))}
+		Scales: make(map[string]book.Scale, len(e.instList)), Markets: map[string]string{}}
 	for _, in := range e.instList {
 		r.Scales[in.ID] = in.Scale
+		if in.Market != "" {
+			r.Markets[in.ID] = in.Market
+		}
 	}
 	s := &r.Summary
 	s.Events, s.Orders, s.Rejected, s.Fills = e.events, len(e.orders), e.rejects, len(e.fills)

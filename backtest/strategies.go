@@ -229,26 +229,31 @@ func (c *Complement) OnEvent(ctx *Context, e *feed.Event) {
 	if yes.Book == nil || no.Book == nil || !yes.Book.Valid() || !no.Book.Valid() {
 		return
 	}
-	ay, ok1 := yes.Book.Best(book.Ask)
-	an, ok2 := no.Book.Best(book.Ask)
+	ay, sy, ok1 := ctx.Take(yes.ID, Buy)
+	an, sn, ok2 := ctx.Take(no.ID, Buy)
 	if !ok1 || !ok2 {
 		return
 	}
 	unit := float64(pow10(in.Scale.PriceDecimals))
-	py, pn := float64(ay.Price)/unit, float64(an.Price)/unit
+	py, pn := float64(ay)/unit, float64(an)/unit
 	cost := py + pn + c.Rate*py*(1-py) + c.Rate*pn*(1-pn)
 	if cost >= 1-c.Edge {
 		return
 	}
-	shares := min(ctx.Shares(yes.ID, c.Size), ay.Size, an.Size)
+	// Both legs at their best ask only, in whole shares, and only as many
+	// as both books still hold for us: a pair pays 1 at resolution, a lone
+	// leg is a bet.
+	unitSz := pow10(in.Scale.SizeDecimals)
+	shares := min(ctx.Shares(yes.ID, c.Size), sy, sn)
+	shares = shares / unitSz * unitSz
 	if shares <= 0 {
 		return
 	}
 	for _, x := range []struct {
 		in *Instrument
 		px int64
-	}{{yes, ay.Price}, {no, an.Price}} {
-		amount := x.px * shares / pow10(in.Scale.SizeDecimals)
+	}{{yes, ay}, {no, an}} {
+		amount := x.px * (shares / unitSz)
 		_, _ = ctx.Submit(OrderRequest{Instrument: x.in.ID, Side: Buy, Price: x.px, Amount: amount, TIF: FOK, Tag: "complement"})
 	}
 	c.busy[yes.ID] = true

@@ -22,7 +22,7 @@ func newBacktestCmd() *cobra.Command {
 	var (
 		strategy, queue, latencyCSV, from, to, out, resolve, format string
 		shard                                                       string
-		params, fees                                                []string
+		params, fees, instruments                                   []string
 		entry, ack, cancelLat                                       time.Duration
 		cash, feeRate, rebateShare                                  float64
 		feeTier                                                     int
@@ -96,7 +96,7 @@ ends with a digest: the same data, strategy and parameters give the same digest.
 			}
 			cfg := backtest.Config{Queue: qm, Latency: lat, Cash: int64(math.Round(cash * 1e10)),
 				FeeRate: feeRate, FeeRates: rates, MakerRebateShare: rebateShare, FeeTier: feeTier,
-				UseBackfill: useBackfill, AllowShort: allowShort, IgnoreExchangeTime: noExchTime}
+				UseBackfill: useBackfill, AllowShort: allowShort, IgnoreExchangeTime: noExchTime, Instruments: instruments}
 			if resolve != "" {
 				cfg.Resolutions = map[string]bool{}
 				for _, r := range strings.Split(resolve, ",") {
@@ -128,6 +128,15 @@ ends with a digest: the same data, strategy and parameters give the same digest.
 			if err != nil {
 				return err
 			}
+			for _, id := range instruments {
+				_, seen := res.Scales[id]
+				for _, m := range res.Markets {
+					seen = seen || m == id
+				}
+				if !seen {
+					fmt.Fprintf(cmd.ErrOrStderr(), "backtest: --instrument %s: no such instrument or market in the data; the strategy saw none of its events\n", id)
+				}
+			}
 			if out != "" {
 				write := res.WriteCSV
 				if format == "parquet" {
@@ -143,6 +152,7 @@ ends with a digest: the same data, strategy and parameters give the same digest.
 	f := cmd.Flags()
 	f.StringVar(&strategy, "strategy", "mm", "built-in strategy: noop, mm, complement")
 	f.StringArrayVar(&params, "param", nil, "strategy parameter `name=value` (repeatable)")
+	f.StringArrayVar(&instruments, "instrument", nil, "the strategy sees only this instrument: token id or condition id (Polymarket), coin (Hyperliquid); repeatable")
 	f.StringVar(&queue, "queue", "risk-averse", "queue position model: risk-averse, power:N, log")
 	f.DurationVar(&entry, "entry-latency", 0, "order entry latency (local submit → exchange)")
 	f.DurationVar(&ack, "ack-latency", 0, "acknowledgement latency (exchange → strategy)")

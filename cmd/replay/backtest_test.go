@@ -95,3 +95,32 @@ func TestBacktestParquet(t *testing.T) {
 		}
 	}
 }
+
+// --instrument restricts what the strategy sees; one that the data never
+// mentions is said, not skipped silently.
+func TestBacktestInstrument(t *testing.T) {
+	sample := filepath.Join("..", "..", "datasets", "samples", "hyperliquid")
+	code, stdout, stderr := execReplay(t, "backtest", sample, "--strategy", "mm", "--param", "size=0.01", "--instrument", "BTC", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var sum struct {
+		Orders    int                `json:"orders"`
+		Positions map[string]float64 `json:"positions"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	for id := range sum.Positions {
+		if id != "BTC" {
+			t.Fatalf("position in %s with --instrument BTC", id)
+		}
+	}
+	if sum.Orders == 0 {
+		t.Fatal("no orders on BTC")
+	}
+	code, _, stderr = execReplay(t, "backtest", sample, "--strategy", "mm", "--instrument", "NOPE")
+	if code != 0 || !strings.Contains(stderr, "--instrument NOPE: no such instrument") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
