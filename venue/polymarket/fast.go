@@ -148,7 +148,9 @@ func hasZero(w uint64) uint64 { return (w - ones) & ^w & highs }
 // hasLess sets the high bit of the first byte of w below n (n ≤ 128).
 func hasLess(w uint64, n uint64) uint64 { return (w - ones*n) & ^w & highs }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+// isSpace reports JSON white space; the first comparison settles the usual
+// case, a byte that is none.
+func isSpace(c byte) bool { return c <= ' ' && (c == ' ' || c == '\t' || c == '\n' || c == '\r') }
 
 // nextKey is jscan's NextKey with a fast path for a plain key: it returns the
 // raw key positioned at the value. Anything unusual (the closing brace, an

@@ -985,7 +985,7 @@ func (d *Decoder) classify(m *msg, newIDs *int) error {
 		}
 		// "" is present and empty (an asset that never traded has
 		// "last_trade_price":""): accepted, and hashed as the venue does.
-		if m.pTick, err = optDec(d.sv(kcTickSize), m.num(kcTickSize), "tick_size", priceDecimals); err != nil {
+		if m.pTick, err = d.optScalar(m, kcTickSize, "tick_size", priceDecimals); err != nil {
 			return fail(err)
 		}
 		if m.pTick != 0 {
@@ -993,13 +993,13 @@ func (d *Decoder) classify(m *msg, newIDs *int) error {
 				return fail(&DecodeError{Offset: d.sv(kcTickSize).off, Field: "tick_size", Err: err})
 			}
 		}
-		if m.pMinOrder, err = optDec(d.sv(kcMinOrder), m.num(kcMinOrder), "min_order_size", sizeDecimals); err != nil {
+		if m.pMinOrder, err = d.optScalar(m, kcMinOrder, "min_order_size", sizeDecimals); err != nil {
 			return fail(err)
 		}
 		if m.pMinOrder > maxSize {
 			return fail(&DecodeError{Offset: d.sv(kcMinOrder).off, Field: "min_order_size", Err: sizeErr(m.pMinOrder)})
 		}
-		if m.pLtp, err = optDec(d.sv(kcLastTrade), m.num(kcLastTrade), "last_trade_price", priceDecimals); err != nil {
+		if m.pLtp, err = d.optScalar(m, kcLastTrade, "last_trade_price", priceDecimals); err != nil {
 			return fail(err)
 		}
 		m.ltpEmpty = d.sv(kcLastTrade).b != nil && len(d.sv(kcLastTrade).b) == 0
@@ -1039,10 +1039,10 @@ func (d *Decoder) classify(m *msg, newIDs *int) error {
 		}
 	case kQuote:
 		// "0", "" (either side) and "1" (asks) are the venue's empty side.
-		if m.pBid, err = optDec(d.sv(kcBestBid), m.num(kcBestBid), "best_bid", priceDecimals); err != nil {
+		if m.pBid, err = d.optScalar(m, kcBestBid, "best_bid", priceDecimals); err != nil {
 			return fail(err)
 		}
-		if m.pAsk, err = optDec(d.sv(kcBestAsk), m.num(kcBestAsk), "best_ask", priceDecimals); err != nil {
+		if m.pAsk, err = d.optScalar(m, kcBestAsk, "best_ask", priceDecimals); err != nil {
 			return fail(err)
 		}
 		if m.pBid > maxPrice {
@@ -1107,6 +1107,15 @@ func (d *Decoder) checkDistinct(lo, hi int, ord order, off int, name string) err
 		}
 	}
 	return nil
+}
+
+// optScalar is optDec of the message's scalar of key code kc, settling the
+// usual case, a field the message does not have, without a call.
+func (d *Decoder) optScalar(m *msg, kc keyCode, field string, dec uint8) (int64, error) {
+	if d.scSet&(1<<kc) == 0 {
+		return 0, nil
+	}
+	return optDec(d.sc[kc], m.num(kc), field, dec)
 }
 
 // optDec parses an optional decimal field; absent and "" are 0. The venue
