@@ -11,6 +11,7 @@ import (
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/feed"
+	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
 	"github.com/tapedeck/tapedeck/venue/registry"
 )
@@ -82,6 +83,14 @@ type Config struct {
 	// events; the simulator still follows every book (a mirrored token's
 	// book included).
 	Instruments []string
+	// Shard, when not whole, restricts what the strategy receives to the
+	// markets shard K of N owns (replayer.Shard over the market id, or the
+	// instrument id where a venue has no markets) and connection-wide
+	// events, as Instruments does: the simulator still follows every book.
+	// Sharding by market keeps a Polymarket market's YES and NO tokens, whose
+	// orders meet in one mirrored book, in one shard, so N runs given
+	// 1/N … N/N make the unsharded run's fills between them.
+	Shard replayer.Shard
 	// MarkoutsNs are the horizons of the markouts after fills (default 1 s, 10 s, 60 s).
 	MarkoutsNs []int64
 }
@@ -307,9 +316,21 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 	return nil
 }
 
-// wants reports whether the strategy receives ev (Config.Instruments).
+// wants reports whether the strategy receives ev (Config.Shard, Config.Instruments).
 func (e *Engine) wants(ev *feed.Event, in *Instrument) bool {
-	if len(e.cfg.Instruments) == 0 || ev.Instrument == "" {
+	if ev.Instrument == "" {
+		return true
+	}
+	if !e.cfg.Shard.Whole() {
+		key := ev.Instrument
+		if in != nil && in.Market != "" {
+			key = in.Market
+		}
+		if !e.cfg.Shard.Owns(ev.Venue, key) {
+			return false
+		}
+	}
+	if len(e.cfg.Instruments) == 0 {
 		return true
 	}
 	for _, id := range e.cfg.Instruments {

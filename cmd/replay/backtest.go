@@ -121,10 +121,11 @@ ends with a digest: the same data, strategy and parameters give the same digest.
 			if err != nil {
 				return cli.FlagErrorf("--shard: %v", err)
 			}
+			cfg.Shard = sh
 			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer cancel()
 			res, _, err := backtest.Run(ctx, args, strat, cfg, backtest.RunOptions{Name: strategy, Params: ps,
-				Replay: []replayer.Option{replayer.WithWindow(fromNs, toNs), replayer.WithHashCheck(hash), replayer.WithShard(sh)}})
+				Replay: []replayer.Option{replayer.WithWindow(fromNs, toNs), replayer.WithHashCheck(hash)}})
 			if err != nil {
 				return err
 			}
@@ -168,7 +169,7 @@ ends with a digest: the same data, strategy and parameters give the same digest.
 	f.BoolVar(&allowShort, "allow-short", false, "allow Polymarket SELLs beyond the shares held")
 	f.BoolVar(&noExchTime, "ignore-exchange-time", false, "order arrival by receive times only (default: also the events' exchange timestamps, i.e. the recorded feed latency)")
 	f.BoolVar(&hash, "hash-check", true, "verify venue book hashes where checkable")
-	f.StringVar(&shard, "shard", "", "trade only shard `K/N` of the instruments (split by id; 1/N … N/N together trade them all, a strategy trading two instruments together needs them unsharded)")
+	f.StringVar(&shard, "shard", "", "trade only shard `K/N` of the markets (split by market id, or by instrument where a venue has no markets; 1/N … N/N together trade them all; every shard still follows every book)")
 	f.StringVar(&from, "from", "", "start of the window (`T`: "+cli.TimeSyntax+")")
 	f.StringVar(&to, "to", "", "end of the window, exclusive (`T`, as --from)")
 	f.StringVar(&out, "out", "", "write orders, fills, equity and markouts into `DIR` (see --format)")
