@@ -3,11 +3,7 @@ package fakeexchange
 import (
 	"bytes"
 	"embed"
-	"encoding/json"
 	"fmt"
-	"strconv"
-
-	"github.com/tapedeck/tapedeck/venue/polymarket"
 )
 
 // The frames are real captures copied from the shared fixtures; see
@@ -89,9 +85,6 @@ func PolymarketConfig() Config {
 // Polymarket configurations serve; only for it does the summary's hash match.
 const PolymarketHashAsset = "94022367472047775158269173293876979533288470167463650966689320774843018181757"
 
-// polymarketSummaryTs is the real summary's timestamp in ms.
-const polymarketSummaryTs = 1761179949036
-
 func polymarketSummary() Template {
 	return Template{Frame: lines("polypy_hash_vector_rest_book_summaries_2025-10.ndjson")[0], ID: PolymarketHashAsset}
 }
@@ -100,38 +93,15 @@ func polymarketSummary() Template {
 // hash-checked on replay: the REST book summary is the real one of
 // PolymarketHashAsset, and the WebSocket book sent on subscribe carries the
 // same levels one second later, with the hash the venue would give it
-// (polymarket.BookHash over the summary's min_order_size, tick_size and
-// neg_risk, which a WebSocket book lacks). No other data is sent; only
+// (testdata/polymarket_hash_book_derived.ndjson: polymarket.BookHash over the
+// summary's min_order_size, tick_size and neg_risk, which a WebSocket book
+// lacks; TestDerivedHashBook derives it again). No other data is sent; only
 // PolymarketHashAsset's hashes match.
 func PolymarketHashConfig() Config {
-	sum := polymarketSummary()
-	var raw struct {
-		Market       string          `json:"market"`
-		AssetID      string          `json:"asset_id"`
-		Bids         json.RawMessage `json:"bids"`
-		Asks         json.RawMessage `json:"asks"`
-		MinOrderSize string          `json:"min_order_size"`
-		TickSize     string          `json:"tick_size"`
-		NegRisk      bool            `json:"neg_risk"`
-	}
-	if err := json.Unmarshal(sum.Frame, &raw); err != nil {
-		panic("fakeexchange: embedded summary: " + err.Error()) // a build defect
-	}
-	d := polymarket.NewDecoder()
-	if err := d.Decode(sum.Frame, 0, nil); err != nil {
-		panic("fakeexchange: embedded summary: " + err.Error())
-	}
-	ts := strconv.FormatInt(polymarketSummaryTs+1000, 10)
-	h := polymarket.BookHash(nil, polymarket.HashFields{Market: raw.Market, AssetID: raw.AssetID, Timestamp: ts,
-		MinOrderSize: raw.MinOrderSize, TickSize: raw.TickSize, NegRisk: raw.NegRisk}, d.Book(raw.AssetID))
-	// Keys as in the real 2025-10 book of the same token
-	// (polypy_hash_vector_ws_2025-10): no min_order_size, tick_size or neg_risk.
-	snap := fmt.Appendf(nil, `{"event_type":"book","market":%q,"asset_id":%q,"timestamp":%q,"hash":%q,"bids":%s,"asks":%s}`,
-		raw.Market, raw.AssetID, ts, h, raw.Bids, raw.Asks)
 	return Config{
 		Venue:    Polymarket,
-		Snapshot: Template{Frame: snap, ID: PolymarketHashAsset},
-		Summary:  sum,
+		Snapshot: Template{Frame: lines("polymarket_hash_book_derived.ndjson")[0], ID: PolymarketHashAsset},
+		Summary:  polymarketSummary(),
 		Markets:  file("gamma_markets.json"),
 	}
 }
