@@ -321,14 +321,8 @@ func (e *Engine) wants(ev *feed.Event, in *Instrument) bool {
 	if ev.Instrument == "" {
 		return true
 	}
-	if !e.cfg.Shard.Whole() {
-		key := ev.Instrument
-		if in != nil && in.Market != "" {
-			key = in.Market
-		}
-		if !e.cfg.Shard.Owns(ev.Venue, key) {
-			return false
-		}
+	if !e.cfg.Shard.Whole() && !e.shardOwns(ev, in) {
+		return false
 	}
 	if len(e.cfg.Instruments) == 0 {
 		return true
@@ -339,6 +333,23 @@ func (e *Engine) wants(ev *feed.Event, in *Instrument) bool {
 		}
 	}
 	return false
+}
+
+// shardOwns reports whether Config.Shard owns ev's instrument: by its
+// market once one is known, else by its id; the answer is kept on the
+// instrument until its key changes, so no event hashes an id again.
+func (e *Engine) shardOwns(ev *feed.Event, in *Instrument) bool {
+	if in == nil {
+		return e.cfg.Shard.Owns(ev.Venue, ev.Instrument)
+	}
+	key := in.Market
+	if key == "" {
+		key = in.ID
+	}
+	if key != in.shardKey {
+		in.shardKey, in.shardOwned = key, e.cfg.Shard.Owns(in.Venue, key)
+	}
+	return in.shardOwned
 }
 
 // guard runs f, isolating a strategy panic.

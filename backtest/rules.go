@@ -219,6 +219,8 @@ type Instrument struct {
 
 	rules       *venueRules
 	maxPriceDec int
+	shardKey    string   // the key Config.Shard was asked about (market, else ID)
+	shardOwned  bool     // its answer
 	open        []*Order // resting orders, in arrival order
 	taken       []takenLevel
 	scratch     []book.Level
