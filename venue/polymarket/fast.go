@@ -217,10 +217,16 @@ const (
 	chBestAsk = `","best_ask":"`
 )
 
-// hasAt reports whether b[i:] starts with lit; inlined with a constant lit it
-// compiles to a few wide loads instead of a call comparing key by key.
-func hasAt(b []byte, i int, lit string) bool {
-	return i >= 0 && len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
+// win returns b[i:i+n], or nil when that is not inside b. Callers compare
+// string(win(b, i, len(lit))) == lit with lit a constant at the comparison
+// itself: the compiler then emits a few wide loads and compares for a lit of
+// up to 16 bytes. (A helper taking lit as a parameter, even inlined, called
+// runtime.memequal for each literal: seven calls per price_changes entry.)
+func win(b []byte, i, n int) []byte {
+	if i < 0 || n > len(b)-i {
+		return nil
+	}
+	return b[i : i+n]
 }
 
 // scanChange parses the wire's price_changes entry at b[i:] and returns the
@@ -230,7 +236,7 @@ func hasAt(b []byte, i int, lit string) bool {
 // problem: for the entries it accepts, both give the same change.
 func (d *Decoder) scanChange(i int) (c change, end int, ok bool) {
 	b := d.frame
-	if !hasAt(b, i, chAsset) {
+	if string(win(b, i, len(chAsset))) != chAsset {
 		return c, 0, false
 	}
 	in, lo, hi := d.knownID(i + len(chAsset) - 1)
@@ -239,37 +245,37 @@ func (d *Decoder) scanChange(i int) (c change, end int, ok bool) {
 			return c, 0, false
 		}
 	}
-	if !hasAt(b, hi, chPrice) {
+	if string(win(b, hi, len(chPrice))) != chPrice {
 		return c, 0, false
 	}
 	c.asset, c.inst = b[lo:hi], in
 	j := hi + len(chPrice)
-	if c.price, j, ok = scanDec(b, j, priceDecimals); !ok || !hasAt(b, j, chSize) {
+	if c.price, j, ok = scanDec(b, j, priceDecimals); !ok || string(win(b, j, len(chSize))) != chSize {
 		return c, 0, false
 	}
-	if c.size, j, ok = scanDec(b, j+len(chSize), sizeDecimals); !ok || !hasAt(b, j, chSide) {
+	if c.size, j, ok = scanDec(b, j+len(chSize), sizeDecimals); !ok || string(win(b, j, len(chSide))) != chSide {
 		return c, 0, false
 	}
 	j += len(chSide)
 	switch {
-	case hasAt(b, j, `BUY"`):
+	case string(win(b, j, len(`BUY"`))) == `BUY"`:
 		c.side, j = book.Bid, j+4
-	case hasAt(b, j, `SELL"`):
+	case string(win(b, j, len(`SELL"`))) == `SELL"`:
 		c.side, j = book.Ask, j+5
 	default:
 		return c, 0, false
 	}
-	if !hasAt(b, j, chHash) {
+	if string(win(b, j, len(chHash))) != chHash {
 		return c, 0, false
 	}
-	if lo, hi, ok = fastString(b, j+len(chHash)-1); !ok || !hasAt(b, hi, chBestBid) {
+	if lo, hi, ok = fastString(b, j+len(chHash)-1); !ok || string(win(b, hi, len(chBestBid))) != chBestBid {
 		return c, 0, false
 	}
 	c.hash = b[lo:hi]
-	if c.bestBid, j, ok = scanDec(b, hi+len(chBestBid), priceDecimals); !ok || !hasAt(b, j, chBestAsk) {
+	if c.bestBid, j, ok = scanDec(b, hi+len(chBestBid), priceDecimals); !ok || string(win(b, j, len(chBestAsk))) != chBestAsk {
 		return c, 0, false
 	}
-	if c.bestAsk, j, ok = scanDec(b, j+len(chBestAsk), priceDecimals); !ok || !hasAt(b, j, `"}`) {
+	if c.bestAsk, j, ok = scanDec(b, j+len(chBestAsk), priceDecimals); !ok || string(win(b, j, len(`"}`))) != `"}` {
 		return c, 0, false
 	}
 	c.bestAsk = emptyAsk(c.bestAsk)

@@ -112,71 +112,71 @@ func quotedKeyAt(b []byte, i int) (keyCode, int) {
 	switch b[i+1] {
 	case 'a':
 		switch {
-		case hasAt(b, i, `"asset_id"`):
+		case string(win(b, i, len(`"asset_id"`))) == `"asset_id"`:
 			return kcAssetID, len(`"asset_id"`)
-		case hasAt(b, i, `"asks"`):
+		case string(win(b, i, len(`"asks"`))) == `"asks"`:
 			return kcAsks, len(`"asks"`)
 		}
 	case 'b':
 		switch {
-		case hasAt(b, i, `"best_bid"`):
+		case string(win(b, i, len(`"best_bid"`))) == `"best_bid"`:
 			return kcBestBid, len(`"best_bid"`)
-		case hasAt(b, i, `"best_ask"`):
+		case string(win(b, i, len(`"best_ask"`))) == `"best_ask"`:
 			return kcBestAsk, len(`"best_ask"`)
-		case hasAt(b, i, `"bids"`):
+		case string(win(b, i, len(`"bids"`))) == `"bids"`:
 			return kcBids, len(`"bids"`)
 		}
 	case 'c':
-		if hasAt(b, i, `"changes"`) {
+		if string(win(b, i, len(`"changes"`))) == `"changes"` {
 			return kcChanges, len(`"changes"`)
 		}
 	case 'e':
-		if hasAt(b, i, `"event_type"`) {
+		if string(win(b, i, len(`"event_type"`))) == `"event_type"` {
 			return kcEventType, len(`"event_type"`)
 		}
 	case 'h':
-		if hasAt(b, i, `"hash"`) {
+		if string(win(b, i, len(`"hash"`))) == `"hash"` {
 			return kcHash, len(`"hash"`)
 		}
 	case 'l':
-		if hasAt(b, i, `"last_trade_price"`) {
+		if string(win(b, i, len(`"last_trade_price"`))) == `"last_trade_price"` {
 			return kcLastTrade, len(`"last_trade_price"`)
 		}
 	case 'm':
 		switch {
-		case hasAt(b, i, `"market"`):
+		case string(win(b, i, len(`"market"`))) == `"market"`:
 			return kcMarket, len(`"market"`)
-		case hasAt(b, i, `"min_order_size"`):
+		case string(win(b, i, len(`"min_order_size"`))) == `"min_order_size"`:
 			return kcMinOrder, len(`"min_order_size"`)
 		}
 	case 'n':
 		switch {
-		case hasAt(b, i, `"neg_risk"`):
+		case string(win(b, i, len(`"neg_risk"`))) == `"neg_risk"`:
 			return kcNegRisk, len(`"neg_risk"`)
-		case hasAt(b, i, `"new_tick_size"`):
+		case string(win(b, i, len(`"new_tick_size"`))) == `"new_tick_size"`:
 			return kcNewTick, len(`"new_tick_size"`)
 		}
 	case 'p':
 		switch {
-		case hasAt(b, i, `"price"`):
+		case string(win(b, i, len(`"price"`))) == `"price"`:
 			return kcPrice, len(`"price"`)
-		case hasAt(b, i, `"price_changes"`):
+		case string(win(b, i, len(`"price_changes"`))) == `"price_changes"`:
 			return kcPriceChanges, len(`"price_changes"`)
 		}
 	case 's':
 		switch {
-		case hasAt(b, i, `"size"`):
+		case string(win(b, i, len(`"size"`))) == `"size"`:
 			return kcSize, len(`"size"`)
-		case hasAt(b, i, `"side"`):
+		case string(win(b, i, len(`"side"`))) == `"side"`:
 			return kcSide, len(`"side"`)
 		}
 	case 't':
 		switch {
-		case hasAt(b, i, `"timestamp"`):
+		case string(win(b, i, len(`"timestamp"`))) == `"timestamp"`:
 			return kcTimestamp, len(`"timestamp"`)
-		case hasAt(b, i, `"tick_size"`):
+		case string(win(b, i, len(`"tick_size"`))) == `"tick_size"`:
 			return kcTickSize, len(`"tick_size"`)
-		case hasAt(b, i, `"transaction_hash"`):
+		case string(win(b, i, len(`"transaction_hash"`))) == `"transaction_hash"`:
 			return kcTxHash, len(`"transaction_hash"`)
 		}
 	}
