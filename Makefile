@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test test-deps test-go vet bench bench-baseline bench-gate bench-results bench-peers samples fmt export-shards
+.PHONY: test test-deps test-go vet bench bench-baseline bench-gate bench-results bench-peers bench-peers-results bench-all-results samples fmt export-shards
 
 test: test-deps vet test-go
 
@@ -39,9 +39,22 @@ bench-results:
 	$(GO) run ./bench/cmd/benchrun results
 
 # tapedeck beside tardis-dev (npm, installed into bench/peers/) on one generated 1.35 M-frame
-# Polymarket recording, alternated, medians and ratios (bench/out/peers/peers.md). ROUNDS=N, BOOKS=0.
+# Polymarket recording, alternated, medians and ratios: writes bench/out/peers/peers.json, copies it
+# to bench/RESULTS-peers.json and regenerates the bench-peers blocks of bench/RESULTS.md and
+# README.md from it. ROUNDS=N (3), BOOKS=0, NOTE="conditions", PUBLISH=0 (only bench/out/peers/).
 bench-peers:
 	bash scripts/bench-peers.sh
+
+# The bench-peers blocks of bench/RESULTS.md and README.md from the committed
+# bench/RESULTS-peers.json, no run (CHECK=1: exit 3 if they differ instead).
+bench-peers-results:
+	$(GO) run ./bench/cmd/benchrun peers-results $(if $(filter 1,$(CHECK)),--check)
+
+# The whole of bench/RESULTS.md and the README's tardis-dev table from one invocation: the suite,
+# then the side by side with tardis-dev (which rewrites its blocks last).
+bench-all-results:
+	$(MAKE) bench-results
+	$(MAKE) bench-peers
 
 # Regenerates the shipped sample datasets (deterministic).
 samples:

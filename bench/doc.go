@@ -14,4 +14,19 @@
 // fingerprints that make two reports comparable, and Gate, the regression
 // check that compares paired rounds of a baseline and a current build and
 // fails only when a slowdown's whole noise band clears the threshold.
+//
+// make bench-peers (scripts/bench-peers.sh, then benchrun peers) times
+// tapedeck beside tardis-dev (npm tardis-dev@13.35.3 in bench/peers) on one
+// generated 15-minute, 1.35 M-frame Polymarket recording, both its raw and its
+// book modes, alternated round by round, each pass its own process. One run
+// writes one PeersResult (bench/out/peers/peers.json: the machine and its load
+// average, Go/node/tardis-dev versions, the recording's frame count and
+// SHA-256, every pass's frames, wall and CPU time and frames/s, medians and
+// same-run ratios), copies it to PeersFile (bench/RESULTS-peers.json,
+// committed) and rewrites the bench-peers blocks of bench/RESULTS.md and
+// README.md from it (RegeneratePeersDocs). make bench-peers-results does only
+// that last step, from the committed JSON; TestCommittedPeersDocs fails when
+// the committed docs are not what the committed JSON gives. make bench-results
+// regenerates the rest of RESULTS.md from the suite's report and refills the
+// tardis-dev block from the committed JSON; make bench-all-results runs both.
 package bench

@@ -54,7 +54,9 @@ type SDKResult struct {
 }
 
 // WriteResults writes RESULTS.md for report r: the peers side by side with
-// our medians, the SDK harness when sdk is not nil, and every scenario.
+// our medians, the SDK harness when sdk is not nil, and every scenario. The
+// tardis-dev section is an empty bench-peers block (PeersPlaceholder), which
+// RegeneratePeersDocs fills from a PeersResult.
 // command is the command line that regenerates the file.
 func WriteResults(w io.Writer, r *Report, sdk *SDKResult, command string) error {
 	var b strings.Builder
@@ -107,6 +109,10 @@ func WriteResults(w io.Writer, r *Report, sdk *SDKResult, command string) error 
 		p("\n")
 	}
 
+	p("## tardis-dev, measured here in the same run\n\n")
+	p("`make bench-peers`: tapedeck and tardis-dev (npm, unmodified) over the very same frames, raw and with books; this block comes from `%s`, not from this file's report.\n\n", PeersFile)
+	p("<!-- %s:begin -->\n%s<!-- %s:end -->\n\n", PeersMarker, PeersPlaceholder, PeersMarker)
+
 	sections := []struct{ title, prefix, note string }{
 		{"Decode and apply", "Peer/ Stream/ Decode/ Real/", "One op = one frame decoded and applied, on generated sessions (real ids and price grids, `internal/samplegen`, seed 1) and on the real frames of `bench/testdata/real`. `Decode/…/event=T` groups frames by their first event; types that touch no book are the decode-only costs."},
 		{"End to end, export and storage", "Replay/ Export/ Dataset", "Replay: zstd read → decode → books → no-op subscriber. Export: replay into Parquet written to io.Discard. Dataset write/read: every record of a generated session."},
@@ -128,6 +134,8 @@ func WriteResults(w io.Writer, r *Report, sdk *SDKResult, command string) error 
 	p("%-40s # the table and bench/out/report.json\n", "make bench")
 	p("%-40s # record the gate's baseline here\n", "make bench-baseline")
 	p("%-40s # fail on a regression beyond the noise\n", "make bench-gate")
+	p("%-40s # the tardis-dev section: run, then rewrite it and the README's table\n", "make bench-peers")
+	p("%-40s # the same from the committed JSON, no run\n", "make bench-peers-results")
 	p("%-40s # one user recording, end to end\n", "go run ./cmd/replay bench DATASET")
 	p("%-40s # 10^6-frame inputs\n", "TAPEDECK_BENCH_FRAMES=1000000 make bench")
 	p("```\n")

@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"os"
 	"runtime"
 	"syscall"
 )
@@ -28,4 +29,17 @@ func CPUTime() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// ChildMaxRSS returns the peak resident set size in bytes of a child process
+// that has exited, or 0 when the system does not say.
+func ChildMaxRSS(ps *os.ProcessState) int64 {
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok || ru == nil {
+		return 0
+	}
+	if runtime.GOOS == "darwin" || runtime.GOOS == "ios" {
+		return int64(ru.Maxrss)
+	}
+	return int64(ru.Maxrss) * 1024
 }

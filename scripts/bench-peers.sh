@@ -7,9 +7,12 @@
 #   tardis-dev books    replayNormalized + computeBookSnapshots({depth:25, interval:0}): books, a snapshot per change
 #   tapedeck depth      replay export --table depth --levels 25 --every-event --format csv: the same work, written out
 #
-# The tools are alternated round by round (the host is shared and noisy); the figures are medians and
-# the ratios are of medians of the same run. Environment: ROUNDS (3), MINUTES (15), BOOKS=0 skips the
-# two book modes (tardis-dev's takes about a minute a pass), BENCH_PEERS_OUT (bench/out/peers).
+# The tools are alternated round by round (odd rounds in the order above, even rounds reversed; the
+# host is shared and noisy); the figures are medians and the ratios are of medians of the same run,
+# each round's own ratio beside them. Environment: ROUNDS (3), MINUTES (15), BOOKS=0 skips the two
+# book modes (tardis-dev's takes about 40 s a pass), BENCH_PEERS_OUT (bench/out/peers), NOTE (the
+# conditions, recorded in the JSON and the docs), PUBLISH=0 leaves bench/RESULTS-peers.json and the
+# docs alone (the result is still in $BENCH_PEERS_OUT/peers.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${BENCH_PEERS_OUT:-bench/out/peers}
@@ -36,8 +39,8 @@ if [ ! -f "$cache/SUMMARY.json" ]; then
   rm -rf "$cache"
   python3 bench/peers/gen_polymarket_cache.py --fixtures bench/peers/fixtures --out "$cache" --minutes "$minutes" >&2
 fi
-echo "bench-peers: building replay and capture" >&2
-go build -o "$out/bin/" ./cmd/replay ./cmd/capture
+echo "bench-peers: building replay, capture and benchrun" >&2
+go build -o "$out/bin/" ./cmd/replay ./cmd/capture ./bench/cmd/benchrun
 # tardis-dev keys its cache by sha256(JSON.stringify(filters)); the data lives under the hash of [].
 data="$cache/feeds/polymarket/4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945"
 dataset="$out/dataset-${minutes}m"
@@ -46,25 +49,14 @@ if [ ! -f "$dataset/manifest.json" ]; then
   rm -rf "$dataset"
   "$out/bin/capture" import --venue polymarket --format tardis $(find "$data" -name '*.json.gz' | sort) --out "$dataset" >&2
 fi
-from=2025-10-23T00:00:00.000Z
-to=$(python3 -c "import datetime as d;print((d.datetime(2025,10,23)+d.timedelta(minutes=$minutes)).strftime('%Y-%m-%dT%H:%M:%S.000Z'))")
-
-now() { date +%s%N; }
-res="$out/runs.jsonl"
-: > "$res"
-for r in $(seq 1 "$rounds"); do
-  echo "bench-peers: round $r/$rounds" >&2
-  node bench/peers/bench_replay.cjs --tardis-dir "$PWD/bench/peers" --cache "$PWD/$cache" --from "$from" --to "$to" --mode raw-skip |
-    sed "s/^{/{\"tool\":\"tardis-raw\",\"round\":$r,/" >> "$res"
-  "$out/bin/replay" run "$dataset" --json > "$out/run.json"
-  node -e 'const j=require(process.argv[1]);console.log(JSON.stringify({tool:"tapedeck-run",round:+process.argv[2],frames:j.frames,seconds:j.wall_ns/1e9,frames_per_s:j.frames_per_sec,mb_per_s:j.mb_per_sec,digest:j.digest}))' "$PWD/$out/run.json" "$r" >> "$res"
-  if [ "$books" = 1 ]; then
-    node bench/peers/bench_replay.cjs --tardis-dir "$PWD/bench/peers" --cache "$PWD/$cache" --from "$from" --to "$to" --mode normalized |
-      sed "s/^{/{\"tool\":\"tardis-books\",\"round\":$r,/" >> "$res"
-    t0=$(now)
-    "$out/bin/replay" export "$dataset" --table depth --levels 25 --every-event --format csv --out - > /dev/null
-    t1=$(now)
-    echo "{\"tool\":\"tapedeck-depth\",\"round\":$r,\"seconds\":$(( (t1 - t0) / 1000000 ))e-3}" >> "$res"
-  fi
-done
-node bench/peers/summarize.cjs "$res" "$cache/SUMMARY.json" | tee "$out/peers.md"
+# The rounds: benchrun peers times each pass as its own process (wall, CPU, peak RSS), checks that
+# every pass read the whole recording, writes $out/peers.json and, with PUBLISH=1 (the default),
+# copies it to bench/RESULTS-peers.json and rewrites the bench-peers blocks of bench/RESULTS.md and
+# README.md from it (make bench-peers-results does only that last step, from the committed JSON).
+publish=()
+if [ "${PUBLISH:-1}" = 1 ]; then publish=(--publish); fi
+books_flag=--books=true
+if [ "$books" != 1 ]; then books_flag=--books=false; fi
+"$out/bin/benchrun" peers --rounds "$rounds" --cache "$cache" --dataset "$dataset" --replay "$out/bin/replay" \
+  --tardis-dir bench/peers "$books_flag" --json "$out/peers.json" --note "${NOTE:-}" \
+  --command "ROUNDS=$rounds MINUTES=$minutes BOOKS=$books make bench-peers" "${publish[@]}" | tee "$out/peers.md"

@@ -18,6 +18,8 @@ func newRootCmd() *cobra.Command {
 		newBaselineCmd(nil),
 		newCompareCmd(nil),
 		newGateCmd(nil),
+		newPeersCmd(nil),
+		newPeersResultsCmd(nil),
 		newResultsCmd(nil),
 		newRunCmd(nil),
 	)

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,7 +38,8 @@ func newResultsCmd(runF func(*resultsOptions) error) *cobra.Command {
 and the Hyperliquid TypeScript SDK harness (bench/js/hl_sdk_bench.mjs, when node
 and tests/js/node_modules are present) on the same frames, then writes
 bench/RESULTS.md: our medians beside the peers' published figures and their
-conditions, the SDK ratio, and every scenario. --report publishes an existing
+conditions, the SDK ratio, the tardis-dev section (from make bench-peers'
+committed bench/RESULTS-peers.json, not run here), and every scenario. --report publishes an existing
 report instead of running the suite.`,
 		Example: `  benchrun results
   benchrun results --report bench/out/report.json`,
@@ -93,8 +96,17 @@ func runResults(opts *resultsOptions) error {
 	if err := bench.WriteResults(&buf, r, sdk, resultsCommand); err != nil {
 		return err
 	}
+	doc := buf.Bytes()
+	// The tardis-dev section comes from make bench-peers' committed result.
+	if p, err := bench.ReadPeersResult(filepath.Join(e.root, bench.PeersFile)); err == nil {
+		if doc, err = bench.ReplaceBlock(doc, bench.PeersMarker, bench.PeersResultsSection(p, bench.PeersFile)); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	out := e.abs(opts.Output)
-	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(out, doc, 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(opts.Stderr, "wrote %s\n", out)
