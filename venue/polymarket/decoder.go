@@ -122,6 +122,9 @@ type Decoder struct {
 	hashDue []*instrument    // instruments given a pending hash by this frame
 	sc      [numKeyCodes]val // the parsed message's scalars given (bit kc of scSet)
 	scSet   uint32
+
+	instHints   [1 << hintBits]instHint // hint.go
+	marketHints [1 << hintBits]marketHint
 }
 
 // NewDecoder returns a Decoder with no books.
@@ -163,6 +166,8 @@ type instrument struct {
 	ltpFirst  bool // the last matching hash had last_trade_price appended
 	inPending bool
 	hc        hashCache // the book serialized for hash checks
+	key       idKey     // the id's first 16 bytes, when long (hint.go)
+	long      bool
 
 	// Sampled hash checks: the newest hash not yet verified, its message's
 	// timestamp text and ms, and the ms of the last verified check.
@@ -308,7 +313,12 @@ func (d *Decoder) lookup(id []byte) *instrument {
 		d.prev, d.last = d.last, in
 		return in
 	}
-	in := d.byID[string(id)]
+	var in *instrument
+	if k, ok := keyOf(id); ok && d.instHints[k.slot()].k == k && d.instHints[k.slot()].in != nil && d.instHints[k.slot()].in.id == string(id) {
+		in = d.instHints[k.slot()].in // its hint, without hashing the id
+	} else {
+		in = d.byID[string(id)]
+	}
 	if in != nil {
 		d.prev, d.last = d.last, in
 	}
@@ -331,6 +341,7 @@ func (d *Decoder) intern(id, market []byte) *instrument {
 	}
 	d.byID[in.id] = in
 	d.list = append(d.list, in)
+	d.hintInstrument(in)
 	return in
 }
 
@@ -346,6 +357,7 @@ func (d *Decoder) internMarket(m []byte) string {
 	// per event instead of unbounded memory.
 	if len(d.markets) < 2*MaxInstruments {
 		d.markets[s] = s
+		d.hintMarket(s)
 	}
 	return s
 }

@@ -315,8 +315,8 @@ func (d *Decoder) reject(m *msg, want kind, err error) {
 
 // knownID reports whether the string at frame[i] (its opening quote, no
 // white space before) is the id of the last or the one-before-last
-// instrument looked up, and returns that instrument and the string's
-// contents. Consecutive messages are mostly for one asset or the two of one
+// instrument looked up, or of the instrument its hint names (hint.go), and
+// returns that instrument and the string's contents. Consecutive messages are mostly for one asset or the two of one
 // market: comparing with a known id costs less than scanning a new one for
 // its end and then looking it up. An id is a string's raw contents as once
 // scanned, so the same bytes followed by a quote are that whole string.
@@ -325,14 +325,31 @@ func (d *Decoder) knownID(i int) (in *instrument, lo, hi int) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, 0, 0
 	}
-	if in := d.last; in != nil && idAt(b, i+1, in.id) {
+	k, long := keyAt(b, i+1)
+	if in := d.last; in != nil && in.at(b, i+1, k, long) {
 		return in, i + 1, i + 1 + len(in.id)
 	}
-	if in := d.prev; in != nil && idAt(b, i+1, in.id) {
+	if in := d.prev; in != nil && in.at(b, i+1, k, long) {
 		d.prev, d.last = d.last, in
 		return in, i + 1, i + 1 + len(in.id)
 	}
+	if !long {
+		return nil, 0, 0
+	}
+	if h := &d.instHints[k.slot()]; h.in != nil && h.k == k && idAt(b, i+1, h.in.id) {
+		d.prev, d.last = d.last, h.in
+		return h.in, i + 1, i + 1 + len(h.in.id)
+	}
 	return nil, 0, 0
+}
+
+// at reports whether b[j:] is in's id then a closing quote; k is the key at
+// b[j] when long. Comparing keys first settles most misses in registers.
+func (in *instrument) at(b []byte, j int, k idKey, long bool) bool {
+	if long && in.long && in.key != k {
+		return false
+	}
+	return idAt(b, j, in.id)
 }
 
 // idAt reports whether b[j:] is id then a closing quote.
@@ -341,11 +358,18 @@ func idAt(b []byte, j int, id string) bool {
 	return k < len(b) && b[k] == '"' && string(b[j:k]) == id
 }
 
-// knownMarket is knownID for the market of the last instrument looked up.
+// knownMarket is knownID for the market of the last instrument looked up, or
+// a market its hint names.
 func (d *Decoder) knownMarket(i int) (lo, hi int, ok bool) {
 	b := d.frame
-	if in := d.last; in != nil && in.market != "" && i < len(b) && b[i] == '"' && idAt(b, i+1, in.market) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, 0, false
+	}
+	if in := d.last; in != nil && in.market != "" && idAt(b, i+1, in.market) {
 		return i + 1, i + 1 + len(in.market), true
+	}
+	if n, ok := d.hintedMarket(b, i+1); ok {
+		return i + 1, i + 1 + n, true
 	}
 	return 0, 0, false
 }
