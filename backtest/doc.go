@@ -93,14 +93,48 @@
 // # Outputs
 //
 // Result holds every order, fill (liquidity, queue ahead at the fill, fee),
-// the equity curve (cash plus positions at mid, sampled every second per
-// instrument) and the markouts (mid 1 s, 10 s and 60 s after each fill,
-// signed as a gain). WriteCSV writes orders.csv, fills.csv, equity.csv and
-// markouts.csv, WriteParquet the same tables as Parquet (decimal128,
-// timestamp[ns, UTC]); Summary has PnL, fees, rebates, funding, turnover, fill
+// the equity curve (cash plus positions at their marks, sampled every
+// Config.EquityEveryNs, default one second, and at the end), the positions
+// at those samples and the markouts (mid 1 s, 10 s and 60 s after each fill,
+// signed as a gain). Summary has PnL, fees, rebates, funding, turnover, fill
 // ratio, max drawdown, daily Sharpe, the mean markouts and a digest (XXH64
 // of every order's final state, every fill and the cash): the same data,
 // strategy and parameters give the same digest and byte-identical files.
+//
+// WriteTables writes five tables into a directory, NAME.csv, NAME.parquet or
+// NAME.arrow by format, through replayer/export's typed tables: the very
+// Parquet, Arrow IPC and CSV writers, options (export.WithCompression,
+// WithBatchRows, WithDatasets) and conventions of `replay export`'s tables.
+// Types: int64, string, bool; times timestamp[ns, UTC] (CSV: integer ns
+// since the epoch), null where there is none; prices and sizes exact
+// decimal128(38, s) with s the finest price or size scale of the run's
+// instruments (Polymarket 4/6, Hyperliquid 8/8: a run over both venues
+// rescales the coarser exactly), money (cash, fees, values) decimal128(38,
+// CashDecimals) (CSV: the exact decimal text). The file metadata holds
+// tapedeck.table (backtest_NAME), tapedeck.datasets and
+// tapedeck.backtest.digest.
+//
+//   - orders: order_id, venue, instrument, side (buy, sell), tif (GTC, GTD,
+//     FOK, FAK, IOC, ALO), post_only, reduce_only, price, size, amount
+//     (price scale: the dollars of a Polymarket FOK/FAK BUY; null
+//     otherwise), filled, status (pending, open, filled, cancelled,
+//     expired, rejected), reason (the venue's words; "" if none),
+//     submit_ns, active_ns (first event the order met at the exchange),
+//     done_ns, expire_ns (GTD), tag.
+//   - fills: fill_seq (1, 2, …), order_id, venue, instrument, side, price,
+//     size, liquidity (maker, taker), queue_ahead (the size ahead of a maker
+//     fill in its queue; null for a taker fill), fee (money; negative is a
+//     rebate), exchange_ts_ns (the filling event's venue time; null if it
+//     had none), local_ts_ns (its receive time), tag.
+//   - positions: local_ts_ns, venue, instrument, position (negative is
+//     short), mark (mid; the last trade with a side empty; the settlement
+//     once resolved), value (position × mark, money): one row per sample
+//     and instrument with a position or resting orders.
+//   - equity: local_ts_ns, cash, equity (cash + the positions' values): one
+//     row per sample.
+//   - markouts: fill_seq, venue, instrument, horizon_ns, mid (the mid a
+//     horizon after the fill), pnl_per_unit ((mid − price) for a buy,
+//     (price − mid) for a sell).
 //
 // # Built-in strategies
 //

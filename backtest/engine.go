@@ -128,10 +128,11 @@ type Engine struct {
 	rejects   uint64
 	errs      []error
 
-	equity   []EquityPoint
-	nextEq   int64
-	marksOut []Markout
-	events   uint64
+	equity    []EquityPoint
+	positions []PositionPoint
+	nextEq    int64
+	marksOut  []Markout
+	events    uint64
 }
 
 // StrategyError is a strategy panic, isolated: the strategy receives nothing

@@ -1,14 +1,11 @@
 package backtest
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 
@@ -19,15 +16,25 @@ import (
 )
 
 // EquityPoint is one sample of the account: cash plus every position valued
-// at its book's mid (the last trade price when a side is empty; a resolved
-// token at its settlement).
+// at its mark (PositionPoint).
 type EquityPoint struct {
+	RecvNs int64
+	Cash   int64 // CashDecimals
+	Equity int64 // CashDecimals
+}
+
+// PositionPoint is one instrument's position at an equity sample, for every
+// instrument with a position or resting orders then. Mark is the book's mid
+// (the last trade price when a side is empty; a resolved token's
+// settlement), at the instrument's price scale; Value is Position × Mark at
+// CashDecimals.
+type PositionPoint struct {
 	RecvNs     int64
-	Cash       int64 // CashDecimals
-	Equity     int64 // CashDecimals
+	Venue      string
 	Instrument string
-	Position   int64
-	Mid        int64
+	Position   int64 // size units; negative is short
+	Mark       int64
+	Value      int64 // CashDecimals
 }
 
 type markout struct {
@@ -101,18 +108,14 @@ func (e *Engine) sample(nowNs int64) {
 }
 
 func (e *Engine) record(nowNs int64) {
-	eq := e.equityNow()
-	n := 0
+	e.equity = append(e.equity, EquityPoint{RecvNs: nowNs, Cash: e.cash, Equity: e.equityNow()})
 	for _, in := range e.instList {
 		if in.Position == 0 && len(in.open) == 0 {
 			continue
 		}
-		_, px := in.value()
-		e.equity = append(e.equity, EquityPoint{RecvNs: nowNs, Cash: e.cash, Equity: eq, Instrument: in.ID, Position: in.Position, Mid: px})
-		n++
-	}
-	if n == 0 {
-		e.equity = append(e.equity, EquityPoint{RecvNs: nowNs, Cash: e.cash, Equity: eq})
+		v, px := in.value()
+		e.positions = append(e.positions, PositionPoint{RecvNs: nowNs, Venue: in.Venue, Instrument: in.ID,
+			Position: in.Position, Mark: px, Value: v})
 	}
 }
 
@@ -140,12 +143,16 @@ func (e *Engine) Finish() *Result {
 
 // Result is a finished run.
 type Result struct {
-	Summary  Summary
-	Orders   []*Order
-	Fills    []Fill
-	Equity   []EquityPoint
-	Markouts []Markout
-	Errors   []error
+	Summary Summary
+	Orders  []*Order
+	Fills   []Fill
+	// Equity is the account sampled every Config.EquityEveryNs of receive
+	// time in which an event arrived, and at the end; Positions the
+	// instruments' positions at those samples.
+	Equity    []EquityPoint
+	Positions []PositionPoint
+	Markouts  []Markout
+	Errors    []error
 	// Scales are the instruments' fixed-point scales, by instrument id.
 	Scales map[string]book.Scale
 	// Markets are the instruments' markets (Polymarket condition ids), by
@@ -184,7 +191,7 @@ type Summary struct {
 func cashF(v int64) float64 { return float64(v) / 1e10 }
 
 func (e *Engine) result() *Result {
-	r := &Result{Orders: e.orders, Fills: e.fills, Equity: e.equity, Markouts: e.marksOut, Errors: e.errs,
+	r := &Result{Orders: e.orders, Fills: e.fills, Equity: e.equity, Positions: e.positions, Markouts: e.marksOut, Errors: e.errs,
 		Scales: make(map[string]book.Scale, len(e.instList)), Markets: map[string]string{}}
 	for _, in := range e.instList {
 		r.Scales[in.ID] = in.Scale
@@ -342,86 +349,6 @@ func Run(ctx context.Context, paths []string, s Strategy, cfg Config, ro RunOpti
 	res := e.Finish()
 	res.Summary.Strategy, res.Summary.Params = ro.Name, ro.Params
 	return res, sum, nil
-}
-
-// WriteCSV writes orders.csv, fills.csv, equity.csv and markouts.csv into dir.
-// Prices and sizes are decimals at the instrument's scale, money at
-// CashDecimals; output is byte-identical for identical runs.
-func (r *Result) WriteCSV(dir string) error {
-	scaleOf := func(id string) book.Scale { return r.Scales[id] }
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	write := func(name string, f func(w *bufio.Writer)) error {
-		fh, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		w := bufio.NewWriter(fh)
-		f(w)
-		if err := w.Flush(); err != nil {
-			fh.Close()
-			return fmt.Errorf("backtest: write %s: %w", name, err)
-		}
-		return fh.Close()
-	}
-	dec := func(v int64, d uint8) string { return book.FormatDecimal(v, d) }
-	money := func(v int64) string { return book.FormatDecimal(v, CashDecimals) }
-	if err := write("orders.csv", func(w *bufio.Writer) {
-		w.WriteString("order_id,instrument,side,tif,post_only,reduce_only,price,size,amount,filled,status,reason,submit_ns,active_ns,done_ns,tag\n")
-		for _, o := range r.Orders {
-			sc := scaleOf(o.Instrument)
-			fmt.Fprintf(w, "%d,%s,%s,%s,%t,%t,%s,%s,%s,%s,%s,%s,%d,%d,%d,%s\n", o.ID, csvQuote(o.Instrument), o.Side, o.TIF,
-				o.PostOnly, o.ReduceOnly, dec(o.Price, sc.PriceDecimals), dec(o.Size, sc.SizeDecimals), dec(o.Amount, sc.PriceDecimals),
-				dec(o.Filled, sc.SizeDecimals), o.Status, csvQuote(o.Reason), o.SubmitNs, o.ActiveNs, o.DoneNs, csvQuote(o.Tag))
-		}
-	}); err != nil {
-		return err
-	}
-	if err := write("fills.csv", func(w *bufio.Writer) {
-		w.WriteString("fill_seq,order_id,instrument,side,price,size,liquidity,queue_ahead,fee,exchange_ts_ns,local_ts_ns,tag\n")
-		for _, f := range r.Fills {
-			sc := scaleOf(f.Instrument)
-			fmt.Fprintf(w, "%d,%d,%s,%s,%s,%s,%s,%s,%s,%d,%d,%s\n", f.Seq, f.OrderID, csvQuote(f.Instrument), f.Side,
-				dec(f.Price, sc.PriceDecimals), dec(f.Size, sc.SizeDecimals), f.Liquidity, dec(f.Queue, sc.SizeDecimals),
-				money(f.Fee), f.ExchangeNs, f.RecvNs, csvQuote(f.Tag))
-		}
-	}); err != nil {
-		return err
-	}
-	if err := write("equity.csv", func(w *bufio.Writer) {
-		w.WriteString("local_ts_ns,cash,equity,instrument,position,mark\n")
-		for _, p := range r.Equity {
-			sc := scaleOf(p.Instrument)
-			fmt.Fprintf(w, "%d,%s,%s,%s,%s,%s\n", p.RecvNs, money(p.Cash), money(p.Equity), csvQuote(p.Instrument),
-				dec(p.Position, sc.SizeDecimals), dec(p.Mid, sc.PriceDecimals))
-		}
-	}); err != nil {
-		return err
-	}
-	return write("markouts.csv", func(w *bufio.Writer) {
-		w.WriteString("fill_seq,horizon_ns,mid,pnl_per_unit\n")
-		for _, m := range r.Markouts {
-			sc := scaleOf(r.Fills[m.Fill-1].Instrument)
-			fmt.Fprintf(w, "%d,%d,%s,%s\n", m.Fill, m.Horizon, dec(m.Mid, sc.PriceDecimals), signed(m.PnL, sc.PriceDecimals))
-		}
-	})
-}
-
-func signed(v int64, d uint8) string {
-	if v < 0 {
-		return "-" + book.FormatDecimal(-v, d)
-	}
-	return book.FormatDecimal(v, d)
-}
-
-func csvQuote(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == ',' || c == '"' || c == '\n' || c == '\r' {
-			return strconv.Quote(s)
-		}
-	}
-	return s
 }
 
 // WriteTable prints the summary as an aligned table.

@@ -4,16 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/tapedeck/tapedeck/replayer"
 )
 
@@ -146,22 +139,7 @@ func TestDeterminism(t *testing.T) {
 		q, _ := ParseQueueModel("power:2")
 		cfg.Queue = q
 		res := runBuiltin(t, pmSample, "mm", Params{"spread": "0.02"}, cfg)
-		dir := t.TempDir()
-		if err := res.WriteCSV(dir); err != nil {
-			t.Fatal(err)
-		}
-		if err := res.WriteParquet(dir); err != nil {
-			t.Fatal(err)
-		}
-		files := map[string][]byte{}
-		ents, _ := os.ReadDir(dir)
-		for _, e := range ents {
-			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			files[e.Name()] = b
-		}
+		files := writeAll(t, res, t.TempDir())
 		j, err := json.Marshal(res.Summary)
 		if err != nil {
 			t.Fatal(err)
@@ -173,7 +151,7 @@ func TestDeterminism(t *testing.T) {
 	if !bytes.Equal(j1, j2) {
 		t.Fatalf("summaries differ:\n%s\n%s", j1, j2)
 	}
-	if len(f1) != 8 {
+	if len(f1) != 3*len(Tables) {
 		t.Fatalf("outputs %v", len(f1))
 	}
 	for name, b := range f1 {
@@ -204,46 +182,5 @@ func TestBadParameters(t *testing.T) {
 	}
 	if _, _, err := Run(context.Background(), []string{pmSample}, Noop{}, Config{MakerRebateShare: 2}, RunOptions{}); err == nil {
 		t.Error("a rebate share of 2 ran")
-	}
-}
-
-// The Parquet tables hold what the CSV ones do, exactly: decimal128 at the
-// run's scales and timestamps in ns.
-func TestParquetOutputs(t *testing.T) {
-	res := runBuiltin(t, pmSample, "mm", Params{"spread": "0.02"}, Config{Cash: 1000e10})
-	dir := t.TempDir()
-	if err := res.WriteParquet(dir); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "fills.parquet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(data), parquet.NewReaderProperties(nil),
-		pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tbl.Release()
-	if int(tbl.NumRows()) != len(res.Fills) || len(res.Fills) == 0 {
-		t.Fatalf("%d rows for %d fills", tbl.NumRows(), len(res.Fills))
-	}
-	col := func(name string) arrow.Array {
-		idx := tbl.Schema().FieldIndices(name)
-		if len(idx) != 1 {
-			t.Fatalf("no column %s in %v", name, tbl.Schema())
-		}
-		return tbl.Column(idx[0]).Data().Chunk(0)
-	}
-	price, size := col("price").(*array.Decimal128), col("size").(*array.Decimal128)
-	local, inst := col("local_ts").(*array.Timestamp), col("instrument").(*array.String)
-	for i, f := range res.Fills {
-		if price.Value(i).LowBits() != uint64(f.Price) || size.Value(i).LowBits() != uint64(f.Size) ||
-			int64(local.Value(i)) != f.RecvNs || inst.Value(i) != f.Instrument {
-			t.Fatalf("row %d: %v %v %v %s, fill %+v", i, price.Value(i), size.Value(i), local.Value(i), inst.Value(i), f)
-		}
-	}
-	if dt := price.DataType().(*arrow.Decimal128Type); dt.Scale != 4 {
-		t.Fatalf("price scale %d, want Polymarket's 4", dt.Scale)
 	}
 }

@@ -271,7 +271,7 @@ func writeBacktest(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := res.WriteCSV(filepath.Join(dir, "bt")); err != nil {
+	if err := res.WriteTables(filepath.Join(dir, "bt"), export.FormatCSV); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -16,16 +16,17 @@ import (
 	"github.com/tapedeck/tapedeck/backtest"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/replayer"
+	"github.com/tapedeck/tapedeck/replayer/export"
 )
 
 func newBacktestCmd() *cobra.Command {
 	var (
 		strategy, queue, latencyCSV, from, to, out, resolve, format string
-		shard                                                       string
+		shard, compression                                          string
 		params, fees, instruments                                   []string
 		entry, ack, cancelLat                                       time.Duration
 		cash, feeRate, rebateShare                                  float64
-		feeTier                                                     int
+		feeTier, batchRows                                          int
 		asJSON, useBackfill, allowShort, noExchTime, hash           bool
 	)
 	cmd := &cobra.Command{
@@ -47,9 +48,12 @@ Latency: --entry-latency, --ack-latency, --cancel-latency, or --latency-csv with
 measured round trips. Fees: --fee-rate (taker fee = shares × rate × p × (1−p)),
 --fee MARKET_OR_TOKEN=rate per market, --maker-rebate share; --fee-tier N (Hyperliquid's VIP tiers).
 
---out DIR writes orders.csv, fills.csv, equity.csv and markouts.csv (--format
-parquet: the same tables as .parquet, decimal128 and timestamp[ns, UTC]). The summary
-ends with a digest: the same data, strategy and parameters give the same digest.`,
+--out DIR writes orders, fills, positions (over time), equity and markouts
+through the export writers of "replay export": --format csv (the default: exact
+decimal text, times in ns), parquet or arrow (decimal128 and timestamp[ns, UTC]),
+with --compression and --batch-rows as there. The summary ends with a digest:
+the same data, strategy and parameters give the same digest and byte-identical
+tables.`,
 		Example: `  # The passive market maker on the Polymarket sample
   $ replay backtest datasets/samples/polymarket --strategy mm --param spread=0.02 --out bt/
 
@@ -110,8 +114,9 @@ ends with a digest: the same data, strategy and parameters give the same digest.
 			if err := cfg.Validate(); err != nil {
 				return cli.FlagErrorf("%v", err)
 			}
-			if format != "csv" && format != "parquet" {
-				return cli.FlagErrorf("--format %q: want csv or parquet", format)
+			outFormat, outOpts, err := backtestOutput(format, compression, batchRows)
+			if err != nil {
+				return err
 			}
 			fromNs, toNs, err := parseWindow(args, from, to)
 			if err != nil {
@@ -139,11 +144,7 @@ ends with a digest: the same data, strategy and parameters give the same digest.
 				}
 			}
 			if out != "" {
-				write := res.WriteCSV
-				if format == "parquet" {
-					write = res.WriteParquet
-				}
-				if err := write(out); err != nil {
+				if err := res.WriteTables(out, outFormat, append(outOpts, export.WithDatasets(args...))...); err != nil {
 					return err
 				}
 			}
@@ -172,10 +173,45 @@ ends with a digest: the same data, strategy and parameters give the same digest.
 	f.StringVar(&shard, "shard", "", "trade only shard `K/N` of the markets (split by market id, or by instrument where a venue has no markets; 1/N … N/N together trade them all; every shard still follows every book)")
 	f.StringVar(&from, "from", "", "start of the window (`T`: "+cli.TimeSyntax+")")
 	f.StringVar(&to, "to", "", "end of the window, exclusive (`T`, as --from)")
-	f.StringVar(&out, "out", "", "write orders, fills, equity and markouts into `DIR` (see --format)")
-	f.StringVar(&format, "format", "csv", "format of the --out tables: csv (exact decimals) or parquet (decimal128, timestamp[ns, UTC])")
+	f.StringVar(&out, "out", "", "write orders, fills, positions, equity and markouts into `DIR` (see --format)")
+	f.StringVar(&format, "format", "csv", "format of the --out tables: csv (exact decimals, ns), parquet or arrow (decimal128, timestamp[ns, UTC])")
+	f.StringVar(&compression, "compression", "", "--out parquet or arrow: zstd, snappy (Parquet only) or none; default snappy for Parquet, none for Arrow")
+	f.IntVar(&batchRows, "batch-rows", 0, "--out parquet or arrow: rows per row group or record batch (default: about 24 MiB of rows)")
 	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	return cmd
+}
+
+// backtestOutput checks the --out table flags: the format and the export
+// options, refused before the run.
+func backtestOutput(format, compression string, batchRows int) (export.Format, []export.Option, error) {
+	f, err := export.ParseFormat(format)
+	if err != nil || f == export.FormatTardis {
+		return 0, nil, cli.FlagErrorf("--format %q: want csv, parquet or arrow", format)
+	}
+	var opts []export.Option
+	if compression != "" {
+		c, err := export.ParseCompression(compression)
+		if err != nil {
+			return 0, nil, cli.FlagErrorf("--compression: %v", err)
+		}
+		if f == export.FormatCSV {
+			return 0, nil, cli.FlagErrorf("--compression applies to --format parquet or arrow, not csv")
+		}
+		opts = append(opts, export.WithCompression(c))
+	}
+	if batchRows != 0 {
+		if f == export.FormatCSV {
+			return 0, nil, cli.FlagErrorf("--batch-rows applies to --format parquet or arrow, not csv")
+		}
+		opts = append(opts, export.WithBatchRows(batchRows))
+	}
+	// Checked here, against an empty table, so that a bad combination
+	// (Arrow with snappy, a batch of 0 rows) stops before the run.
+	if _, err := export.NewTypedTable(io.Discard, export.TypedSchema{Name: "check",
+		Columns: []export.Column{{Name: "x", Type: export.Int64}}}, f, opts...); err != nil {
+		return 0, nil, cli.FlagErrorf("--format %s: %v", format, err)
+	}
+	return f, opts, nil
 }
 
 func printBacktest(w, errw io.Writer, res *backtest.Result, asJSON bool) error {

@@ -21,7 +21,7 @@ func TestBacktestVerb(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
 		files := map[string][]byte{}
-		for _, n := range []string{"orders.csv", "fills.csv", "equity.csv", "markouts.csv"} {
+		for _, n := range []string{"orders.csv", "fills.csv", "positions.csv", "equity.csv", "markouts.csv"} {
 			b, err := os.ReadFile(filepath.Join(out, n))
 			if err != nil {
 				t.Fatal(err)
@@ -72,6 +72,11 @@ func TestBacktestBadFlags(t *testing.T) {
 		{"--entry-latency", "-1ms"},
 		{"--latency-csv", "/nonexistent/rtt.csv"},
 		{"--format", "xlsx"},
+		{"--format", "tardis"},
+		{"--format", "csv", "--compression", "zstd"},
+		{"--format", "arrow", "--compression", "snappy"},
+		{"--format", "parquet", "--compression", "lz77"},
+		{"--format", "parquet", "--batch-rows", "-1"},
 	} {
 		code, _, stderr := execReplay(t, append([]string{"backtest", sample}, args...)...)
 		if code != 2 {
@@ -80,18 +85,36 @@ func TestBacktestBadFlags(t *testing.T) {
 	}
 }
 
+// --format parquet and arrow write the five tables through the export
+// writers, with --compression and --batch-rows as replay export takes them.
 func TestBacktestParquet(t *testing.T) {
 	sample := filepath.Join("..", "..", "datasets", "samples", "hyperliquid")
-	out := t.TempDir()
-	code, _, stderr := execReplay(t, "backtest", sample, "--strategy", "mm", "--param", "size=0.01", "--param", "instrument=BTC",
-		"--format", "parquet", "--out", out)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	for _, n := range []string{"orders.parquet", "fills.parquet", "equity.parquet", "markouts.parquet"} {
-		b, err := os.ReadFile(filepath.Join(out, n))
-		if err != nil || len(b) < 8 || string(b[:4]) != "PAR1" {
-			t.Fatalf("%s: %v (%d bytes)", n, err, len(b))
+	for _, c := range []struct {
+		format, magic string
+		flags         []string
+	}{
+		{"parquet", "PAR1", nil},
+		{"parquet", "PAR1", []string{"--compression", "zstd", "--batch-rows", "100"}},
+		{"arrow", "ARROW1", nil},
+	} {
+		out := t.TempDir()
+		args := append([]string{"backtest", sample, "--strategy", "mm", "--param", "size=0.01", "--param", "instrument=BTC",
+			"--format", c.format, "--out", out}, c.flags...)
+		code, _, stderr := execReplay(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", c.flags, code, stderr)
+		}
+		for _, n := range []string{"orders", "fills", "positions", "equity", "markouts"} {
+			b, err := os.ReadFile(filepath.Join(out, n+"."+c.format))
+			if err != nil || len(b) < 8 || string(b[:len(c.magic)]) != c.magic {
+				t.Fatalf("%s.%s: %v (%d bytes)", n, c.format, err, len(b))
+			}
+			if c.format == "parquet" && !bytes.Contains(b, []byte(`"`+sample+`"`)) {
+				t.Fatalf("%s.parquet does not name its dataset in tapedeck.datasets", n)
+			}
+			if c.flags != nil && !bytes.Contains(b, []byte("tapedeck.backtest.digest")) {
+				t.Fatalf("%s.parquet footer has no digest", n)
+			}
 		}
 	}
 }

@@ -34,23 +34,33 @@ var timestampNs = &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
 const DecimalPrecision = 38
 
 func (s *Sink) schema() *arrow.Schema {
-	ds, _ := json.Marshal(append([]string{}, s.cfg.datasets...))
+	fields := make([]arrow.Field, len(s.b.cols))
+	for i := range s.b.cols {
+		c := &s.b.cols[i]
+		fields[i] = arrow.Field{Name: c.name, Type: s.arrowType(c), Nullable: c.nullable}
+	}
+	if t, ok := s.impl.(*typedTable); ok {
+		return t.arrowSchema(s, fields)
+	}
 	md := arrow.NewMetadata(
 		[]string{MetaTable, MetaVenue, MetaPriceDecimals, MetaSizeDecimals, MetaDatasets, MetaLevels, MetaIntervalNs, MetaExact},
 		[]string{s.table.String(), s.cfg.venue,
 			strconv.Itoa(int(s.cfg.scale.PriceDecimals)), strconv.Itoa(int(s.cfg.scale.SizeDecimals)),
-			string(ds), strconv.Itoa(s.cfg.levels), strconv.FormatInt(s.cfg.intervalNs, 10),
+			datasetsJSON(s.cfg.datasets), strconv.Itoa(s.cfg.levels), strconv.FormatInt(s.cfg.intervalNs, 10),
 			strconv.FormatBool(s.cfg.exact)})
-	fields := make([]arrow.Field, len(s.b.cols))
-	for i := range s.b.cols {
-		c := &s.b.cols[i]
-		fields[i] = arrow.Field{Name: c.name, Type: s.arrowType(c.kind), Nullable: c.nullable}
-	}
 	return arrow.NewSchema(fields, &md)
 }
 
-func (s *Sink) arrowType(k colKind) arrow.DataType {
-	switch k {
+// datasetsJSON is the MetaDatasets value: a JSON array of the paths.
+func datasetsJSON(paths []string) string {
+	ds, _ := json.Marshal(append([]string{}, paths...))
+	return string(ds)
+}
+
+func (s *Sink) arrowType(c *column) arrow.DataType {
+	switch c.kind {
+	case kDecimal:
+		return &arrow.Decimal128Type{Precision: DecimalPrecision, Scale: int32(c.decimals)}
 	case kInt64:
 		return arrow.PrimitiveTypes.Int64
 	case kTime:
@@ -99,7 +109,7 @@ func newRecordBuilder(s *Sink) *recordBuilder {
 	rows := s.cfg.batchRows
 	for i := range s.b.cols {
 		switch k := s.b.cols[i].kind; {
-		case (k == kPrice || k == kSize) && rb.exact:
+		case (k == kPrice || k == kSize) && rb.exact, k == kDecimal:
 			rb.dec[i] = make([]decimal128.Num, 0, rows)
 		case k == kPrice || k == kSize:
 			rb.f64[i] = make([]float64, 0, rows)
@@ -152,12 +162,12 @@ func (rb *recordBuilder) build(b *batch) arrow.Record {
 			rb.offs[i], rb.data[i] = offs, data
 			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offs)),
 				memory.NewBufferBytes(data)}
-		case kPrice, kSize:
+		case kPrice, kSize, kDecimal:
 			dec := rb.scale.SizeDecimals
 			if c.kind == kPrice {
 				dec = rb.scale.PriceDecimals
 			}
-			if rb.exact {
+			if rb.exact || c.kind == kDecimal {
 				d := rb.dec[i][:0]
 				for _, v := range c.i64[:n] {
 					d = append(d, decimal128.FromI64(v))

@@ -16,13 +16,15 @@ const (
 	kInt32                // int32: order counts, connection slots, codes
 	kBool
 	kString
-	kTime // int64 ns since the epoch: Arrow timestamp[ns, UTC], Parquet TIMESTAMP(NANOS, UTC)
+	kTime    // int64 ns since the epoch: Arrow timestamp[ns, UTC], Parquet TIMESTAMP(NANOS, UTC)
+	kDecimal // fixed-point int64 at the column's own decimals, always decimal128 (typed tables)
 )
 
 type column struct {
 	name     string
 	kind     colKind
 	nullable bool
+	decimals uint8 // kDecimal: the column's scale
 
 	// Exactly one of these holds the values, with room for a full batch;
 	// rows [0, batch.rows) are filled.
@@ -80,7 +82,7 @@ func (b *batch) grow(n int) {
 	wide, narrow := 0, 0
 	for i := range b.cols {
 		switch b.cols[i].kind {
-		case kInt64, kTime, kPrice, kSize:
+		case kInt64, kTime, kPrice, kSize, kDecimal:
 			wide++
 		case kInt32:
 			narrow++
@@ -92,7 +94,7 @@ func (b *batch) grow(n int) {
 	for i := range b.cols {
 		c := &b.cols[i]
 		switch c.kind {
-		case kInt64, kTime, kPrice, kSize:
+		case kInt64, kTime, kPrice, kSize, kDecimal:
 			c.i64 = arena[:n:n]
 			arena = arena[n+pad/8:]
 		case kInt32:
@@ -117,7 +119,7 @@ func (b *batch) rowBytes() int {
 	n := 0
 	for i := range b.cols {
 		switch b.cols[i].kind {
-		case kInt64, kTime, kPrice, kSize:
+		case kInt64, kTime, kPrice, kSize, kDecimal:
 			n += 8 + 8 // the value and its float64/decimal form at flush
 		case kInt32:
 			n += 4

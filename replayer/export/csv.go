@@ -18,9 +18,10 @@ const (
 	csvPrice // exact decimal text at the price decimals
 	csvSize
 	csvBool
-	csvEmpty  // always empty (a Tardis column we cannot fill)
-	csvConst  // always text
-	csvQuoted // a string always quoted: ids that look like numbers stay text
+	csvEmpty   // always empty (a Tardis column we cannot fill)
+	csvConst   // always text
+	csvQuoted  // a string always quoted: ids that look like numbers stay text
+	csvDecimal // exact decimal text at the column's own decimals
 )
 
 // csvField is one CSV column: its header and how to print batch column col.
@@ -49,6 +50,8 @@ func ownFields(b *batch) []csvField {
 			how = csvPrice
 		case kSize:
 			how = csvSize
+		case kDecimal:
+			how = csvDecimal
 		case kBool:
 			how = csvBool
 		}
@@ -144,6 +147,8 @@ func (c *csvWriter) appendField(dst []byte, b *batch, f csvField, r int) []byte 
 		return book.AppendDecimal(dst, cl.i64[r], c.scale.SizeDecimals)
 	case csvBool:
 		return strconv.AppendBool(dst, cl.b[r])
+	case csvDecimal:
+		return book.AppendDecimal(dst, cl.i64[r], cl.decimals)
 	}
 	return dst
 }

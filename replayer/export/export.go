@@ -9,6 +9,13 @@
 // fills, so memory does not grow with the input. Output is deterministic: the
 // same events and options give byte-identical files (no wall-clock time is
 // written anywhere).
+//
+// Tables that do not come from events (a backtest's orders, fills,
+// positions and equity) go through the same writers as typed tables:
+// NewTypedTable takes columns the caller declares (int64, string, bool,
+// timestamp[ns, UTC], exact decimal at a scale, each nullable or not) and
+// writes them as Parquet, Arrow IPC or CSV with the same batching, options
+// (WithCompression, WithBatchRows, WithDatasets) and determinism.
 package export
 
 import (
@@ -198,12 +205,16 @@ var ErrOption = errors.New("export: invalid option")
 // every later call, since the file is incomplete.
 type WriteError struct {
 	Table  Table
+	Name   string // a typed table's name (Table is 0)
 	Format Format
 	Err    error
 }
 
 // Error names the table, the format and the failure.
 func (e *WriteError) Error() string {
+	if e.Name != "" {
+		return fmt.Sprintf("export: write %s %s: %v", e.Name, e.Format, e.Err)
+	}
 	return fmt.Sprintf("export: write %s %s: %v", e.Table, e.Format, e.Err)
 }
 

@@ -146,7 +146,7 @@ func newParquetWriter(w io.Writer, s *Sink) (*parquetWriter, error) {
 			p.bl = make([]bool, 0, rows)
 		case k == kString:
 			p.ba[i] = make([]parquet.ByteArray, 0, rows)
-		case (k == kPrice || k == kSize) && p.exact:
+		case (k == kPrice || k == kSize) && p.exact, k == kDecimal:
 			p.flba[i] = make([]parquet.FixedLenByteArray, 0, rows)
 			p.data[i] = make([]byte, 16*rows)
 		case k == kPrice || k == kSize:
@@ -278,12 +278,12 @@ func (p *parquetWriter) writeColumn(cw file.ColumnChunkWriter, b *batch, i int) 
 		}
 		p.ba[i] = v
 		_, err = cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(v, def, nil)
-	case kPrice, kSize:
+	case kPrice, kSize, kDecimal:
 		dec := p.scale.size
 		if c.kind == kPrice {
 			dec = p.scale.price
 		}
-		if p.exact {
+		if p.exact || c.kind == kDecimal {
 			// Parquet's decimal is a big-endian two's complement of 16 bytes
 			// at precision 38, as pqarrow writes an Arrow decimal128.
 			v, data := p.flba[i][:0], p.data[i]
