@@ -156,13 +156,16 @@ type PeersMedian struct {
 }
 
 // PeersRatio is one same-run ratio: the median frames/s of Of over Over's,
-// and each round's own ratio.
+// each round's own ratio, and the ratio of their median frames per
+// CPU-second (what a busy host disturbs least: a process waiting for a core
+// spends wall time, not CPU time).
 type PeersRatio struct {
 	Name     string    `json:"name"`
 	Of       string    `json:"of"`
 	Over     string    `json:"over"`
 	Median   float64   `json:"of_medians"`
 	PerRound []float64 `json:"per_round"`
+	PerCPUS  float64   `json:"per_cpu_s"`
 }
 
 // ErrPeersResult means a file is not a valid make bench-peers result.
@@ -251,6 +254,9 @@ func (p *PeersResult) derived() (map[string]PeersMedian, []PeersRatio) {
 			continue
 		}
 		r := PeersRatio{Name: q.Name, Of: q.Of, Over: q.Over, Median: round6(of.FramesPerS / over.FramesPerS)}
+		if over.FramesPerCPUS > 0 {
+			r.PerCPUS = round6(of.FramesPerCPUS / over.FramesPerCPUS)
+		}
 		for round := 1; round <= p.Rounds; round++ {
 			a, b := p.run(round, q.Of), p.run(round, q.Over)
 			if a != nil && b != nil && b.FramesPerS > 0 {
@@ -388,6 +394,9 @@ func (p *PeersResult) Validate() error {
 		if !near(r.Median, e.Median) {
 			return bad("ratios[%d] %q: of_medians %v, but the medians give %v", i, r.Name, r.Median, e.Median)
 		}
+		if !near(r.PerCPUS, e.PerCPUS) {
+			return bad("ratios[%d] %q: per_cpu_s %v, but the medians give %v", i, r.Name, r.PerCPUS, e.PerCPUS)
+		}
 		if len(r.PerRound) != len(e.PerRound) {
 			return bad("ratios[%d] %q: %d per_round, want %d", i, r.Name, len(r.PerRound), len(e.PerRound))
 		}
@@ -478,7 +487,7 @@ func PeersResultsSection(p *PeersResult, source string) string {
 		for i, v := range r.PerRound {
 			per[i] = fmtRatio(v)
 		}
-		f("- %s: **%s** (medians; per round %s)\n", r.Name, fmtRatio(r.Median), strings.Join(per, ", "))
+		f("- %s: **%s** (medians; per round %s); per CPU-second %s\n", r.Name, fmtRatio(r.Median), strings.Join(per, ", "), fmtRatio(r.PerCPUS))
 	}
 	f("\nCommands, from the module root:\n\n```sh\n")
 	for _, w := range p.Workloads {
@@ -500,7 +509,7 @@ func PeersReadmeTable(p *PeersResult, source string) string {
 	if p.Machine.Note != "" {
 		f(" (%s)", p.Machine.Note)
 	}
-	f(".\n\n| mode | tapedeck | tardis-dev | tapedeck / tardis-dev |\n|---|---|---|---|\n")
+	f(". Frames per CPU-second (user + system, all threads) are what a busy host disturbs least.\n\n| mode | tapedeck | tardis-dev | tapedeck / tardis-dev | per CPU-second: tapedeck, tardis-dev, ratio |\n|---|---|---|---|---|\n")
 	rows := []struct{ mode, ours, theirs, ratio string }{
 		{"raw: every frame off disk (tapedeck also decodes, rebuilds every book and runs its integrity checks; tardis-dev does not decode)", PeerTapedeckRun, PeerTardisRaw, "tapedeck run / tardis-dev raw"},
 		{"books: a 25-level book snapshot on every change (tapedeck writes them as CSV; tardis-dev computes them)", PeerTapedeckDepth, PeerTardisBooks, "tapedeck depth export / tardis-dev books"},
@@ -517,11 +526,12 @@ func PeersReadmeTable(p *PeersResult, source string) string {
 			}
 			return fmtRate(m.FramesPerS) + " frames/s"
 		}
-		ratio := "-"
+		ratio, cpu := "-", "-"
 		if r := p.Ratio(row.ratio); r != nil {
 			ratio = fmtRatio(r.Median)
+			cpu = fmt.Sprintf("%s, %s, %s", fmtRate(a.FramesPerCPUS), fmtRate(c.FramesPerCPUS), fmtRatio(r.PerCPUS))
 		}
-		f("| %s | %s | %s | %s |\n", row.mode, cell(a, ok1), cell(c, ok2), ratio)
+		f("| %s | %s | %s | %s | %s |\n", row.mode, cell(a, ok1), cell(c, ok2), ratio, cpu)
 	}
 	return b.String()
 }

@@ -42,9 +42,10 @@ func TestPeersSections(t *testing.T) {
 		"| tapedeck replay run | 2.00 M | 0.50 | 0.90 | 1.11 M | 0.51 | 40 MB | - | 2.00 M, 1.00 M, 2.50 M |\n",
 		"| tardis-dev books | 25 k | 40.00 | 30.00 | 33 k | 40.40 | 130 MB | 2,000,000 | 25 k, 20 k, 50 k |\n",
 		"| tapedeck depth export | 100 k | 10.00 | 10.00 | 100 k | 10.00 | 60 MB | - | 100 k, 125 k, 80 k |\n",
-		"- tapedeck run / tardis-dev raw: **4.00×** (medians; per round 4.00×, 2.50×, 4.00×)\n",
-		"- tapedeck run / tardis-dev books: **80×** (medians; per round 80×, 50×, 50×)\n",
-		"- tapedeck depth export / tardis-dev books: **4.00×** (medians; per round 4.00×, 6.25×, 1.60×)\n",
+		// per CPU-second: 1.11 M / 455 k, 1.11 M / 33 k, 100 k / 33 k
+		"- tapedeck run / tardis-dev raw: **4.00×** (medians; per round 4.00×, 2.50×, 4.00×); per CPU-second 2.44×\n",
+		"- tapedeck run / tardis-dev books: **80×** (medians; per round 80×, 50×, 50×); per CPU-second 33×\n",
+		"- tapedeck depth export / tardis-dev books: **4.00×** (medians; per round 4.00×, 6.25×, 1.60×); per CPU-second 3.00×\n",
 		"replay export DATASET --table depth --levels 25 --every-event --format csv --out - > /dev/null\n```\n",
 	} {
 		if !strings.Contains(sec, want) {
@@ -59,9 +60,9 @@ func TestPeersSections(t *testing.T) {
 	tab := PeersReadmeTable(p, "bench/x.json")
 	for _, want := range []string{
 		"Same run, same frames (`make bench-peers`: 3 alternated round(s), medians, 2026-01-02; `bench/x.json`): a generated 15-minute Polymarket recording of 1,000,000 frames (700 MB of frame text), as tardis-dev@13.35.3's cache and as a tapedeck dataset, on Test CPU, 2 logical CPUs; load average 0.50 0.40 0.30 before, 1.50 1.00 0.50 after (a fixture).",
-		"| mode | tapedeck | tardis-dev | tapedeck / tardis-dev |\n|---|---|---|---|\n",
-		"runs its integrity checks; tardis-dev does not decode) | 2.00 M frames/s | 500 k frames/s | 4.00× |\n",
-		"tardis-dev computes them) | 100 k frames/s | 25 k frames/s | 4.00× |\n",
+		"| mode | tapedeck | tardis-dev | tapedeck / tardis-dev | per CPU-second: tapedeck, tardis-dev, ratio |\n|---|---|---|---|---|\n",
+		"runs its integrity checks; tardis-dev does not decode) | 2.00 M frames/s | 500 k frames/s | 4.00× | 1.11 M, 455 k, 2.44× |\n",
+		"tardis-dev computes them) | 100 k frames/s | 25 k frames/s | 4.00× | 100 k, 33 k, 3.00× |\n",
 	} {
 		if !strings.Contains(tab, want) {
 			t.Errorf("README table lacks %q\n%s", want, tab)
@@ -97,7 +98,7 @@ func TestPeersSectionsRawOnly(t *testing.T) {
 	if strings.Contains(tab, "books:") {
 		t.Errorf("a book row without book runs:\n%s", tab)
 	}
-	if !strings.Contains(tab, "| 2.00 M frames/s | 500 k frames/s | 4.00× |") {
+	if !strings.Contains(tab, "| 2.00 M frames/s | 500 k frames/s | 4.00× | 1.11 M, 455 k, 2.44× |") {
 		t.Errorf("raw row missing:\n%s", tab)
 	}
 }
@@ -174,6 +175,7 @@ func TestPeersMalformed(t *testing.T) {
 			m["medians"].(map[string]any)["tapedeck-run"].(map[string]any)["frames_per_s"] = 3e6
 		}), `medians["tapedeck-run"].frames_per_s 3e+06, but the runs' median is 2e+06`},
 		{"ratio edited", edit(func(m map[string]any) { m["ratios"].([]any)[0].(map[string]any)["of_medians"] = 5 }), "of_medians 5, but the medians give 4"},
+		{"CPU ratio edited", edit(func(m map[string]any) { m["ratios"].([]any)[2].(map[string]any)["per_cpu_s"] = 2 }), "per_cpu_s 2, but the medians give 3"},
 		{"ratio dropped", edit(func(m map[string]any) { m["ratios"] = m["ratios"].([]any)[:2] }), "2 ratios, want 3"},
 	}
 	for _, tt := range tests {
