@@ -41,9 +41,9 @@ var PeersWorkloads = []PeersWorkload{
 	{ID: PeerTapedeckRun, Tool: "tapedeck", Mode: "raw",
 		Name: "tapedeck `replay run`: decode + books + default integrity checks"},
 	{ID: PeerTardisBooks, Tool: "tardis-dev", Mode: "books",
-		Name: "tardis-dev books: `replayNormalized` + `computeBookSnapshots({depth: 25, interval: 0})`, a 25-level snapshot per change"},
+		Name: "tardis-dev books: `replayNormalized` + `computeBookSnapshots({depth: 25, interval: 0})`, a 25-level snapshot after each change that moves the top 25"},
 	{ID: PeerTapedeckDepth, Tool: "tapedeck", Mode: "books",
-		Name: "tapedeck `replay export --table depth --levels 25 --every-event --format csv`: the same snapshots, written out"},
+		Name: "tapedeck `replay export --table depth --levels 25 --every-event --format csv`: a 25-level row for each book a frame changes, written out"},
 }
 
 // PeersRatios are the same-run ratios a result states: of's frames per
@@ -122,6 +122,11 @@ type PeersWorkload struct {
 	Mode    string `json:"mode"` // raw or books
 	Name    string `json:"name"`
 	Command string `json:"command,omitempty"` // as run, paths relative to the module root
+	// Rows is what one pass outputs, for the book modes: tardis-dev's book
+	// snapshots (every timed pass counts them) or tapedeck's depth rows
+	// (counted on one more, untimed, pass after the rounds: the timed ones
+	// write to /dev/null).
+	Rows int64 `json:"rows,omitempty"`
 }
 
 // PeersRun is one timed pass of one workload, a child process. WallS and
@@ -142,7 +147,7 @@ type PeersRun struct {
 	ProcessWallS float64 `json:"process_wall_s"`
 	ProcessCPUS  float64 `json:"process_cpu_s"`
 	MaxRSSMB     float64 `json:"max_rss_mb,omitempty"`
-	Rows         int64   `json:"rows,omitempty"` // book snapshots (tardis-dev) or depth rows (tapedeck) written
+	Rows         int64   `json:"rows,omitempty"` // book snapshots tardis-dev computed
 	Digest       string  `json:"digest,omitempty"`
 	LoadAvg      string  `json:"load_avg,omitempty"` // /proc/loadavg before the pass
 }
@@ -277,6 +282,15 @@ func (p *PeersResult) run(round int, workload string) *PeersRun {
 	return nil
 }
 
+func (p *PeersResult) workload(id string) PeersWorkload {
+	for _, w := range p.Workloads {
+		if w.ID == id {
+			return w
+		}
+	}
+	return PeersWorkload{}
+}
+
 // Median returns the medians of workload id and whether it ran.
 func (p *PeersResult) Median(id string) (PeersMedian, bool) {
 	m, ok := p.Medians[id]
@@ -358,6 +372,8 @@ func (p *PeersResult) Validate() error {
 			return bad("%s: cpu_s %v: want >= 0", at, r.CPUS)
 		case !near(r.FramesPerS, float64(r.Frames)/r.WallS):
 			return bad("%s: frames_per_s %v, but frames / wall_s = %v", at, r.FramesPerS, float64(r.Frames)/r.WallS)
+		case r.Rows != 0 && r.Rows != p.workload(r.Workload).Rows:
+			return bad("%s: rows %d, but the workload's rows are %d", at, r.Rows, p.workload(r.Workload).Rows)
 		case r.Workload == PeerTapedeckRun && r.Digest != p.Recording.TapedeckDigest:
 			return bad("%s: digest %q, but recording.tapedeck_digest is %q", at, r.Digest, p.Recording.TapedeckDigest)
 		}
@@ -455,11 +471,11 @@ func PeersResultsSection(p *PeersResult, source string) string {
 		rec.Generator, rec.Minutes, rec.Seed, rec.Markets, rec.Tokens, thousands(rec.Frames), float64(rec.TextBytes)/1e6, short(rec.TextSHA256), float64(rec.GzBytes)/1e6, orDash(rec.TapedeckDigest))
 	f("Every pass reads all of it, offline (tardis-dev's API is a stub on 127.0.0.1 that must see no request). ")
 	f("Each pass is its own process. Wall and CPU (user + system, all threads) are of the replay: the tool's own timer around its replay loop where it has one (tardis-dev's harness, `replay run`'s `wall_ns`; this leaves out node's start-up and the loading of tardis-dev), else the whole process (`replay export`); frames/s is the recording's frames over that wall time. The process's own wall time is beside it.\n\n")
-	f("| workload | frames/s (median) | wall s | CPU s | frames per CPU-s | process wall s | max RSS | snapshots written | frames/s per round |\n|---|---|---|---|---|---|---|---|---|\n")
+	f("| workload | frames/s (median) | wall s | CPU s | frames per CPU-s | process wall s | max RSS | books out per pass | frames/s per round |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, w := range p.Workloads {
 		m := p.Medians[w.ID]
 		var rounds []string
-		var rss, pwall, rows []float64
+		var rss, pwall []float64
 		for round := 1; round <= p.Rounds; round++ {
 			if r := p.run(round, w.ID); r != nil {
 				rounds = append(rounds, fmtRate(r.FramesPerS))
@@ -467,17 +483,14 @@ func PeersResultsSection(p *PeersResult, source string) string {
 				if r.MaxRSSMB > 0 {
 					rss = append(rss, r.MaxRSSMB)
 				}
-				if r.Rows > 0 {
-					rows = append(rows, float64(r.Rows))
-				}
 			}
 		}
 		mem, snaps := "-", "-"
 		if len(rss) > 0 {
 			mem = fmt.Sprintf("%.0f MB", Median(rss))
 		}
-		if len(rows) > 0 {
-			snaps = thousands(int64(Median(rows)))
+		if w.Rows > 0 {
+			snaps = thousands(w.Rows)
 		}
 		f("| %s | %s | %.2f | %.2f | %s | %.2f | %s | %s | %s |\n", w.Name, fmtRate(m.FramesPerS), m.WallS, m.CPUS, fmtRate(m.FramesPerCPUS), Median(pwall), mem, snaps, strings.Join(rounds, ", "))
 	}
@@ -512,7 +525,7 @@ func PeersReadmeTable(p *PeersResult, source string) string {
 	f(". Frames per CPU-second (user + system, all threads) are what a busy host disturbs least.\n\n| mode | tapedeck | tardis-dev | tapedeck / tardis-dev | per CPU-second: tapedeck, tardis-dev, ratio |\n|---|---|---|---|---|\n")
 	rows := []struct{ mode, ours, theirs, ratio string }{
 		{"raw: every frame off disk (tapedeck also decodes, rebuilds every book and runs its integrity checks; tardis-dev does not decode)", PeerTapedeckRun, PeerTardisRaw, "tapedeck run / tardis-dev raw"},
-		{"books: a 25-level book snapshot on every change (tapedeck writes them as CSV; tardis-dev computes them)", PeerTapedeckDepth, PeerTardisBooks, "tapedeck depth export / tardis-dev books"},
+		{"books: the top 25 levels after every change (tapedeck writes a CSV row for each book a frame changes; tardis-dev computes a snapshot after each change that moves the top 25)", PeerTapedeckDepth, PeerTardisBooks, "tapedeck depth export / tardis-dev books"},
 	}
 	for _, row := range rows {
 		a, ok1 := p.Median(row.ours)

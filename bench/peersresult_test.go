@@ -41,7 +41,7 @@ func TestPeersSections(t *testing.T) {
 		"| tardis-dev raw replay | 500 k | 2.00 | 2.20 | 455 k | 2.40 | 90 MB | - | 500 k, 400 k, 625 k |\n",
 		"| tapedeck replay run | 2.00 M | 0.50 | 0.90 | 1.11 M | 0.51 | 40 MB | - | 2.00 M, 1.00 M, 2.50 M |\n",
 		"| tardis-dev books | 25 k | 40.00 | 30.00 | 33 k | 40.40 | 130 MB | 2,000,000 | 25 k, 20 k, 50 k |\n",
-		"| tapedeck depth export | 100 k | 10.00 | 10.00 | 100 k | 10.00 | 60 MB | - | 100 k, 125 k, 80 k |\n",
+		"| tapedeck depth export | 100 k | 10.00 | 10.00 | 100 k | 10.00 | 60 MB | 1,800,000 | 100 k, 125 k, 80 k |\n",
 		// per CPU-second: 1.11 M / 455 k, 1.11 M / 33 k, 100 k / 33 k
 		"- tapedeck run / tardis-dev raw: **4.00×** (medians; per round 4.00×, 2.50×, 4.00×); per CPU-second 2.44×\n",
 		"- tapedeck run / tardis-dev books: **80×** (medians; per round 80×, 50×, 50×); per CPU-second 33×\n",
@@ -62,7 +62,7 @@ func TestPeersSections(t *testing.T) {
 		"Same run, same frames (`make bench-peers`: 3 alternated round(s), medians, 2026-01-02; `bench/x.json`): a generated 15-minute Polymarket recording of 1,000,000 frames (700 MB of frame text), as tardis-dev@13.35.3's cache and as a tapedeck dataset, on Test CPU, 2 logical CPUs; load average 0.50 0.40 0.30 before, 1.50 1.00 0.50 after (a fixture).",
 		"| mode | tapedeck | tardis-dev | tapedeck / tardis-dev | per CPU-second: tapedeck, tardis-dev, ratio |\n|---|---|---|---|---|\n",
 		"runs its integrity checks; tardis-dev does not decode) | 2.00 M frames/s | 500 k frames/s | 4.00× | 1.11 M, 455 k, 2.44× |\n",
-		"tardis-dev computes them) | 100 k frames/s | 25 k frames/s | 4.00× | 100 k, 33 k, 3.00× |\n",
+		"after each change that moves the top 25) | 100 k frames/s | 25 k frames/s | 4.00× | 100 k, 33 k, 3.00× |\n",
 	} {
 		if !strings.Contains(tab, want) {
 			t.Errorf("README table lacks %q\n%s", want, tab)
@@ -167,6 +167,7 @@ func TestPeersMalformed(t *testing.T) {
 		{"round out of range", edit(func(m map[string]any) { run(m, 0)["round"] = 4 }), "round out of 1..3"},
 		{"short read", edit(func(m map[string]any) { run(m, 2)["frames"] = 999 }), "runs[2] (round 1, tardis-books): frames 999, but the recording has 1000000"},
 		{"zero wall", edit(func(m map[string]any) { run(m, 3)["wall_s"] = 0 }), "wall_s 0: want > 0"},
+		{"rows disagree", edit(func(m map[string]any) { run(m, 2)["rows"] = 5 }), "rows 5, but the workload's rows are 2000000"},
 		{"timer", edit(func(m map[string]any) { run(m, 3)["timer"] = "" }), `timer ""`},
 		{"rate disagrees", edit(func(m map[string]any) { run(m, 0)["frames_per_s"] = 600000 }), "frames_per_s 600000, but frames / wall_s = 500000"},
 		{"other digest", edit(func(m map[string]any) { run(m, 1)["digest"] = "xxh64:ffff" }), `digest "xxh64:ffff"`},

@@ -396,6 +396,27 @@ func runPeers(opts *peersOptions) error {
 		}
 	}
 	p.Machine.LoadAvgEnd = bench.CurrentEnv().LoadAvg
+	for i := range p.Workloads {
+		w := &p.Workloads[i]
+		switch w.ID {
+		case bench.PeerTardisBooks:
+			for _, r := range p.Runs {
+				if r.Workload == w.ID && w.Rows != 0 && r.Rows != w.Rows {
+					return fmt.Errorf("round %d, %s: %d book snapshots, but an earlier round computed %d", r.Round, w.ID, r.Rows, w.Rows)
+				}
+				if r.Workload == w.ID {
+					w.Rows = r.Rows
+				}
+			}
+		case bench.PeerTapedeckDepth:
+			fmt.Fprintf(opts.Stderr, "bench-peers: counting %s's rows (one more pass, untimed)… ", w.ID)
+			if w.Rows, err = countCSVRows(replay, dataset, e.root); err != nil {
+				fmt.Fprintln(opts.Stderr)
+				return err
+			}
+			fmt.Fprintf(opts.Stderr, "%d\n", w.Rows)
+		}
+	}
 	p.Finished = time.Now().UTC().Format(time.RFC3339)
 	p.Finish()
 	if err := p.Validate(); err != nil {
@@ -422,6 +443,42 @@ func runPeers(opts *peersOptions) error {
 	}
 	fmt.Fprintf(opts.Stderr, "bench-peers: wrote %s\n", bench.PeersFile)
 	return publishPeers(e, p, bench.PeersFile, filepath.Join(e.root, "bench/RESULTS.md"), filepath.Join(e.root, "README.md"), false, opts.Stderr)
+}
+
+// countCSVRows runs the depth export once more into a pipe and counts its
+// rows (lines after the header).
+func countCSVRows(replay, dataset, dir string) (int64, error) {
+	cmd := exec.Command(replay, "export", dataset, "--table", "depth", "--levels", "25", "--every-event", "--format", "csv", "--out", "-")
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	var lines int64
+	buf := make([]byte, 1<<20)
+	for {
+		n, rerr := out.Read(buf)
+		lines += int64(bytes.Count(buf[:n], []byte{'\n'}))
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			cmd.Wait()
+			return 0, rerr
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return 0, fmt.Errorf("the depth export's row count: %v\n%s", err, tail(stderr.String(), 20))
+	}
+	if lines < 1 {
+		return 0, fmt.Errorf("the depth export wrote no header")
+	}
+	return lines - 1, nil
 }
 
 // binaryGoVersion is the Go toolchain that built the binary at path.
