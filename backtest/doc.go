@@ -94,7 +94,8 @@
 //
 // Result holds every order, fill (liquidity, queue ahead at the fill, fee),
 // the equity curve (cash plus positions at their marks, sampled every
-// Config.EquityEveryNs, default one second, and at the end), the positions
+// Config.EquityEveryNs, default one second, and at the end: one sample per
+// time, the latest state), the positions
 // at those samples and the markouts (mid 1 s, 10 s and 60 s after each fill,
 // signed as a gain). Summary has PnL, fees, rebates, funding, turnover, fill
 // ratio, max drawdown, daily Sharpe, the mean markouts and a digest (XXH64
@@ -106,7 +107,8 @@
 // Parquet, Arrow IPC and CSV writers, options (export.WithCompression,
 // WithBatchRows, WithDatasets) and conventions of `replay export`'s tables.
 // Types: int64, string, bool; times timestamp[ns, UTC] (CSV: integer ns
-// since the epoch), null where there is none; prices and sizes exact
+// since the epoch; DuckDB reads them as a µs TIMESTAMPTZ), null where there
+// is none; prices and sizes exact
 // decimal128(38, s) with s the finest price or size scale of the run's
 // instruments (Polymarket 4/6, Hyperliquid 8/8: a run over both venues
 // rescales the coarser exactly), money (cash, fees, values) decimal128(38,

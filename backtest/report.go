@@ -107,7 +107,18 @@ func (e *Engine) sample(nowNs int64) {
 	e.record(nowNs)
 }
 
+// record samples the account at nowNs. A sample already taken at nowNs
+// (the end of a run, right after the last event's) is replaced: one
+// sample per time, the latest state.
 func (e *Engine) record(nowNs int64) {
+	if n := len(e.equity); n > 0 && e.equity[n-1].RecvNs == nowNs {
+		e.equity = e.equity[:n-1]
+		k := len(e.positions)
+		for k > 0 && e.positions[k-1].RecvNs == nowNs {
+			k--
+		}
+		e.positions = e.positions[:k]
+	}
 	e.equity = append(e.equity, EquityPoint{RecvNs: nowNs, Cash: e.cash, Equity: e.equityNow()})
 	for _, in := range e.instList {
 		if in.Position == 0 && len(in.open) == 0 {
@@ -223,14 +234,9 @@ func (e *Engine) result() *Result {
 	s.Fees, s.Rebates, s.Funding, s.Turnover = cashF(e.fees), cashF(e.rebates), cashF(e.funding), cashF(e.turnover)
 	// Drawdown and daily Sharpe on the equity curve (one value per sample time).
 	peak := math.Inf(-1)
-	var last int64 = -1
 	var day int64 = -1
 	var dayEq []float64
 	for _, p := range e.equity {
-		if p.RecvNs == last {
-			continue
-		}
-		last = p.RecvNs
 		v := cashF(p.Equity)
 		peak = math.Max(peak, v)
 		s.MaxDrawdown = math.Max(s.MaxDrawdown, peak-v)

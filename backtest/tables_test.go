@@ -268,6 +268,23 @@ func TestTablesHoldTheResult(t *testing.T) {
 			if len(want["fills"]) == 0 || len(want["positions"]) == 0 || len(want["equity"]) == 0 || len(want["markouts"]) == 0 {
 				t.Fatalf("a table is empty: the case tests little (%d fills)", len(res.Fills))
 			}
+			// One equity row per sample time, increasing; positions only at
+			// those times; the last sample is the end state.
+			at := map[int64]bool{}
+			for k, p := range res.Equity {
+				if k > 0 && p.RecvNs <= res.Equity[k-1].RecvNs {
+					t.Fatalf("equity sample %d at %d after %d", k, p.RecvNs, res.Equity[k-1].RecvNs)
+				}
+				at[p.RecvNs] = true
+			}
+			for _, p := range res.Positions {
+				if !at[p.RecvNs] {
+					t.Fatalf("position %+v at no equity sample", p)
+				}
+			}
+			if last := res.Equity[len(res.Equity)-1]; cashF(last.Equity) != res.Summary.EndEquity {
+				t.Fatalf("last equity sample %+v, summary's end equity %v", last, res.Summary.EndEquity)
+			}
 			files := writeAll(t, res, t.TempDir(), export.WithBatchRows(7))
 			for _, name := range Tables {
 				sameRows(t, name+".parquet", readParquet(t, name, files[name+".parquet"], pd, sd), want[name])

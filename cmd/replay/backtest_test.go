@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tapedeck/tapedeck/replayer/export"
 )
 
 // replay backtest on the shipped sample, offline: the issue's command line
@@ -146,4 +151,101 @@ func TestBacktestInstrument(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, "--instrument NOPE: no such instrument") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
+}
+
+// DuckDB reads the Parquet tables with the documented types (DECIMAL(38,s),
+// TIMESTAMP WITH TIME ZONE, BIGINT, BOOLEAN, VARCHAR) and the very values
+// of the CSV tables of the same run, null for null, to the last decimal
+// (times to DuckDB's µs).
+func TestBacktestTablesInDuckDB(t *testing.T) {
+	sample := filepath.Join("..", "..", "datasets", "samples", "polymarket")
+	tables := []string{"orders", "fills", "positions", "equity", "markouts"}
+	for _, strat := range []string{"mm", "complement"} {
+		t.Run(strat, func(t *testing.T) {
+			pq, csvDir := t.TempDir(), t.TempDir()
+			for _, c := range []struct{ dir, format string }{{pq, "parquet"}, {csvDir, "csv"}} {
+				code, _, stderr := execReplay(t, "backtest", sample, "--strategy", strat, "--fee-rate", "0.02",
+					"--format", c.format, "--out", c.dir)
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, stderr)
+				}
+			}
+			var args []string
+			for _, n := range tables {
+				args = append(args, n+"="+filepath.Join(pq, n+".parquet"))
+			}
+			var duck struct {
+				Tables map[string]jsTable `json:"tables"`
+			}
+			if err := json.Unmarshal(nodeScript(t, "duckdb_check.mjs", args...), &duck); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range tables {
+				d := duck.Tables[n]
+				if d.KV[export.MetaTable] != "backtest_"+n || !strings.HasPrefix(d.KV["tapedeck.backtest.digest"], "xxh64:") {
+					t.Fatalf("%s: metadata %v", n, d.KV)
+				}
+				head, rows := readCSVFile(t, filepath.Join(csvDir, n+".csv"))
+				if strings.Join(head, ",") != strings.Join(d.Columns, ",") || len(rows) != len(d.Rows) {
+					t.Fatalf("%s: csv %v, %d rows; DuckDB %v, %d rows", n, head, len(rows), d.Columns, len(d.Rows))
+				}
+				if len(rows) == 0 {
+					t.Fatalf("%s: no rows, the case tests nothing", n)
+				}
+				for c, ty := range d.Types {
+					switch {
+					case strings.HasSuffix(head[c], "_ns") && head[c] != "horizon_ns":
+						if ty != "TIMESTAMP WITH TIME ZONE" {
+							t.Errorf("%s.%s is %s", n, head[c], ty)
+						}
+					case ty == "BIGINT", ty == "VARCHAR", ty == "BOOLEAN", strings.HasPrefix(ty, "DECIMAL(38,"):
+					default:
+						t.Errorf("%s.%s is %s", n, head[c], ty)
+					}
+				}
+				for i, r := range rows {
+					for c, want := range r {
+						var got string
+						switch v := d.Rows[i][c].(type) {
+						case nil:
+						case string:
+							got = v
+							if strings.HasPrefix(d.Types[c], "DECIMAL") {
+								got = trimDecimal(v)
+							}
+						case bool:
+							got = strconv.FormatBool(v)
+						default:
+							got = fmt.Sprint(v)
+						}
+						if d.Types[c] == "TIMESTAMP WITH TIME ZONE" && want != "" {
+							// DuckDB reads TIMESTAMP(NANOS, UTC) as a µs TIMESTAMPTZ.
+							ns, err := strconv.ParseInt(want, 10, 64)
+							if err != nil {
+								t.Fatalf("%s row %d %s: %v", n, i, head[c], err)
+							}
+							want = strconv.FormatInt(ns/1000*1000, 10)
+						}
+						if got != want || (d.Rows[i][c] == nil) != (want == "" && d.Types[c] != "VARCHAR") {
+							t.Fatalf("%s row %d %s: DuckDB %v (%s), csv %q", n, i, head[c], d.Rows[i][c], d.Types[c], want)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// readCSVFile returns a CSV file's header and rows.
+func readCSVFile(t *testing.T, path string) ([]string, [][]string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	if err != nil || len(rows) == 0 {
+		t.Fatalf("%s: %v (%d lines)", path, err, len(rows))
+	}
+	return rows[0], rows[1:]
 }

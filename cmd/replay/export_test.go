@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -709,15 +708,7 @@ func TestExportCSVParsesBack(t *testing.T) {
 	pairs := map[string]string{"price": "price", "amount": "size", "ask_price": "ask_price", "ask_amount": "ask_size",
 		"bid_price": "bid_price", "bid_amount": "bid_size", "symbol": "instrument", "side": "side"}
 	for tbl, d := range duck.Tables {
-		data, err := os.ReadFile(filepath.Join(dir, tbl+".csv"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
-		if err != nil {
-			t.Fatal(err)
-		}
-		head, rows := rows[0], rows[1:]
+		head, rows := readCSVFile(t, filepath.Join(dir, tbl+".csv"))
 		if len(rows) != len(d.Rows) {
 			t.Fatalf("%s: csv %d rows, parquet %d", tbl, len(rows), len(d.Rows))
 		}
