@@ -26,8 +26,11 @@
 // The simulator names no venue: each driver describes its rules as data in
 // venue.Capabilities.Trading (order types, post-only as a flag or as ALO,
 // outcome tokens, GTD threshold, tick, minimum size and value, significant
-// figures, funding, fees, rejection texts, readers for REST metadata and
-// resolutions), found through venue/registry.
+// figures, funding, fees, rejection texts, readers for resolutions,
+// funding and trade fee rates), found through venue/registry; what recorded
+// REST bodies say of instruments (tick and minimum sizes, szDecimals, fees)
+// is read by the driver's Instruments, the same reader the exports'
+// instruments table uses.
 //
 //   - Polymarket: GTC, GTD (expiration more than one minute ahead; the
 //     order leaves the book one minute before it), FOK and FAK (a BUY sized
@@ -83,12 +86,27 @@
 // Notifications (acks, fills, rejections) reach the strategy after the ack
 // latency.
 //
-// Fees: Polymarket taker fee = shares × rate × p × (1 − p) (Config.FeeRate,
-// FeeRates per market or token; docs.polymarket.com "Fees"), makers pay
-// nothing and receive MakerRebateShare of the taker fee their fill made;
-// Hyperliquid notional × rate, maker and taker by tier (Config.FeeTier;
-// hyperliquid.gitbook.io "Fees"). Fees are exact fixed-point at
-// CashDecimals, rounded half away from zero.
+// Fees: Polymarket taker fee = shares × rate × p × (1 − p)
+// (docs.polymarket.com "Fees", trading/fees: fee = C × feeRate × p ×
+// (1 − p), taker rates by category, makers never charged), makers pay
+// nothing and receive MakerRebateShare of the taker fee their fill made.
+// A market's rate is, in this order: Config.FeeRates by token id, then by
+// condition id (--fee); Config.FeeCategories by the market's recorded fee
+// category (Gamma's feeType, --fee-category); what the recording states,
+// from the moment it is received and never before (no look-ahead): the
+// market's recorded Gamma listing (feesEnabled false is fee free, else
+// feeSchedule.rate, a fraction; a schedule with an exponent other than 1
+// is not the model's curve and is not used), else the fee_rate_bps of its
+// recorded trades (basis points: 700 is 0.07; the rate the match
+// applied); else Config.FeeRate (--fee-rate). The CLOB's maker_base_fee and
+// taker_base_fee are not read: they are the base fee an order signs (1000
+// bps on fee-charging markets whatever their category), not the formula's
+// rate. Summary.FeeRates lists, per market, each rate its fills used, its
+// source and since when; recorded values that do not read (a negative or
+// non-numeric rate, "NaN") change nothing and are problems in
+// Result.Errors. Hyperliquid: notional × rate, maker and taker by tier
+// (Config.FeeTier; hyperliquid.gitbook.io "Fees"). Fees are exact
+// fixed-point at CashDecimals, rounded half away from zero.
 //
 // # Outputs
 //

@@ -51,10 +51,18 @@ type Config struct {
 	// ProbabilityFees{FeeRate, FeeRates, MakerRebateShare} and a venue with
 	// fee tiers NotionalFees at FeeTier.
 	Fees map[string]FeeModel
-	// FeeRate is the default taker rate of probability fees (0: most
-	// Polymarket markets are fee free); FeeRates by market or instrument.
-	FeeRate  float64
-	FeeRates map[string]float64
+	// A market's taker rate of probability fees (Polymarket) is, in this
+	// order: FeeRates by instrument (token id), then by market (condition
+	// id); FeeCategories by the market's recorded fee category (Gamma's
+	// feeType, "crypto_fees", matched case-insensitively with or without
+	// the "_fees" suffix); the rate the recording states, from the moment it
+	// is received (the market's listing: Gamma's feesEnabled and
+	// feeSchedule.rate; else the fee_rate_bps of its trades); FeeRate (0:
+	// most Polymarket markets are fee free). Summary.FeeRates says which
+	// applied to each market's fills.
+	FeeRate       float64
+	FeeRates      map[string]float64
+	FeeCategories map[string]float64
 	// MakerRebateShare is the share of the taker fee a maker fill receives
 	// back (probability fees).
 	MakerRebateShare float64
@@ -127,6 +135,11 @@ type Engine struct {
 	stratErr  *StrategyError
 	rejects   uint64
 	errs      []error
+	problems  int // problems found in the recording (bounded in errs)
+
+	feeStates map[string]*feeState // by market (instrument where none)
+	feeUse    map[feeUseKey]int    // index in feeUses
+	feeUses   []FeeRateUse
 
 	equity    []EquityPoint
 	positions []PositionPoint
@@ -160,6 +173,20 @@ func (c *Config) Validate() error {
 		if !okRate(r) {
 			return fmt.Errorf("backtest: fee rate of %s %v: want a fraction within [0, 1]", k, r)
 		}
+	}
+	cats := map[string]string{}
+	for k, r := range c.FeeCategories {
+		if !okRate(r) {
+			return fmt.Errorf("backtest: fee rate of category %s %v: want a fraction within [0, 1]", k, r)
+		}
+		n := normCategory(k)
+		if n == "" {
+			return fmt.Errorf("backtest: fee category %q: want a name", k)
+		}
+		if o, dup := cats[n]; dup {
+			return fmt.Errorf("backtest: fee categories %q and %q name the same category", o, k)
+		}
+		cats[n] = k
 	}
 	if !okRate(c.MakerRebateShare) {
 		return fmt.Errorf("backtest: maker rebate share %v: want within [0, 1]", c.MakerRebateShare)
@@ -199,11 +226,13 @@ func (e *Engine) feeModel(name string, t *venue.Trading) FeeModel {
 		return m
 	}
 	if t.ProbabilityFees {
-		return &ProbabilityFees{DefaultRate: e.cfg.FeeRate, Rates: e.cfg.FeeRates, MakerRebateShare: e.cfg.MakerRebateShare}
+		return &ProbabilityFees{DefaultRate: e.cfg.FeeRate, Rates: e.cfg.FeeRates, Categories: e.cfg.FeeCategories,
+			MakerRebateShare: e.cfg.MakerRebateShare}
 	}
 	if len(t.FeeTiers) > 0 {
-		tier := t.FeeTiers[min(e.cfg.FeeTier, len(t.FeeTiers)-1)]
-		return &NotionalFees{Taker: tier[0], Maker: tier[1]}
+		n := min(e.cfg.FeeTier, len(t.FeeTiers)-1)
+		tier := t.FeeTiers[n]
+		return &NotionalFees{Taker: tier[0], Maker: tier[1], Tier: n}
 	}
 	return nil
 }
@@ -223,7 +252,7 @@ func NewEngine(s Strategy, cfg Config) *Engine {
 		cfg.MarkoutsNs = []int64{1e9, 10e9, 60e9}
 	}
 	e := &Engine{cfg: cfg, strat: s, insts: map[string]*Instrument{}, markets: map[string][]*Instrument{},
-		venues: map[string]*venueRules{}, cash: cfg.Cash}
+		venues: map[string]*venueRules{}, cash: cfg.Cash, feeStates: map[string]*feeState{}, feeUse: map[feeUseKey]int{}}
 	e.ctx.e = e
 	return e
 }
@@ -392,6 +421,10 @@ func (e *Engine) metadata(ev *feed.Event, d *venue.Event, in *Instrument) {
 			e.pair(x, d.Market)
 			e.settle(x, id == winner)
 		}
+	case venue.EventTrade:
+		if in != nil && in.rules != nil && in.rules.t.TradeFeeRate != nil {
+			e.tradeFee(in, d, ev)
+		}
 	case venue.EventAssetCtx:
 		if in == nil || in.rules == nil {
 			return
@@ -450,27 +483,43 @@ func (e *Engine) fund(in *Instrument, exNs int64) {
 	in.Funding += pay
 }
 
-// restBody reads the instrument rules a recorded REST body states.
+// restBody reads what a recorded REST body states about instruments, as
+// the venue's driver reads it (venue.Driver.Instruments: the same facts the
+// exports' instruments table has): tick and minimum sizes (Polymarket book
+// summaries and Gamma listings), szDecimals and price decimals (Hyperliquid
+// meta and spotMeta), a market's fees (Gamma feesEnabled, feeType,
+// feeSchedule). They apply from the body's receive time on. A body, or an
+// element of one, that does not read is a problem in Result.Errors; what
+// did read applies.
 func (e *Engine) restBody(ev *feed.Event) {
 	r := e.rulesOf(ev.Venue, nil)
-	if r == nil || r.t.Meta == nil {
+	if r == nil || r.drv == nil {
 		return
 	}
-	for _, m := range r.t.Meta(ev.Payload) {
-		in := e.instrument(ev.Venue, m.Instrument, ev.Scale)
-		e.pair(in, m.Market)
-		if m.Tick > 0 {
-			in.Tick = m.Tick
+	facts, err := r.drv.Instruments(ev.Payload)
+	if err != nil {
+		e.problem(fmt.Errorf("backtest: recorded REST body (seq %d, recv %d): %w", ev.Seq, ev.RecvNs, err))
+	}
+	for i := range facts {
+		f := &facts[i]
+		if f.Instrument == "" {
+			continue
 		}
-		if m.MinSize > 0 {
-			in.MinSize = m.MinSize
+		in := e.instrument(ev.Venue, f.Instrument, ev.Scale)
+		e.pair(in, f.Market)
+		if f.TickSize > 0 {
+			in.Tick = f.TickSize
 		}
-		if m.SizeDecimals >= 0 {
-			in.SzDecimals = m.SizeDecimals
+		if f.MinSize > 0 {
+			in.MinSize = f.MinSize
 		}
-		if m.MaxPriceDecimals > 0 {
-			in.maxPriceDec = m.MaxPriceDecimals
+		if f.SzDecimals >= 0 {
+			in.SzDecimals = f.SzDecimals
+			if f.PriceDecimals >= 0 {
+				in.maxPriceDec = f.PriceDecimals + f.SzDecimals
+			}
 		}
+		e.listedFees(in, f, ev.RecvNs)
 	}
 }
 
@@ -806,8 +855,11 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 	notional := Notional(price, q, sc.PriceDecimals, sc.SizeDecimals)
 	fee := int64(0)
 	if fm := in.rules.fees; fm != nil {
-		fee = fm.Fee(&FeeInput{Venue: in.Venue, Instrument: in.ID, Market: in.Market, Price: price, Size: q,
-			PriceDecimals: sc.PriceDecimals, SizeDecimals: sc.SizeDecimals, Liquidity: liq})
+		fi := FeeInput{Venue: in.Venue, Instrument: in.ID, Market: in.Market, Price: price, Size: q,
+			PriceDecimals: sc.PriceDecimals, SizeDecimals: sc.SizeDecimals, Liquidity: liq}
+		e.recordedFee(in, &fi)
+		fee = fm.Fee(&fi)
+		e.noteFeeRate(fm, &fi, fee, ev.RecvNs)
 	}
 	if o.Side == Buy {
 		e.cash -= notional

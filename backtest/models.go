@@ -239,6 +239,15 @@ type FeeInput struct {
 	PriceDecimals             uint8
 	SizeDecimals              uint8
 	Liquidity                 Liquidity
+	// What the recording said of the market's fees by the fill's receive
+	// time (never later): its fee category (Polymarket Gamma feeType, ""
+	// unknown) and the taker rate it stated, Recorded, with RecordedFrom
+	// FeeListing or FeeTrades and RecordedNs when that value was first
+	// received; RecordedFrom FeeDefault when it stated none.
+	Category     string
+	Recorded     float64
+	RecordedFrom FeeSource
+	RecordedNs   int64
 }
 
 // ProbabilityFees is the fee of venues whose trading description has
@@ -246,26 +255,50 @@ type FeeInput struct {
 //
 //	fee = shares × rate × p × (1 − p)
 //
-// with the market's rate (TakerRate by market condition id or instrument,
-// else DefaultRate), and a maker pays nothing; with MakerRebateShare > 0 the
-// maker receives that share of the taker fee its fill generated, as a rebate.
-// Rates are fractions (0.02 is 2%). The fee is computed exactly in integers
-// and rounded half away from zero to CashDecimals.
-// Source: docs.polymarket.com, "Fees" (trading fees, maker rebates program).
+// with the market's rate (Rate: Rates by token id, then by market condition
+// id; Categories by the market's recorded fee category; the rate the
+// recording stated by the fill, FeeInput.Recorded; else DefaultRate), and a
+// maker pays nothing; with MakerRebateShare > 0 the maker receives that
+// share of the taker fee its fill generated, as a rebate. Rates are
+// fractions (0.02 is 2%). The fee is computed exactly in integers and
+// rounded half away from zero to CashDecimals.
+// Source: docs.polymarket.com, "Fees" (trading/fees: fee = C × feeRate × p
+// × (1 − p), C shares, p the price; taker rates by category, 0.07 crypto …
+// 0 geopolitics; makers are never charged; the maker rebates program).
 type ProbabilityFees struct {
 	DefaultRate      float64
 	Rates            map[string]float64 // by market condition id or token id
+	Categories       map[string]float64 // by fee category, "crypto" or "crypto_fees", any case
 	MakerRebateShare float64
+}
+
+// Rate implements FeeRater: the taker rate of the fill's market and where
+// it came from.
+func (m *ProbabilityFees) Rate(in *FeeInput) (float64, FeeSource, string) {
+	if r, ok := m.Rates[in.Instrument]; ok {
+		return r, FeeByInstrument, in.Instrument
+	}
+	if in.Market != "" {
+		if r, ok := m.Rates[in.Market]; ok {
+			return r, FeeByMarket, in.Market
+		}
+	}
+	if in.Category != "" && len(m.Categories) > 0 {
+		for k, r := range m.Categories { // Config.Validate refuses two keys of one category
+			if sameCategory(k, in.Category) {
+				return r, FeeByCategory, k
+			}
+		}
+	}
+	if in.RecordedFrom != FeeDefault {
+		return in.Recorded, in.RecordedFrom, ""
+	}
+	return m.DefaultRate, FeeDefault, ""
 }
 
 // Fee implements FeeModel.
 func (m *ProbabilityFees) Fee(in *FeeInput) int64 {
-	rate := m.DefaultRate
-	if r, ok := m.Rates[in.Instrument]; ok {
-		rate = r
-	} else if r, ok := m.Rates[in.Market]; ok {
-		rate = r
-	}
+	rate, _, _ := m.Rate(in)
 	one := pow10(in.PriceDecimals)
 	ppm := int64(math.Round(rate * 1e6))
 	// s·p·(1−p)·ppm at sd + 2·pd + 6 decimals.
@@ -287,7 +320,34 @@ func (m *ProbabilityFees) Fee(in *FeeInput) int64 {
 // tiers 0–6 by 14-day volume; fractions, a negative maker rate is a
 // rebate). Rounded half away from zero at CashDecimals.
 // Source: hyperliquid.gitbook.io, "Fees".
-type NotionalFees struct{ Taker, Maker float64 }
+type NotionalFees struct {
+	Taker, Maker float64
+	Tier         int // the tier's index, for the summary
+}
+
+// Rate implements FeeRater: the tier's taker or maker rate.
+func (m *NotionalFees) Rate(in *FeeInput) (float64, FeeSource, string) {
+	side := 0
+	if in.Liquidity == Maker {
+		side = 1
+	}
+	rate := m.Taker
+	if side == 1 {
+		rate = m.Maker
+	}
+	if m.Tier >= 0 && m.Tier < len(tierKeys) {
+		return rate, FeeTier, tierKeys[m.Tier][side]
+	}
+	return rate, FeeTier, "tier " + strconv.Itoa(m.Tier) + [2]string{" taker", " maker"}[side]
+}
+
+// tierKeys are the summary keys of the first fee tiers (no allocation per fill).
+var tierKeys = func() (k [16][2]string) {
+	for i := range k {
+		k[i] = [2]string{"tier " + strconv.Itoa(i) + " taker", "tier " + strconv.Itoa(i) + " maker"}
+	}
+	return k
+}()
 
 // Fee implements FeeModel.
 func (m *NotionalFees) Fee(in *FeeInput) int64 {

@@ -238,7 +238,7 @@ func TestMatchingAllocs(t *testing.T) {
 	tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.38"), Size: tp.sz("10"), TIF: GTC})
 	frames := [][]byte{
 		[]byte(`{"event_type":"price_change","market":"` + pmMarket + `","timestamp":"1761177600100","price_changes":[{"asset_id":"` + pmYes + `","price":"0.39","size":"60","side":"BUY"},{"asset_id":"` + pmYes + `","price":"0.41","size":"5","side":"SELL"}]}`),
-		[]byte(`{"event_type":"last_trade_price","asset_id":"` + pmYes + `","market":"` + pmMarket + `","price":"0.40","size":"1","side":"SELL","timestamp":"1761177600101"}`),
+		[]byte(`{"event_type":"last_trade_price","asset_id":"` + pmYes + `","market":"` + pmMarket + `","price":"0.40","size":"1","side":"SELL","fee_rate_bps":"0","timestamp":"1761177600101"}`),
 		[]byte(`{"event_type":"price_change","market":"` + pmMarket + `","timestamp":"1761177600102","price_changes":[{"asset_id":"` + pmYes + `","price":"0.39","size":"50","side":"BUY"},{"asset_id":"` + pmYes + `","price":"0.41","size":"0","side":"SELL"}]}`),
 		[]byte(`{"event_type":"price_change","market":"` + pmMarket + `","timestamp":"1761177600103","price_changes":[{"asset_id":"` + pmNo + `","price":"0.57","size":"150","side":"BUY"}]}`),
 	}

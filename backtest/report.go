@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/tapedeck/tapedeck/book"
@@ -149,6 +150,9 @@ func (e *Engine) Finish() *Result {
 		e.guard(&feed.Event{RecvNs: e.nowNs}, func() { f.OnEnd(&e.ctx) })
 	}
 	e.record(e.nowNs)
+	if e.problems > maxProblems {
+		e.errs = append(e.errs, fmt.Errorf("backtest: %d more problems in the recording, not listed", e.problems-maxProblems))
+	}
 	return e.result()
 }
 
@@ -174,29 +178,33 @@ type Result struct {
 // Summary is the run's scorecard. Money is in dollars (float64, from the
 // exact fixed-point totals).
 type Summary struct {
-	Strategy      string             `json:"strategy"`
-	Params        map[string]string  `json:"params,omitempty"`
-	Events        uint64             `json:"events"`
-	Orders        int                `json:"orders"`
-	Rejected      uint64             `json:"rejected"`
-	Fills         int                `json:"fills"`
-	MakerFills    int                `json:"maker_fills"`
-	TakerFills    int                `json:"taker_fills"`
-	FillRatio     float64            `json:"fill_ratio"` // filled size / submitted size
-	StartCash     float64            `json:"start_cash"`
-	EndCash       float64            `json:"end_cash"`
-	EndEquity     float64            `json:"end_equity"`
-	PnL           float64            `json:"pnl"`
-	Fees          float64            `json:"fees"`
-	Rebates       float64            `json:"rebates"`
-	Funding       float64            `json:"funding"`
-	Turnover      float64            `json:"turnover"`
-	MaxDrawdown   float64            `json:"max_drawdown"`
-	DailySharpe   float64            `json:"daily_sharpe"`
-	Markouts      map[string]float64 `json:"markouts"` // mean per-unit markout by horizon ("1s", …), price units as decimals
-	Positions     map[string]float64 `json:"positions"`
-	StrategyError string             `json:"strategy_error,omitempty"`
-	Digest        string             `json:"digest"`
+	Strategy    string             `json:"strategy"`
+	Params      map[string]string  `json:"params,omitempty"`
+	Events      uint64             `json:"events"`
+	Orders      int                `json:"orders"`
+	Rejected    uint64             `json:"rejected"`
+	Fills       int                `json:"fills"`
+	MakerFills  int                `json:"maker_fills"`
+	TakerFills  int                `json:"taker_fills"`
+	FillRatio   float64            `json:"fill_ratio"` // filled size / submitted size
+	StartCash   float64            `json:"start_cash"`
+	EndCash     float64            `json:"end_cash"`
+	EndEquity   float64            `json:"end_equity"`
+	PnL         float64            `json:"pnl"`
+	Fees        float64            `json:"fees"`
+	Rebates     float64            `json:"rebates"`
+	Funding     float64            `json:"funding"`
+	Turnover    float64            `json:"turnover"`
+	MaxDrawdown float64            `json:"max_drawdown"`
+	DailySharpe float64            `json:"daily_sharpe"`
+	Markouts    map[string]float64 `json:"markouts"` // mean per-unit markout by horizon ("1s", …), price units as decimals
+	Positions   map[string]float64 `json:"positions"`
+	// FeeRates are the taker rates each market's fills were priced at and
+	// where each came from (FeeRateUse; probability fees: Config.FeeRates,
+	// FeeCategories, the recording, FeeRate; tiered fees: the tier).
+	FeeRates      []FeeRateUse `json:"fee_rates,omitempty"`
+	StrategyError string       `json:"strategy_error,omitempty"`
+	Digest        string       `json:"digest"`
 }
 
 func cashF(v int64) float64 { return float64(v) / 1e10 }
@@ -232,6 +240,7 @@ func (e *Engine) result() *Result {
 	s.EndEquity = cashF(end)
 	s.PnL = cashF(end - e.cfg.Cash)
 	s.Fees, s.Rebates, s.Funding, s.Turnover = cashF(e.fees), cashF(e.rebates), cashF(e.funding), cashF(e.turnover)
+	s.FeeRates = e.feeRates()
 	// Drawdown and daily Sharpe on the equity curve (one value per sample time).
 	peak := math.Inf(-1)
 	var day int64 = -1
@@ -395,6 +404,16 @@ func (s *Summary) WriteTable(w io.Writer) {
 	slices.Sort(ids)
 	for _, id := range ids {
 		row("position", fmt.Sprintf("%s %g", id, s.Positions[id]))
+	}
+	for _, u := range s.FeeRates {
+		v := fmt.Sprintf("%s %s %s", u.Market, strconv.FormatFloat(u.Rate, 'f', -1, 64), u.Source)
+		if u.Key != "" && u.Key != u.Market {
+			v += " " + u.Key
+		}
+		if u.SinceNs != 0 {
+			v += " since " + time.Unix(0, u.SinceNs).UTC().Format(time.RFC3339Nano)
+		}
+		row("fee rate", v+fmt.Sprintf(" (%d fills, fees %s)", u.Fills, money(u.Fees)))
 	}
 	if s.StrategyError != "" {
 		row("strategy error", s.StrategyError)

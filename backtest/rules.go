@@ -15,6 +15,7 @@ import (
 // description.
 type venueRules struct {
 	name string
+	drv  venue.Driver // Instruments reads the recorded REST bodies
 	t    *venue.Trading
 	tifs uint8 // bit per TIF
 	fees FeeModel
@@ -33,7 +34,7 @@ func lookupRules(name string) *venueRules {
 	if t == nil {
 		return nil
 	}
-	r := &venueRules{name: name, t: t}
+	r := &venueRules{name: name, drv: d, t: t}
 	for _, n := range t.OrderTypes {
 		if tif, err := ParseTIF(n); err == nil {
 			r.tifs |= 1 << tif

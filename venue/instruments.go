@@ -41,6 +41,21 @@ type Instrument struct {
 	MaxLeverage   int // 0 unknown
 	NegRisk       Flag
 	Active        Flag // listed and open for trading (Polymarket active && !closed; Hyperliquid !isDelisted)
+
+	// The market's trading fees as the message states them (Polymarket:
+	// Gamma's feesEnabled, feeType and feeSchedule; the CLOB market info's
+	// fd). FeesEnabled FlagFalse is a fee-free market.
+	FeesEnabled Flag
+	// FeeType is the venue's fee category ("crypto_fees", "politics_fees").
+	FeeType string
+	// TakerFeeRate is the taker rate of the venue's fee formula, a fraction
+	// (Polymarket: fee = shares × rate × p × (1 − p); 0.07 is 7%); -1 when
+	// not stated.
+	TakerFeeRate float64
+	// FeeExponent is the exponent of the schedule's curve (Polymarket's
+	// fee = shares × rate × (p × (1 − p))^exponent, 1 on current markets);
+	// 0 when not stated.
+	FeeExponent float64
 }
 
 // Flag is a boolean a message may leave unsaid.
@@ -62,7 +77,7 @@ func FlagOf(b bool) Flag {
 }
 
 // NewInstrument returns an Instrument that says nothing but its id and
-// source (OutcomeIndex, SzDecimals and PriceDecimals -1).
+// source (OutcomeIndex, SzDecimals, PriceDecimals and TakerFeeRate -1).
 func NewInstrument(id, source string) Instrument {
-	return Instrument{Instrument: id, Source: source, OutcomeIndex: -1, SzDecimals: -1, PriceDecimals: -1}
+	return Instrument{Instrument: id, Source: source, OutcomeIndex: -1, SzDecimals: -1, PriceDecimals: -1, TakerFeeRate: -1}
 }

@@ -29,7 +29,8 @@ type Trading struct {
 	// one-minute security threshold).
 	GTDThreshold time.Duration
 	// Tick and MinSize are the defaults until the recording tells an
-	// instrument's own (TickSize events, Meta); 0: no such rule.
+	// instrument's own (TickSize events; the facts Driver.Instruments reads
+	// from recorded REST bodies and messages); 0: no such rule.
 	Tick, MinSize int64
 	// PriceSigFigs and MaxPriceDecimals are a significant-figures price rule
 	// (Hyperliquid: at most 5 significant figures and at most
@@ -47,15 +48,12 @@ type Trading struct {
 	// (Polymarket); otherwise notional × rate.
 	ProbabilityFees bool
 	// FeeTiers are (taker, maker) rates by tier, tier 0 first; an empty list
-	// is no fee (a fee-free market unless the user gives a rate).
+	// is no fee (a fee-free market unless the user gives a rate or the
+	// recording states one: Instrument.TakerFeeRate, TradeFeeRate).
 	FeeTiers [][2]float64
 	// Reasons are rejections in the venue's own words.
 	Reasons TradingReasons
 
-	// Meta reads the instrument rules a recorded REST body carries (a
-	// Polymarket /book or /books summary's tick_size and min_order_size, a
-	// Hyperliquid meta's szDecimals); nil, or no rows, when it holds none.
-	Meta func(body []byte) []InstrumentRules
 	// Resolution reads a market-resolution message (EventMarket's Raw): the
 	// winning instrument and the market's instruments; ok false when the
 	// message is not a resolution.
@@ -63,6 +61,12 @@ type Trading struct {
 	// FundingRate reads the funding rate of an asset context (EventAssetCtx's
 	// Raw); ok false when it has none.
 	FundingRate func(raw []byte) (rate float64, ok bool)
+	// TradeFeeRate reads the fee rate a recorded trade states (EventTrade's
+	// Raw: Polymarket's last_trade_price fee_rate_bps) as a fraction, the
+	// rate of the ProbabilityFees formula; ok false when the trade states
+	// none; err names a value that does not read. It allocates nothing
+	// unless it fails.
+	TradeFeeRate func(raw []byte) (rate float64, ok bool, err error)
 }
 
 // TradingReasons are a venue's rejection texts.
@@ -81,17 +85,4 @@ type TradingReasons struct {
 	MinNotional     string // order value below MinNotional
 	Expiration      string // GTD expiration too close, or an expiration on another type
 	ReduceOnly      string // a reduce-only order that would increase the position
-}
-
-// InstrumentRules are one instrument's rules as a REST body states them.
-// Zero fields are not stated; SizeDecimals is −1 when not stated.
-type InstrumentRules struct {
-	Instrument   string
-	Market       string
-	Tick         int64
-	MinSize      int64
-	SizeDecimals int
-	// MaxPriceDecimals overrides Trading.MaxPriceDecimals (Hyperliquid spot
-	// pairs: 8); 0 keeps it.
-	MaxPriceDecimals int
 }

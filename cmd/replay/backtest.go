@@ -23,7 +23,7 @@ func newBacktestCmd() *cobra.Command {
 	var (
 		strategy, queue, latencyCSV, from, to, out, resolve, format string
 		shard, compression                                          string
-		params, fees, instruments                                   []string
+		params, fees, feeCats, instruments                          []string
 		entry, ack, cancelLat                                       time.Duration
 		cash, feeRate, rebateShare                                  float64
 		feeTier, batchRows                                          int
@@ -45,8 +45,15 @@ parameters (unknown names and bad values are refused before the run).
 Queue models (--queue): risk-averse (advances only on trades at the level),
 power:N (hftbacktest's probabilistic model with f(x)=x^N) and log (f(x)=ln(1+x)).
 Latency: --entry-latency, --ack-latency, --cancel-latency, or --latency-csv with
-measured round trips. Fees: --fee-rate (taker fee = shares × rate × p × (1−p)),
---fee MARKET_OR_TOKEN=rate per market, --maker-rebate share; --fee-tier N (Hyperliquid's VIP tiers).
+measured round trips. Fees: Polymarket's taker fee = shares × rate × p × (1−p),
+with each market's rate, in this order: --fee TOKEN=rate, --fee CONDITION_ID=rate,
+--fee-category CATEGORY=rate (the market's recorded Gamma feeType: crypto,
+sports, politics…), the rate the recording states from the moment it is
+received (the market's Gamma listing, feesEnabled and feeSchedule.rate; else
+the fee_rate_bps of its trades, in basis points), then --fee-rate; the summary
+says which rate each market's fills used and where it came from (fee rate
+rows; "fee_rates" with --json). --maker-rebate share; --fee-tier N
+(Hyperliquid's VIP tiers).
 
 --out DIR writes orders, fills, positions (over time), equity and markouts
 through the export writers of "replay export": --format csv (the default: exact
@@ -57,8 +64,10 @@ tables.`,
 		Example: `  # The passive market maker on the Polymarket sample
   $ replay backtest datasets/samples/polymarket --strategy mm --param spread=0.02 --out bt/
 
-  # Complement taker, 2% taker fee, JSON summary
-  $ replay backtest datasets/samples/polymarket --strategy complement --fee-rate 0.02 --json`,
+  # Complement taker, JSON summary; 2% taker fee on markets whose recording
+  # (Gamma listing, trades' fee_rate_bps) states no rate, 7% on crypto ones
+  $ replay backtest datasets/samples/polymarket --strategy complement --fee-rate 0.02 \
+      --fee-category crypto=0.07 --json`,
 		Args: cli.AtLeastOne("DATASET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			given := backtest.Params{}
@@ -95,11 +104,20 @@ tables.`,
 				}
 				rates[k] = r
 			}
+			cats := map[string]float64{}
+			for _, f := range feeCats {
+				k, v, ok := strings.Cut(f, "=")
+				r, perr := strconv.ParseFloat(v, 64)
+				if !ok || strings.TrimSpace(k) == "" || perr != nil || !(r >= 0 && r <= 1) {
+					return cli.FlagErrorf("--fee-category %q: want CATEGORY=rate with rate in [0, 1]", f)
+				}
+				cats[k] = r
+			}
 			if math.IsNaN(cash) || cash < 0 || cash > 1e8 {
 				return cli.FlagErrorf("--cash %v: want 0..1e8 dollars", cash)
 			}
 			cfg := backtest.Config{Queue: qm, Latency: lat, Cash: int64(math.Round(cash * 1e10)),
-				FeeRate: feeRate, FeeRates: rates, MakerRebateShare: rebateShare, FeeTier: feeTier,
+				FeeRate: feeRate, FeeRates: rates, FeeCategories: cats, MakerRebateShare: rebateShare, FeeTier: feeTier,
 				UseBackfill: useBackfill, AllowShort: allowShort, IgnoreExchangeTime: noExchTime, Instruments: instruments}
 			if resolve != "" {
 				cfg.Resolutions = map[string]bool{}
@@ -161,8 +179,9 @@ tables.`,
 	f.DurationVar(&cancelLat, "cancel-latency", 0, "cancel latency (local → exchange)")
 	f.StringVar(&latencyCSV, "latency-csv", "", "measured round trips, one a line (ns or durations): entry = ack = cancel = half of each, in order")
 	f.Float64Var(&cash, "cash", 1000, "starting cash in dollars")
-	f.Float64Var(&feeRate, "fee-rate", 0, "taker fee rate of outcome-token venues (Polymarket: fee = shares × rate × p × (1 − p))")
-	f.StringArrayVar(&fees, "fee", nil, "Polymarket fee rate of one market or token `ID=rate` (repeatable)")
+	f.Float64Var(&feeRate, "fee-rate", 0, "default taker fee rate of outcome-token venues (Polymarket: fee = shares × rate × p × (1 − p)), for markets the flags below and the recording give none")
+	f.StringArrayVar(&fees, "fee", nil, "Polymarket fee rate of one market or token `ID=rate`, over the recorded rate (repeatable)")
+	f.StringArrayVar(&feeCats, "fee-category", nil, "Polymarket fee rate of a fee category `NAME=rate` (the market's recorded Gamma feeType, e.g. crypto or crypto_fees), over the recorded rate (repeatable)")
 	f.Float64Var(&rebateShare, "maker-rebate", 0, "Polymarket maker rebate: share of the taker fee a maker fill receives")
 	f.IntVar(&feeTier, "fee-tier", 0, "tier of tiered fee schedules (Hyperliquid perps VIP 0..6)")
 	f.StringVar(&resolve, "resolve", "", "settle Polymarket tokens at the end: `TOKEN=1|0,…` (a recorded market_resolved wins)")

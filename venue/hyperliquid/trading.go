@@ -15,7 +15,8 @@ import (
 // prices always valid; sizes of szDecimals decimals; a $10 minimum order
 // value ("Tick and lot size", exchange endpoint docs); hourly funding
 // position × mark × rate from the asset contexts; maker/taker fees by
-// VIP tier of the perps schedule ("Fees"). The reasons are the
+// VIP tier of the perps schedule ("Fees"). szDecimals come from the recorded
+// meta and spotMeta bodies through Driver.Instruments. The reasons are the
 // exchange endpoint's statuses[].error texts.
 var Trading = &venue.Trading{
 	OrderTypes:       []string{"GTC", "IOC", "ALO"},
@@ -43,24 +44,7 @@ var Trading = &venue.Trading{
 		Expiration:      "hyperliquid orders take no expiration",
 		ReduceOnly:      "Reduce only order would increase position.",
 	},
-	Meta:        tradingMeta,
 	FundingRate: tradingFunding,
-}
-
-func tradingMeta(body []byte) []venue.InstrumentRules {
-	assets, err := ParseMeta(body)
-	maxDec := 0
-	if err != nil {
-		if assets, err = ParseSpotMeta(body); err != nil {
-			return nil
-		}
-		maxDec = 8
-	}
-	out := make([]venue.InstrumentRules, 0, len(assets))
-	for _, a := range assets {
-		out = append(out, venue.InstrumentRules{Instrument: a.Name, SizeDecimals: a.SzDecimals, MaxPriceDecimals: maxDec})
-	}
-	return out
 }
 
 var fundingKey = []byte(`"funding"`)

@@ -3,7 +3,8 @@ package polymarket
 // Instrument facts (venue.Driver.Instruments) from what a recording holds:
 // the Gamma /markets bodies of discovery (condition id, outcomes and their
 // token ids, negRisk, orderMinSize, orderPriceMinTickSize, question, slug,
-// active/closed), the CLOB book summaries fetched before every connect
+// active/closed, and the fees: feesEnabled, feeType, feeSchedule), the CLOB
+// book summaries fetched before every connect
 // (market, tick_size, min_order_size, neg_risk, timestamp), and two market
 // channel messages: the initial-dump book (tick_size) and new_market
 // (outcomes, token ids, order_price_min_tick_size).
@@ -13,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/tapedeck/tapedeck/book"
@@ -48,6 +50,12 @@ type factsJSON struct {
 	GammaNegRisk *bool           `json:"negRisk"`
 	OrderMinSize json.RawMessage `json:"orderMinSize"`
 	GammaTick    json.RawMessage `json:"orderPriceMinTickSize"`
+	FeesEnabled  *bool           `json:"feesEnabled"`
+	FeeType      string          `json:"feeType"`
+	FeeSchedule  *struct {
+		Rate     json.RawMessage `json:"rate"`
+		Exponent json.RawMessage `json:"exponent"`
+	} `json:"feeSchedule"`
 
 	// CLOB book summaries and market-channel messages
 	Market       string          `json:"market"`
@@ -93,7 +101,7 @@ func InstrumentFacts(msg []byte) ([]venue.Instrument, error) {
 		}
 		out, err := factsOne(&m)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInstrumentFacts, err)
+			return out, fmt.Errorf("%w: %w", ErrInstrumentFacts, err)
 		}
 		return out, nil
 	}
@@ -112,8 +120,9 @@ func InstrumentFacts(msg []byte) ([]venue.Instrument, error) {
 			facts, err = factsOne(&m)
 		}
 		if err != nil {
+			// A market whose fee schedule does not read keeps its other
+			// facts (facts non-nil beside the error).
 			errs = append(errs, fmt.Errorf("%w: element %d: %w", ErrInstrumentFacts, i, err))
-			continue
 		}
 		out = append(out, facts...)
 	}
@@ -184,6 +193,7 @@ func gammaFacts(m *factsJSON) ([]venue.Instrument, error) {
 	if err != nil {
 		return nil, fmt.Errorf("market %s: clobTokenIds: %w", m.Slug, err)
 	}
+	rate, exp, feeErr := gammaFees(m)
 	for i := range out {
 		in := &out[i]
 		in.Slug, in.Name, in.TickSize, in.MinSize = m.Slug, m.Question, tick, minSize
@@ -193,8 +203,74 @@ func gammaFacts(m *factsJSON) ([]venue.Instrument, error) {
 		if m.Active != nil && m.Closed != nil {
 			in.Active = venue.FlagOf(*m.Active && !*m.Closed)
 		}
+		if m.FeesEnabled != nil {
+			in.FeesEnabled = venue.FlagOf(*m.FeesEnabled)
+		}
+		in.FeeType, in.TakerFeeRate, in.FeeExponent = m.FeeType, rate, exp
+	}
+	if feeErr != nil {
+		return out, fmt.Errorf("market %s: %w", m.ConditionID, feeErr)
 	}
 	return out, nil
+}
+
+// gammaFees reads a Gamma market's feeSchedule: rate, the taker rate of
+// fee = C × rate × p × (1 − p), a fraction (0.07 is 7%), and exponent, of
+// the curve's general form C × rate × (p × (1 − p))^exponent (1 on current
+// markets; 2 on the early-2026 short crypto markets, rate 0.25). Both come as JSON
+// numbers or decimal strings ("0.072"). Source: docs.polymarket.com
+// "Fees" (trading/fees: "Markets with fees enabled have feesEnabled set to
+// true on the market object"; the category table of rates) and the Gamma
+// market objects' feeSchedule {exponent, rate, takerOnly, rebateRate}. A
+// rate outside [0, 1], an exponent not > 0, or a value that is not a number
+// (NaN, "abc") is an error and leaves the fee unstated (rate -1, exponent
+// 0); absent, null or "" is unstated.
+func gammaFees(m *factsJSON) (rate, exp float64, err error) {
+	rate = -1
+	if m.FeeSchedule == nil {
+		return rate, 0, nil
+	}
+	r, okR, err := factFloat(m.FeeSchedule.Rate, "feeSchedule.rate")
+	if err != nil {
+		return -1, 0, err
+	}
+	if okR && !(r >= 0 && r <= 1) {
+		return -1, 0, fmt.Errorf("feeSchedule.rate %v: want a fraction within [0, 1]", r)
+	}
+	e, okE, err := factFloat(m.FeeSchedule.Exponent, "feeSchedule.exponent")
+	if err != nil {
+		return -1, 0, err
+	}
+	if okE && !(e > 0 && e <= 10) {
+		return -1, 0, fmt.Errorf("feeSchedule.exponent %v: want a number within (0, 10]", e)
+	}
+	if okR {
+		rate = r
+	}
+	return rate, e, nil
+}
+
+// factFloat reads a finite number sent as a JSON number or string; absent,
+// null or "" is not stated (ok false).
+func factFloat(raw json.RawMessage, field string) (v float64, ok bool, err error) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return 0, false, nil
+	}
+	if t[0] == '"' {
+		var s string
+		if err := json.Unmarshal(t, &s); err != nil {
+			return 0, false, fmt.Errorf("%s: %w", field, err)
+		}
+		if t = bytes.TrimSpace([]byte(s)); len(t) == 0 {
+			return 0, false, nil
+		}
+	}
+	v, err = strconv.ParseFloat(string(t), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false, fmt.Errorf("%s %.40q: not a finite number", field, t)
+	}
+	return v, true, nil
 }
 
 func bookFacts(m *factsJSON, source string) ([]venue.Instrument, error) {

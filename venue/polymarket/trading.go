@@ -3,6 +3,7 @@ package polymarket
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/tapedeck/tapedeck/book"
@@ -15,8 +16,10 @@ import (
 // one-minute security threshold, tick 0.01 and minimum size 5 until a book
 // summary or tick_size_change says otherwise, YES/NO tokens as one
 // mirrored book, settlement at 1/0 and the taker fee shares × rate × p ×
-// (1 − p) ("Fees"; most markets are fee free: no tier by default). The
-// reasons are the error messages of POST /order.
+// (1 − p) ("Fees"; most markets are fee free: no tier by default; a
+// market's rate is read from its recorded Gamma listing, Instruments, and
+// from its recorded trades, TradeFeeRate). The reasons are the error
+// messages of POST /order.
 var Trading = &venue.Trading{
 	OrderTypes:       []string{"GTC", "GTD", "FOK", "FAK"},
 	PostOnlyFlag:     true,
@@ -39,28 +42,61 @@ var Trading = &venue.Trading{
 		Expiration:      "INVALID_ORDER_EXPIRATION: invalid expiration",
 		ReduceOnly:      "reduce-only orders do not exist on polymarket",
 	},
-	Meta:       tradingMeta,
-	Resolution: tradingResolution,
+	Resolution:   tradingResolution,
+	TradeFeeRate: tradingTradeFee,
 }
 
-// tradingMeta reads tick_size and min_order_size from a /book or /books body.
-func tradingMeta(body []byte) []venue.InstrumentRules {
-	sums, err := ParseBookSummaries(body)
-	if err != nil {
-		return nil
+// feeRateKey is the key of a last_trade_price's fee rate.
+var feeRateKey = []byte(`"fee_rate_bps"`)
+
+// tradingTradeFee reads a last_trade_price message's fee_rate_bps (a string
+// of basis points, "0" on fee-free markets: [doc PM-AA] in
+// shared/PROTOCOLS.md §1.6; the real 2024 trade of
+// testdata/real/nautilus_ws_misc_events.ndjson) as a fraction: bps / 10⁴,
+// so "700" is the 0.07 of fee = shares × rate × p × (1 − p). It is the
+// rate the match applied (NautilusTrader's Polymarket adapter: the trade's
+// fee_rate_bps is "the post-trade rate that actually applied"), read
+// without a DOM or an allocation. Absent, null or "" states none; a sign,
+// an exponent, letters or more than 10000 bps are an error.
+func tradingTradeFee(raw []byte) (float64, bool, error) {
+	i := bytes.Index(raw, feeRateKey)
+	if i < 0 {
+		return 0, false, nil
 	}
-	out := make([]venue.InstrumentRules, 0, len(sums))
-	for _, s := range sums {
-		r := venue.InstrumentRules{Instrument: s.AssetID, Market: s.Market, SizeDecimals: -1}
-		if v, err := book.ParseDecimal([]byte(s.TickSize), priceDecimals); err == nil && v > 0 {
-			r.Tick = v
-		}
-		if v, err := book.ParseDecimal([]byte(s.MinOrderSize), sizeDecimals); err == nil && v > 0 {
-			r.MinSize = v
-		}
-		out = append(out, r)
+	rest := bytes.TrimLeft(raw[i+len(feeRateKey):], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return 0, false, nil // the text inside some value, not the key
 	}
-	return out
+	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	var tok []byte
+	if len(rest) > 0 && rest[0] == '"' {
+		end := bytes.IndexByte(rest[1:], '"')
+		if end < 0 {
+			return 0, false, errFeeRate(rest)
+		}
+		tok = rest[1 : 1+end]
+	} else {
+		end := bytes.IndexAny(rest, ",} \t\r\n")
+		if end < 0 {
+			end = len(rest)
+		}
+		tok = rest[:end]
+		if string(tok) == "null" {
+			return 0, false, nil
+		}
+	}
+	if len(tok) == 0 {
+		return 0, false, nil
+	}
+	v, err := book.ParseDecimal(tok, 4) // bps with up to 4 decimals
+	if err != nil || v > 10000*1e4 {
+		return 0, false, errFeeRate(tok)
+	}
+	return float64(v) / 1e8, true, nil
+}
+
+func errFeeRate(tok []byte) error {
+	return fmt.Errorf("fee_rate_bps %.40q: want basis points within [0, 10000]", tok)
 }
 
 // tradingResolution reads a market_resolved message: winning_asset_id and

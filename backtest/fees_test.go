@@ -1,0 +1,206 @@
+package backtest
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// pmGamma is a Gamma /markets body listing pmMarket (YES pmYes, NO pmNo)
+// with the given fee fields (raw JSON members, "" for none).
+func pmGamma(fees string) string {
+	m := `[{"id":"1","conditionId":"` + pmMarket + `","slug":"s","question":"Q?","active":true,"closed":false,` +
+		`"orderMinSize":5,"orderPriceMinTickSize":0.01,"outcomes":"[\"Yes\", \"No\"]",` +
+		`"clobTokenIds":"[\"` + pmYes + `\", \"` + pmNo + `\"]"`
+	if fees != "" {
+		m += "," + fees
+	}
+	return m + `}]`
+}
+
+// pmTradeFee prints a trade stating fee_rate_bps bps.
+func (tp *tape) pmTradeFee(asset, side, price, size, bps string) {
+	tp.frame(`{"event_type":"last_trade_price","asset_id":"` + asset + `","market":"` + pmMarket + `","price":"` + price +
+		`","size":"` + size + `","side":"` + side + `","fee_rate_bps":"` + bps + `","timestamp":"` + tp.ms() + `"}`)
+}
+
+// buyYes takes 10 YES at the best ask (0.42 on pmTape's book) with a FOK
+// and returns the fill.
+func buyYes(t *testing.T, tp *tape, s *script) Fill {
+	t.Helper()
+	n := len(tp.e.fills)
+	tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.42"), Amount: tp.px("4.2"), TIF: FOK})
+	if len(tp.e.fills) != n+1 {
+		t.Fatalf("%d fills, want %d", len(tp.e.fills), n+1)
+	}
+	return tp.e.fills[n]
+}
+
+// fee10 is the taker fee of 10 shares at 0.42: 10 × rate × 0.42 × 0.58.
+func fee10(t *testing.T, rate string) int64 {
+	t.Helper()
+	r := cash(t, rate)
+	return mulDivRound(r, 10*42*58, 0, 4) // rate × 2.436, exact at CashDecimals
+}
+
+// A market's taker rate from its recorded Gamma listing, to the last
+// decimal, and the summary saying so.
+func TestFeeRateFromRecordedListing(t *testing.T) {
+	tp, s := pmTape(t, Config{FeeRate: 0.01})
+	pre := buyYes(t, tp, s) // before the listing: the default, 10 × 0.01 × 0.42 × 0.58 = 0.02436
+	if pre.Fee != cash(t, "0.02436") {
+		t.Fatalf("fee before the listing %d", pre.Fee)
+	}
+	tp.rest(pmGamma(`"feesEnabled":true,"feeType":"crypto_fees","feeSchedule":{"exponent":1,"rate":0.07,"takerOnly":true,"rebateRate":0.2}`))
+	listedAt := tp.recvNs
+	f := buyYes(t, tp, s)
+	// 10 × 0.07 × 0.42 × 0.58 = 0.17052.
+	if f.Fee != cash(t, "0.17052") || f.Fee != fee10(t, "0.07") {
+		t.Fatalf("fee %d, want 0.17052", f.Fee)
+	}
+	// A trade's fee_rate_bps ranks below the listing: nothing changes.
+	tp.pmTradeFee(pmNo, "BUY", "0.60", "1", "300")
+	if f := buyYes(t, tp, s); f.Fee != cash(t, "0.17052") {
+		t.Fatalf("fee %d after a trade stating 300 bps, want the listing's 0.17052", f.Fee)
+	}
+	res := tp.e.Finish()
+	got := res.Summary.FeeRates
+	if len(got) != 2 || got[0].Source != "default" || got[0].Rate != 0.01 || got[0].Fills != 1 || got[0].SinceNs != 0 ||
+		got[1].Market != pmMarket || got[1].Source != "recorded_listing" || got[1].Rate != 0.07 || got[1].Key != "crypto_fees" ||
+		got[1].SinceNs != listedAt || got[1].Fills != 2 || math.Abs(got[1].Fees-2*0.17052) > 1e-12 {
+		t.Fatalf("fee rates %+v", got)
+	}
+	var b strings.Builder
+	res.Summary.WriteTable(&b)
+	if !strings.Contains(b.String(), "fee rate       "+pmMarket+" 0.07 recorded_listing crypto_fees since ") {
+		t.Fatalf("table:\n%s", b.String())
+	}
+	if len(res.Errors) != 0 {
+		t.Fatalf("errors %v", res.Errors)
+	}
+}
+
+// feesEnabled false is a fee-free market, whatever the default.
+func TestFeeRateListingFeeFree(t *testing.T) {
+	tp, s := pmTape(t, Config{FeeRate: 0.05})
+	tp.rest(pmGamma(`"feesEnabled":false,"feeType":"geopolitics"`))
+	if f := buyYes(t, tp, s); f.Fee != 0 {
+		t.Fatalf("fee %d on a fee-free market", f.Fee)
+	}
+	if u := tp.e.Finish().Summary.FeeRates; len(u) != 1 || u[0].Source != "recorded_listing" || u[0].Rate != 0 {
+		t.Fatalf("fee rates %+v", u)
+	}
+}
+
+// No look-ahead: the rate a trade states at t applies from t on, never to
+// a fill before t.
+func TestFeeRateFromTradesNoLookAhead(t *testing.T) {
+	tp, s := pmTape(t, Config{FeeRate: 0.02})
+	tp.pmTrade(pmYes, "BUY", "0.42", "1") // no fee_rate_bps: says nothing
+	before := buyYes(t, tp, s)
+	tp.pmTradeFee(pmNo, "SELL", "0.58", "1", "500") // the NO token's trade: the market's rate
+	seenAt := tp.recvNs
+	after := buyYes(t, tp, s)
+	if before.Fee != fee10(t, "0.02") || before.RecvNs >= seenAt {
+		t.Fatalf("fill before the trade: fee %d at %d (trade at %d), want the default's %d", before.Fee, before.RecvNs, seenAt, fee10(t, "0.02"))
+	}
+	// 10 × 0.05 × 0.42 × 0.58 = 0.1218.
+	if after.Fee != cash(t, "0.1218") {
+		t.Fatalf("fill after the trade: fee %d, want 0.1218", after.Fee)
+	}
+	// The rate changes with the trades: "0" from here on.
+	tp.pmTradeFee(pmYes, "BUY", "0.42", "1", "0")
+	if f := buyYes(t, tp, s); f.Fee != 0 {
+		t.Fatalf("fee %d after a trade stating 0 bps", f.Fee)
+	}
+	u := tp.e.Finish().Summary.FeeRates
+	if len(u) != 3 || u[0].Source != "default" || u[1].Source != "recorded_trades" || u[1].Rate != 0.05 || u[1].SinceNs != seenAt ||
+		u[2].Source != "recorded_trades" || u[2].Rate != 0 || u[2].SinceNs <= seenAt {
+		t.Fatalf("fee rates %+v", u)
+	}
+}
+
+// Precedence: --fee TOKEN > --fee MARKET > --fee-category > the recorded
+// listing > the recorded trades > --fee-rate.
+func TestFeeRatePrecedence(t *testing.T) {
+	listing := pmGamma(`"feesEnabled":true,"feeType":"Crypto_Fees","feeSchedule":{"exponent":1,"rate":"0.07"}`)
+	for _, c := range []struct {
+		name    string
+		cfg     Config
+		listing bool
+		rate    string
+		src     string
+		key     string
+	}{
+		{"token", Config{FeeRate: 0.01, FeeRates: map[string]float64{pmYes: 0.04, pmMarket: 0.03}, FeeCategories: map[string]float64{"crypto": 0.02}}, true, "0.04", "config_instrument", pmYes},
+		{"market", Config{FeeRate: 0.01, FeeRates: map[string]float64{pmNo: 0.5, pmMarket: 0.03}, FeeCategories: map[string]float64{"crypto": 0.02}}, true, "0.03", "config_market", pmMarket},
+		{"category", Config{FeeRate: 0.01, FeeCategories: map[string]float64{"CRYPTO": 0.02, "sports": 0.5}}, true, "0.02", "config_category", "CRYPTO"},
+		{"category with suffix", Config{FeeCategories: map[string]float64{"crypto_fees": 0.025}}, true, "0.025", "config_category", "crypto_fees"},
+		{"listing", Config{FeeRate: 0.01, FeeCategories: map[string]float64{"sports": 0.5}}, true, "0.07", "recorded_listing", "Crypto_Fees"},
+		{"trades", Config{FeeRate: 0.01, FeeCategories: map[string]float64{"crypto": 0.5}}, false, "0.06", "recorded_trades", ""},
+		{"default", Config{FeeRate: 0.01}, false, "0.01", "default", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tp, s := pmTape(t, c.cfg)
+			if c.listing {
+				tp.rest(listing)
+			}
+			if c.src != "default" {
+				tp.pmTradeFee(pmYes, "BUY", "0.42", "1", "600")
+			}
+			if f := buyYes(t, tp, s); f.Fee != fee10(t, c.rate) {
+				t.Fatalf("fee %d, want %d (rate %s)", f.Fee, fee10(t, c.rate), c.rate)
+			}
+			u := tp.e.Finish().Summary.FeeRates
+			if len(u) != 1 || u[0].Source != c.src || u[0].Key != c.key || u[0].Market != pmMarket {
+				t.Fatalf("fee rates %+v, want source %s key %s", u, c.src, c.key)
+			}
+		})
+	}
+	if err := (&Config{FeeCategories: map[string]float64{"crypto": 0.1, "Crypto_fees": 0.2}}).Validate(); err == nil {
+		t.Fatal("two keys of one category accepted")
+	}
+	if err := (&Config{FeeCategories: map[string]float64{"crypto": -0.1}}).Validate(); err == nil {
+		t.Fatal("a negative category rate accepted")
+	}
+}
+
+// Bad recorded metadata never panics: a value that does not read is a
+// problem in Result.Errors (once per market and kind) and changes nothing;
+// a schedule the model cannot price (exponent 2) is not used, and said so.
+func TestFeeRateBadMetadata(t *testing.T) {
+	tp, s := pmTape(t, Config{FeeRate: 0.02})
+	tp.rest(pmGamma(`"feesEnabled":true,"feeSchedule":{"rate":"NaN","exponent":1}`))
+	tp.rest(pmGamma(`"feesEnabled":true,"feeSchedule":{"rate":-0.05}`))
+	tp.rest(`{"not":"a listing"}`)
+	tp.rest(`[{"conditionId":"` + pmMarket + `","clobTokenIds":"[\"x\"]"}]`)
+	tp.pmTradeFee(pmYes, "BUY", "0.42", "1", "abc")
+	tp.pmTradeFee(pmYes, "BUY", "0.42", "1", "-5")
+	if f := buyYes(t, tp, s); f.Fee != fee10(t, "0.02") {
+		t.Fatalf("fee %d after bad metadata, want the default's", f.Fee)
+	}
+	// Tick and minimum size of the listing still apply (its fee did not read).
+	if in := tp.e.insts[pmYes]; in.MinSize != tp.sz("5") || in.Tick != tp.px("0.01") {
+		t.Fatalf("rules %d %d", in.MinSize, in.Tick)
+	}
+	tp.rest(pmGamma(`"feesEnabled":true,"feeSchedule":{"rate":0.25,"exponent":2}`))
+	tp.rest(pmGamma(`"feesEnabled":true,"feeSchedule":{"rate":0.25,"exponent":2}`))
+	if f := buyYes(t, tp, s); f.Fee != fee10(t, "0.02") {
+		t.Fatalf("fee %d with an exponent-2 schedule, want the default's", f.Fee)
+	}
+	res := tp.e.Finish()
+	var all []string
+	for _, err := range res.Errors {
+		all = append(all, err.Error())
+	}
+	joined := strings.Join(all, "\n")
+	for _, want := range []string{"feeSchedule.rate \"NaN\"", "feeSchedule.rate -0.05", "token id \"x\"",
+		"fee_rate_bps \"abc\"", "exponent 2"} {
+		if !strings.Contains(joined, want) {
+			t.Fatalf("problems lack %q:\n%s", want, joined)
+		}
+	}
+	if strings.Contains(joined, `"-5"`) || strings.Count(joined, "exponent 2") != 1 {
+		t.Fatalf("problems repeated per market and kind:\n%s", joined)
+	}
+}

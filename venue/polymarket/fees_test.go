@@ -1,0 +1,128 @@
+package polymarket
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// gammaFeeMarket is a Gamma market object in the 2026 shape of the fee
+// fields (feesEnabled, feeType, feeSchedule {exponent, rate, takerOnly,
+// rebateRate}; docs.polymarket.com trading/fees), with schedule as given.
+func gammaFeeMarket(cond, enabled, feeType, schedule string) string {
+	m := `{"id":"1","conditionId":"` + cond + `","slug":"s","question":"Q?","active":true,"closed":false,` +
+		`"orderMinSize":5,"orderPriceMinTickSize":0.01,"outcomes":"[\"Yes\", \"No\"]",` +
+		`"clobTokenIds":"[\"` + tokYes + `\", \"` + tokNo + `\"]"`
+	if enabled != "" {
+		m += `,"feesEnabled":` + enabled
+	}
+	if feeType != "" {
+		m += `,"feeType":"` + feeType + `"`
+	}
+	if schedule != "" {
+		m += `,"feeSchedule":` + schedule
+	}
+	return m + `}`
+}
+
+func TestInstrumentFactsGammaFees(t *testing.T) {
+	for _, c := range []struct {
+		name, enabled, feeType, schedule string
+		flag                             venue.Flag
+		rate, exp                        float64
+	}{
+		{"number rate", "true", "crypto_fees", `{"exponent":1,"rate":0.07,"takerOnly":true,"rebateRate":0.2}`, venue.FlagTrue, 0.07, 1},
+		{"string rate", "true", "crypto_fees", `{"rate":"0.072","exponent":"1"}`, venue.FlagTrue, 0.072, 1},
+		{"fee free", "false", "", "", venue.FlagFalse, -1, 0},
+		{"exponent 2", "true", "crypto_fees", `{"exponent":2,"rate":0.25,"takerOnly":true}`, venue.FlagTrue, 0.25, 2},
+		{"empty rate", "true", "", `{"rate":"","exponent":1}`, venue.FlagTrue, -1, 1},
+		{"null schedule", "", "", `null`, venue.FlagUnknown, -1, 0},
+		{"nothing said", "", "", "", venue.FlagUnknown, -1, 0},
+	} {
+		fs, err := InstrumentFacts([]byte("[" + gammaFeeMarket("0xc0", c.enabled, c.feeType, c.schedule) + "]"))
+		if err != nil || len(fs) != 2 {
+			t.Fatalf("%s: %v %+v", c.name, err, fs)
+		}
+		for _, f := range fs {
+			if f.FeesEnabled != c.flag || f.FeeType != c.feeType || f.TakerFeeRate != c.rate || f.FeeExponent != c.exp ||
+				f.TickSize != 100 || f.MinSize != 5e6 {
+				t.Fatalf("%s: %+v", c.name, f)
+			}
+		}
+	}
+	// Bad values: the error names the market and the field, the market's
+	// other facts are kept (its fee unstated), the next market reads.
+	for _, bad := range []struct{ schedule, field string }{
+		{`{"rate":-0.01,"exponent":1}`, "feeSchedule.rate"},
+		{`{"rate":"NaN","exponent":1}`, "feeSchedule.rate"},
+		{`{"rate":"abc"}`, "feeSchedule.rate"},
+		{`{"rate":1.5}`, "feeSchedule.rate"},
+		{`{"rate":0.05,"exponent":-1}`, "feeSchedule.exponent"},
+		{`{"rate":0.05,"exponent":"Infinity"}`, "feeSchedule.exponent"},
+		{`{"rate":[1]}`, "feeSchedule.rate"},
+	} {
+		body := "[" + gammaFeeMarket("0xbad", "true", "", bad.schedule) + "," + gammaFeeMarket("0xc1", "true", "", `{"rate":0.03}`) + "]"
+		fs, err := InstrumentFacts([]byte(body))
+		if !errors.Is(err, ErrInstrumentFacts) || !strings.Contains(err.Error(), "element 0") || !strings.Contains(err.Error(), "0xbad") ||
+			!strings.Contains(err.Error(), bad.field) {
+			t.Fatalf("%s: error %v", bad.schedule, err)
+		}
+		if len(fs) != 4 || fs[0].Market != "0xbad" || fs[0].TakerFeeRate != -1 || fs[0].TickSize != 100 ||
+			fs[2].Market != "0xc1" || fs[2].TakerFeeRate != 0.03 {
+			t.Fatalf("%s: facts %+v", bad.schedule, fs)
+		}
+	}
+}
+
+func TestTradeFeeRate(t *testing.T) {
+	trade := func(v string) []byte {
+		return []byte(`{"asset_id":"` + tokYes + `","event_type":"last_trade_price",` + v + `"market":"0xc0","price":"0.5","side":"BUY","size":"10","timestamp":"1"}`)
+	}
+	for _, c := range []struct {
+		field string
+		rate  float64
+		ok    bool
+	}{
+		{`"fee_rate_bps":"0",`, 0, true},
+		{`"fee_rate_bps":"700",`, 0.07, true},
+		{`"fee_rate_bps" : "1000" ,`, 0.1, true},
+		{`"fee_rate_bps":12.5,`, 0.00125, true},
+		{`"fee_rate_bps":"10000",`, 1, true},
+		{``, 0, false},
+		{`"fee_rate_bps":"",`, 0, false},
+		{`"fee_rate_bps":null,`, 0, false},
+	} {
+		r, ok, err := Trading.TradeFeeRate(trade(c.field))
+		if err != nil || ok != c.ok || math.Abs(r-c.rate) > 1e-15 {
+			t.Fatalf("%s: %v %v %v, want %v %v", c.field, r, ok, err, c.rate, c.ok)
+		}
+	}
+	for _, bad := range []string{`"fee_rate_bps":"-5",`, `"fee_rate_bps":"abc",`, `"fee_rate_bps":"NaN",`,
+		`"fee_rate_bps":"10001",`, `"fee_rate_bps":"1e3",`, `"fee_rate_bps":"0x10",`, `"fee_rate_bps":true,`} {
+		if r, ok, err := Trading.TradeFeeRate(trade(bad)); err == nil || ok || r != 0 || !strings.Contains(err.Error(), "fee_rate_bps") {
+			t.Fatalf("%s: %v %v %v, want an error naming fee_rate_bps", bad, r, ok, err)
+		}
+	}
+	// Truncated: an open string is an error, never a read past the end.
+	if _, _, err := Trading.TradeFeeRate([]byte(`{"fee_rate_bps":"7`)); err == nil {
+		t.Fatal("truncated value accepted")
+	}
+	// The real 2024 trade of the shared fixtures states "0": a fee-free market.
+	b, err := os.ReadFile(filepath.Join("testdata", "real", "nautilus_ws_misc_events.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.SplitN(string(b), "\n", 2)[0]
+	if r, ok, err := Trading.TradeFeeRate([]byte(line)); !ok || r != 0 || err != nil {
+		t.Fatalf("real trade: %v %v %v", r, ok, err)
+	}
+	raw := trade(`"fee_rate_bps":"700",`)
+	if n := testing.AllocsPerRun(100, func() { _, _, _ = Trading.TradeFeeRate(raw) }); n != 0 {
+		t.Fatalf("%v allocations per read", n)
+	}
+}
