@@ -62,6 +62,53 @@ func TestBacktestVerb(t *testing.T) {
 	}
 }
 
+// The summary says per market which fee rate its fills used and where it
+// came from: the sample's trades state fee_rate_bps "0", which apply from
+// the first trade on over --fee-rate; --fee MARKET=rate ranks above them.
+func TestBacktestFeeRates(t *testing.T) {
+	sample := filepath.Join("..", "..", "datasets", "samples", "polymarket")
+	const market = "0x2f1ab0ffaf465c4acd76b9a4a1f8980db26bfae7d248a6bb289350586028307e"
+	type use struct {
+		Market, Source string
+		Rate           float64
+		Fills          int
+		Fees           float64
+	}
+	run := func(args ...string) []use {
+		t.Helper()
+		code, stdout, stderr := execReplay(t, append([]string{"backtest", sample, "--strategy", "complement", "--param", "fee_rate=0.02", "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var sum struct {
+			FeeRates []use `json:"fee_rates"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+			t.Fatal(err)
+		}
+		return sum.FeeRates
+	}
+	got := run("--fee-rate", "0.02")
+	var fills int
+	for _, u := range got {
+		if u.Market == market {
+			fills += u.Fills
+			if u.Fills > 0 && (u.Source != "recorded_trades" || u.Rate != 0 || u.Fees != 0) {
+				t.Fatalf("fee rates %+v: want the trades' 0 bps", got)
+			}
+		}
+	}
+	if fills == 0 {
+		t.Fatalf("fee rates %+v: no fills in %s", got, market)
+	}
+	got = run("--fee-rate", "0.5", "--fee", market+"=0.02")
+	for _, u := range got {
+		if u.Market == market && (u.Source != "config_market" || u.Rate != 0.02 || (u.Fills > 0 && u.Fees <= 0)) {
+			t.Fatalf("fee rates %+v: want --fee %s=0.02", got, market)
+		}
+	}
+}
+
 // Bad parameters are refused before the run, as usage errors (exit 2).
 func TestBacktestBadFlags(t *testing.T) {
 	sample := filepath.Join("..", "..", "datasets", "samples", "polymarket")
@@ -73,6 +120,9 @@ func TestBacktestBadFlags(t *testing.T) {
 		{"--fee-rate", "2"},
 		{"--fee-tier", "42"},
 		{"--fee", "x=abc"},
+		{"--fee-category", "crypto=-0.1"},
+		{"--fee-category", "=0.1"},
+		{"--fee-category", "crypto=0.1", "--fee-category", "Crypto_fees=0.2"},
 		{"--resolve", "123=yes"},
 		{"--entry-latency", "-1ms"},
 		{"--latency-csv", "/nonexistent/rtt.csv"},
