@@ -130,9 +130,10 @@
 // decimal128(38, s) with s the finest price or size scale of the run's
 // instruments (Polymarket 4/6, Hyperliquid 8/8: a run over both venues
 // rescales the coarser exactly), money (cash, fees, values) decimal128(38,
-// CashDecimals) (CSV: the exact decimal text). The file metadata holds
-// tapedeck.table (backtest_NAME), tapedeck.datasets and
-// tapedeck.backtest.digest.
+// CashDecimals) (CSV: the exact decimal text). The Parquet and Arrow
+// metadata hold tapedeck.table (backtest_NAME), tapedeck.datasets and the
+// run's digest, strategy and parameters (MetaDigest, MetaStrategy,
+// MetaParams).
 //
 //   - orders: order_id, venue, instrument, side (buy, sell), tif (GTC, GTD,
 //     FOK, FAK, IOC, ALO), post_only, reduce_only, price, size, amount

@@ -2,6 +2,7 @@ package backtest
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +10,15 @@ import (
 	"path/filepath"
 
 	"github.com/tapedeck/tapedeck/replayer/export"
+)
+
+// Metadata keys of every table WriteTables writes (besides export's
+// tapedeck.table, backtest_NAME, and tapedeck.datasets): the run's digest,
+// its strategy's name and its parameters as a JSON object.
+const (
+	MetaDigest   = "tapedeck.backtest.digest"
+	MetaStrategy = "tapedeck.backtest.strategy"
+	MetaParams   = "tapedeck.backtest.params"
 )
 
 // Tables are the tables WriteTables writes, in order, each as NAME.EXT.
@@ -124,9 +134,13 @@ func (tw *tableWriter) schema(name string) export.TypedSchema {
 		cols = []export.Column{i64("fill_seq"), str("venue"), str("instrument"), i64("horizon_ns"),
 			price("mid", false), price("pnl_per_unit", false)}
 	}
-	md := map[string]string{"tapedeck.backtest.digest": tw.r.Summary.Digest}
+	md := map[string]string{MetaDigest: tw.r.Summary.Digest}
 	if tw.r.Summary.Strategy != "" {
-		md["tapedeck.backtest.strategy"] = tw.r.Summary.Strategy
+		md[MetaStrategy] = tw.r.Summary.Strategy
+	}
+	if len(tw.r.Summary.Params) > 0 {
+		ps, _ := json.Marshal(tw.r.Summary.Params) // keys sorted: deterministic
+		md[MetaParams] = string(ps)
 	}
 	return export.TypedSchema{Name: "backtest_" + name, Columns: cols, Metadata: md}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tapedeck/tapedeck/backtest"
 	"github.com/tapedeck/tapedeck/replayer/export"
 )
 
@@ -232,7 +233,8 @@ func TestBacktestTablesInDuckDB(t *testing.T) {
 			}
 			for _, n := range tables {
 				d := duck.Tables[n]
-				if d.KV[export.MetaTable] != "backtest_"+n || !strings.HasPrefix(d.KV["tapedeck.backtest.digest"], "xxh64:") {
+				if d.KV[export.MetaTable] != "backtest_"+n || !strings.HasPrefix(d.KV[backtest.MetaDigest], "xxh64:") ||
+					d.KV[backtest.MetaStrategy] != strat || !strings.HasPrefix(d.KV[backtest.MetaParams], "{") {
 					t.Fatalf("%s: metadata %v", n, d.KV)
 				}
 				head, rows := readCSVFile(t, filepath.Join(csvDir, n+".csv"))
