@@ -156,6 +156,14 @@ func (c *Context) Position(instrument string) int64 {
 // Cash returns cash at CashDecimals.
 func (c *Context) Cash() int64 { return c.e.cash }
 
+// TakerFeeRate is the taker rate a fill of instrument would be priced at
+// now, and where it comes from (Config.FeeRates, FeeCategories, what the
+// recording has stated so far, FeeRate; a fee tier): ok false when the
+// instrument is unknown or its venue's fee model cannot tell.
+func (c *Context) TakerFeeRate(instrument string) (rate float64, src FeeSource, ok bool) {
+	return c.e.takerRate(c.e.insts[instrument])
+}
+
 // SetTimer calls the strategy's OnTimer(tag) at the first event at or after
 // atNs (local clock).
 func (c *Context) SetTimer(atNs, tag int64) {

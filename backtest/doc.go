@@ -161,6 +161,8 @@
 //
 // Builtins: noop (the engine's overhead), mm (a post-only quoting market
 // maker with inventory skew) and complement (Polymarket: buys both tokens
-// with FOKs when ask(YES) + ask(NO) + fees < 1 − edge). `replay backtest`
+// with FOKs when ask(YES) + ask(NO) + fees < 1 − edge, the fees at the
+// rates the simulator will charge, Context.TakerFeeRate, unless fee_rate is
+// given). `replay backtest`
 // runs them; Example shows a user strategy.
 package backtest

@@ -137,6 +137,7 @@ type Engine struct {
 	errs      []error
 	problems  int // problems found in the recording (bounded in errs)
 
+	feeIn     FeeInput             // the fee models' argument, reused (no allocation per fill)
 	feeStates map[string]*feeState // by market (instrument where none)
 	feeUse    map[feeUseKey]int    // index in feeUses
 	feeUses   []FeeRateUse
@@ -855,11 +856,9 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 	notional := Notional(price, q, sc.PriceDecimals, sc.SizeDecimals)
 	fee := int64(0)
 	if fm := in.rules.fees; fm != nil {
-		fi := FeeInput{Venue: in.Venue, Instrument: in.ID, Market: in.Market, Price: price, Size: q,
-			PriceDecimals: sc.PriceDecimals, SizeDecimals: sc.SizeDecimals, Liquidity: liq}
-		e.recordedFee(in, &fi)
-		fee = fm.Fee(&fi)
-		e.noteFeeRate(fm, &fi, fee, ev.RecvNs)
+		fi := e.feeInput(in, price, q, liq)
+		fee = fm.Fee(fi)
+		e.noteFeeRate(fm, fi, fee, ev.RecvNs)
 	}
 	if o.Side == Buy {
 		e.cash -= notional

@@ -171,6 +171,30 @@ func (e *Engine) tradeFee(in *Instrument, d *venue.Event, ev *feed.Event) {
 	}
 }
 
+// feeInput is the fee models' description of a fill of q at price on in,
+// with what the recording said of its market's fees so far (the engine's
+// reused FeeInput: valid until the next call).
+func (e *Engine) feeInput(in *Instrument, price, q int64, liq Liquidity) *FeeInput {
+	fi := &e.feeIn
+	*fi = FeeInput{Venue: in.Venue, Instrument: in.ID, Market: in.Market, Price: price, Size: q,
+		PriceDecimals: in.Scale.PriceDecimals, SizeDecimals: in.Scale.SizeDecimals, Liquidity: liq}
+	e.recordedFee(in, fi)
+	return fi
+}
+
+// takerRate is the taker rate a fill on in would be priced at now.
+func (e *Engine) takerRate(in *Instrument) (float64, FeeSource, bool) {
+	if in == nil || in.rules == nil || in.rules.fees == nil {
+		return 0, FeeDefault, false
+	}
+	rr, ok := in.rules.fees.(FeeRater)
+	if !ok {
+		return 0, FeeDefault, false
+	}
+	r, src, _ := rr.Rate(e.feeInput(in, 0, 0, Taker))
+	return r, src, true
+}
+
 // recordedFee fills in what the recording has said of in's market so far.
 func (e *Engine) recordedFee(in *Instrument, fi *FeeInput) {
 	st := e.feeOf(in, false)
@@ -249,10 +273,7 @@ func (e *Engine) feeRates() []FeeRateUse {
 	}
 	slices.SortFunc(idle, func(a, b *Instrument) int { return strings.Compare(feeKey(a), feeKey(b)) })
 	for _, in := range idle {
-		fi := FeeInput{Venue: in.Venue, Instrument: in.ID, Market: in.Market, PriceDecimals: in.Scale.PriceDecimals,
-			SizeDecimals: in.Scale.SizeDecimals, Liquidity: Taker}
-		e.recordedFee(in, &fi)
-		e.feeRateUse(in.rules.fees, &fi)
+		e.feeRateUse(in.rules.fees, e.feeInput(in, 0, 0, Taker))
 	}
 	out := slices.Clone(e.feeUses)
 	for i := range out {

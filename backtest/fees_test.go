@@ -204,3 +204,37 @@ func TestFeeRateBadMetadata(t *testing.T) {
 		t.Fatalf("problems repeated per market and kind:\n%s", joined)
 	}
 }
+
+// The complement taker's fee_rate=auto prices each leg at the rate the
+// simulator will charge it, so a recorded 7% listing closes an edge that
+// a fee-free market leaves open: asks 0.45 + 0.50 = 0.95; fees at 0.07
+// add 0.07 × (0.45 × 0.55 + 0.50 × 0.50) = 0.034825, above the 0.03 left
+// by edge 0.02.
+func TestComplementAutoFeeRate(t *testing.T) {
+	for _, c := range []struct {
+		listing string
+		orders  int
+	}{
+		{`"feesEnabled":true,"feeType":"crypto_fees","feeSchedule":{"exponent":1,"rate":0.07}`, 0},
+		{`"feesEnabled":false`, 2},
+	} {
+		st, _, err := NewBuiltin("complement", Params{"edge": "0.02"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp := newTape(t, "polymarket", st, Config{Cash: cash(t, "1000"), FeeRate: 0})
+		tp.rest(pmGamma(c.listing))
+		tp.pmBook(pmYes, "0.40:100", "0.45:100")
+		tp.pmBook(pmNo, "0.48:100", "0.50:100")
+		tp.idle(3)
+		if n := len(tp.e.orders); n != c.orders {
+			t.Fatalf("%s: %d orders, want %d", c.listing, n, c.orders)
+		}
+		if r, src, ok := tp.e.ctx.TakerFeeRate(pmNo); !ok || src != FeeListing || (c.orders == 0) != (r == 0.07) {
+			t.Fatalf("%s: TakerFeeRate %v %v %v", c.listing, r, src, ok)
+		}
+	}
+	if _, _, err := NewBuiltin("complement", Params{"fee_rate": "autox"}); err == nil {
+		t.Fatal("fee_rate=autox accepted")
+	}
+}

@@ -81,6 +81,20 @@ func TestHyperliquidTickAndLot(t *testing.T) {
 	wantStatus(t, tp, id, StatusRejected, "Order has invalid price")
 	id = tp.submit(s, OrderRequest{Instrument: "MEME", Side: Buy, Price: tp.px("0.1234"), Size: tp.sz("100.5"), TIF: GTC})
 	wantStatus(t, tp, id, StatusRejected, "Order has invalid size")
+	// A spot pair from a recorded spotMeta body (read by the driver's
+	// Instruments, as the exports' instruments table reads it): its base
+	// token's szDecimals 0 and spot's 8 − 0 price decimals, where a perp of
+	// szDecimals 0 has 6.
+	tp.rest(`{"universe":[{"name":"PURR/USDC","tokens":[1,0],"index":0}],"tokens":[{"name":"USDC","szDecimals":8,"index":0},{"name":"PURR","szDecimals":0,"index":1}]}`)
+	tp.hlBook("PURR/USDC", "0.0012:100000", "0.0013:100000")
+	if in := tp.e.insts["PURR/USDC"]; in.SzDecimals != 0 || in.maxPriceDecimals() != 8 {
+		t.Fatalf("spot rules: szDecimals %d, price decimals %d", in.SzDecimals, in.maxPriceDecimals())
+	}
+	id = tp.submit(s, OrderRequest{Instrument: "PURR/USDC", Side: Buy, Price: tp.px("0.0012345"), Size: tp.sz("10000"), TIF: GTC})
+	wantStatus(t, tp, id, StatusOpen, "")
+	tp.hlBook("MEME", "0.0012:100000", "0.0013:100000")
+	id = tp.submit(s, OrderRequest{Instrument: "MEME", Side: Buy, Price: tp.px("0.0012345"), Size: tp.sz("10000"), TIF: GTC})
+	wantStatus(t, tp, id, StatusRejected, "Order has invalid price")
 }
 
 // Funding: at each hour of the exchange clock, a long pays position × mark

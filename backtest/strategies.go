@@ -38,8 +38,8 @@ var Builtins = map[string]*Builtin{
 	"mm": {Name: "mm", About: "passive quoting market maker with inventory skew: post-only bid and ask around the mid",
 		Params: map[string]string{"spread": "0.02", "size": "10", "skew": "0.001", "max_position": "100", "instrument": ""},
 		New:    newMM},
-	"complement": {Name: "complement", About: "Polymarket YES/NO complement taker: buys both tokens (FOK) when ask(YES) + ask(NO) + fees < 1 − edge",
-		Params: map[string]string{"edge": "0", "size": "10", "fee_rate": "0"},
+	"complement": {Name: "complement", About: "Polymarket YES/NO complement taker: buys both tokens (FOK) when ask(YES) + ask(NO) + fees < 1 − edge (fee_rate=auto: each market's rate as the simulator charges it)",
+		Params: map[string]string{"edge": "0", "size": "10", "fee_rate": "auto"},
 		New:    newComplement},
 }
 
@@ -186,8 +186,13 @@ func (m *MM) quote(ctx *Context, in *Instrument, id *uint64, side Side, inst str
 //	ask(YES) + ask(NO) + fee(YES) + fee(NO) < 1 − edge   (per share)
 //
 // with fee = rate × p × (1 − p) per share; a pair pays 1 at resolution.
+// Rate is the parameter fee_rate; "auto" (the default, Auto) takes each
+// token's rate from the simulator (Context.TakerFeeRate: --fee,
+// --fee-category, the recorded rate so far, --fee-rate), the rate its fills
+// will be charged.
 type Complement struct {
 	Edge, Size, Rate float64
+	Auto             bool
 	busy             map[string]bool
 }
 
@@ -200,11 +205,13 @@ func newComplement(p Params) (Strategy, error) {
 	if c.Size, err = p.Float("size"); err != nil {
 		return nil, err
 	}
-	if c.Rate, err = p.Float("fee_rate"); err != nil {
+	if p["fee_rate"] == "auto" {
+		c.Auto = true
+	} else if c.Rate, err = p.Float("fee_rate"); err != nil {
 		return nil, err
 	}
 	if c.Size <= 0 || c.Rate < 0 || c.Rate > 1 {
-		return nil, fmt.Errorf("backtest: complement: size must be positive and fee_rate within [0, 1]")
+		return nil, fmt.Errorf("backtest: complement: size must be positive and fee_rate within [0, 1] or auto")
 	}
 	return c, nil
 }
@@ -236,7 +243,12 @@ func (c *Complement) OnEvent(ctx *Context, e *feed.Event) {
 	}
 	unit := float64(pow10(in.Scale.PriceDecimals))
 	py, pn := float64(ay)/unit, float64(an)/unit
-	cost := py + pn + c.Rate*py*(1-py) + c.Rate*pn*(1-pn)
+	ry, rn := c.Rate, c.Rate
+	if c.Auto {
+		ry, _, _ = ctx.TakerFeeRate(yes.ID)
+		rn, _, _ = ctx.TakerFeeRate(no.ID)
+	}
+	cost := py + pn + ry*py*(1-py) + rn*pn*(1-pn)
 	if cost >= 1-c.Edge {
 		return
 	}
