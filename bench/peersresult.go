@@ -459,8 +459,8 @@ func PeersResultsSection(p *PeersResult, source string) string {
 	var b strings.Builder
 	f := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	f("Generated from `%s` (written by `%s`) — do not edit by hand; `make bench-peers-results` regenerates this block. ", source, p.Command)
-	f("%d round(s), the workloads alternated (even rounds in reverse order), %s to %s UTC, commit `%s`, on %s, %d logical CPUs, %s/%s, %s, node %s, tardis-dev %s. ",
-		p.Rounds, p.Started, clock(p.Finished), orDash(p.Commit), p.Machine.CPU, p.Machine.Cores, p.Machine.GOOS, p.Machine.GOARCH, p.Versions.Go, p.Versions.Node, p.Versions.TardisDev)
+	f("%s, the workloads alternated (even rounds in reverse order), %s to %s UTC, commit `%s`, on %s, %d logical CPUs, %s/%s, %s, node %s, tardis-dev %s. ",
+		plural(p.Rounds, "round"), p.Started, clock(p.Finished), orDash(p.Commit), p.Machine.CPU, p.Machine.Cores, p.Machine.GOOS, p.Machine.GOARCH, p.Versions.Go, p.Versions.Node, p.Versions.TardisDev)
 	f("Load average %s before, %s after", orDash(p.Machine.LoadAvgStart), orDash(p.Machine.LoadAvgEnd))
 	if p.Machine.Note != "" {
 		f(" (%s)", p.Machine.Note)
@@ -517,8 +517,8 @@ func PeersReadmeTable(p *PeersResult, source string) string {
 	var b strings.Builder
 	f := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	rec := p.Recording
-	f("Same run, same frames (`make bench-peers`: %d alternated round(s), medians, %s; `%s`): a generated %d-minute Polymarket recording of %s frames (%.0f MB of frame text), as tardis-dev@%s's cache and as a tapedeck dataset, on %s, %d logical CPUs; load average %s before, %s after",
-		p.Rounds, day(p.Started), source, rec.Minutes, thousands(rec.Frames), float64(rec.TextBytes)/1e6, p.Versions.TardisDev, p.Machine.CPU, p.Machine.Cores, orDash(p.Machine.LoadAvgStart), orDash(p.Machine.LoadAvgEnd))
+	f("Same run, same frames (`make bench-peers`: %s, alternated, medians, %s; `%s`): a generated %d-minute Polymarket recording of %s frames (%.0f MB of frame text), as tardis-dev@%s's cache and as a tapedeck dataset, on %s, %d logical CPUs; load average %s before, %s after",
+		plural(p.Rounds, "round"), day(p.Started), source, rec.Minutes, thousands(rec.Frames), float64(rec.TextBytes)/1e6, p.Versions.TardisDev, p.Machine.CPU, p.Machine.Cores, orDash(p.Machine.LoadAvgStart), orDash(p.Machine.LoadAvgEnd))
 	if p.Machine.Note != "" {
 		f(" (%s)", p.Machine.Note)
 	}
@@ -623,6 +623,14 @@ func fmtRatio(v float64) string {
 		return fmt.Sprintf("%.0f×", v)
 	}
 	return fmt.Sprintf("%.2f×", v)
+}
+
+// plural is "1 round", "3 rounds".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // thousands writes n with comma separators.

@@ -33,7 +33,7 @@ func TestPeersSections(t *testing.T) {
 	sec := PeersResultsSection(p, "bench/x.json")
 	for _, want := range []string{
 		"Generated from `bench/x.json` (written by `ROUNDS=3 MINUTES=15 BOOKS=1 make bench-peers`)",
-		"3 round(s), the workloads alternated (even rounds in reverse order), 2026-01-02T03:04:05Z to 03:09:10 UTC, commit `0123456789abcdef0123456789abcdef01234567`, on Test CPU, 2 logical CPUs, linux/amd64, go1.26.8, node v20.0.0, tardis-dev 13.35.3.",
+		"3 rounds, the workloads alternated (even rounds in reverse order), 2026-01-02T03:04:05Z to 03:09:10 UTC, commit `0123456789abcdef0123456789abcdef01234567`, on Test CPU, 2 logical CPUs, linux/amd64, go1.26.8, node v20.0.0, tardis-dev 13.35.3.",
 		"Load average 0.50 0.40 0.30 before, 1.50 1.00 0.50 after (a fixture).",
 		"1,000,000 frames, 700.0 MB of frame text (SHA-256 `abababababab`), 140.0 MB as tardis-dev's gzip cache",
 		"`replay run` digest `xxh64:0123456789abcdef`",
@@ -59,7 +59,7 @@ func TestPeersSections(t *testing.T) {
 
 	tab := PeersReadmeTable(p, "bench/x.json")
 	for _, want := range []string{
-		"Same run, same frames (`make bench-peers`: 3 alternated round(s), medians, 2026-01-02; `bench/x.json`): a generated 15-minute Polymarket recording of 1,000,000 frames (700 MB of frame text), as tardis-dev@13.35.3's cache and as a tapedeck dataset, on Test CPU, 2 logical CPUs; load average 0.50 0.40 0.30 before, 1.50 1.00 0.50 after (a fixture).",
+		"Same run, same frames (`make bench-peers`: 3 rounds, alternated, medians, 2026-01-02; `bench/x.json`): a generated 15-minute Polymarket recording of 1,000,000 frames (700 MB of frame text), as tardis-dev@13.35.3's cache and as a tapedeck dataset, on Test CPU, 2 logical CPUs; load average 0.50 0.40 0.30 before, 1.50 1.00 0.50 after (a fixture).",
 		"| mode | tapedeck | tardis-dev | tapedeck / tardis-dev | per CPU-second: tapedeck, tardis-dev, ratio |\n|---|---|---|---|---|\n",
 		"runs its integrity checks; tardis-dev does not decode) | 2.00 M frames/s | 500 k frames/s | 4.00× | 1.11 M, 455 k, 2.44× |\n",
 		"after each change that moves the top 25) | 100 k frames/s | 25 k frames/s | 4.00× | 100 k, 33 k, 3.00× |\n",
