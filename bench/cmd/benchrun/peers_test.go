@@ -203,3 +203,30 @@ func TestPeersRun(t *testing.T) {
 		})
 	}
 }
+
+// benchrun results (make bench-results) rebuilds RESULTS.md from a suite
+// report and refills its tardis-dev block from the committed result.
+func TestResultsKeepsPeersBlock(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "RESULTS.md")
+	code, stderr := execute(t, newResultsCmd(nil), "--report", "../../testdata/reports/aa-current.json", "--no-js", "--output", out)
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	doc, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := bench.PeersBlock(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bench.PeersPlaceholder
+	if p, err := bench.ReadPeersResult("../../RESULTS-peers.json"); err == nil {
+		want = bench.PeersResultsSection(p, bench.PeersFile)
+	} else if !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("tardis-dev block\n%s\nwant\n%s", got, want)
+	}
+}
