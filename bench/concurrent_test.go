@@ -23,29 +23,50 @@ func BenchmarkReaderUnderWriter(b *testing.B) {
 	const depth = 10
 	s := loadSession(b, venue.Polymarket, streamFrames(b))
 	inst := busiest(b, s)
-	b.Run("design=publisher", func(b *testing.B) {
-		d := newDecoder(venue.Polymarket)
-		warm(b, d, s.frames)
-		bk := d.Book(inst)
-		p := book.NewPublisher(depth, 1)
-		p.Publish(bk, 0)
-		var out venue.Frame
-		bids, asks := make([]book.Level, 0, 16), make([]book.Level, 0, 16)
-		latency.ReaderUnderWriter(b, func(i int) {
-			_ = d.Decode(s.frames[i%len(s.frames)], 0, &out)
-			p.Publish(bk, int64(i))
-		}, func() {
-			for {
-				if v := p.Acquire(); v != nil {
-					bids = append(bids[:0], v.Bids...)
-					asks = append(asks[:0], v.Asks...)
-					v.Release()
-					return
-				}
-				runtime.Gosched()
+	// publisher: Publisher.Load, the consistent copy of the current view
+	// (its header and top levels); publisher-view: Acquire, copy the View's
+	// levels, Release, as a reader that may hold the view would.
+	for _, design := range []string{"publisher", "publisher-view"} {
+		b.Run("design="+design, func(b *testing.B) {
+			d := newDecoder(venue.Polymarket)
+			warm(b, d, s.frames)
+			bk := d.Book(inst)
+			p := book.NewPublisher(depth, 1)
+			p.Publish(bk, 0)
+			var out venue.Frame
+			top := book.Top{Bids: make([]book.Level, 0, depth), Asks: make([]book.Level, 0, depth)}
+			bids, asks := make([]book.Level, 0, 16), make([]book.Level, 0, 16)
+			write := func(i int) {
+				_ = d.Decode(s.frames[i%len(s.frames)], 0, &out)
+				p.Publish(bk, int64(i))
 			}
+			var last uint64 // the previous read's view
+			if design == "publisher" {
+				latency.ReaderUnderWriter(b, write, func() bool {
+					for !p.Load(&top) {
+						runtime.Gosched()
+					}
+					changed := top.Seq != last
+					last = top.Seq
+					return changed
+				})
+				return
+			}
+			latency.ReaderUnderWriter(b, write, func() bool {
+				for {
+					if v := p.Acquire(); v != nil {
+						bids = append(bids[:0], v.Bids...)
+						asks = append(asks[:0], v.Asks...)
+						changed := v.Seq != last
+						last = v.Seq
+						v.Release()
+						return changed
+					}
+					runtime.Gosched()
+				}
+			})
 		})
-	})
+	}
 	for _, l := range latency.Locks() {
 		b.Run("design="+l.Design, func(b *testing.B) {
 			d := newDecoder(venue.Polymarket)
@@ -53,15 +74,20 @@ func BenchmarkReaderUnderWriter(b *testing.B) {
 			bk := d.Book(inst)
 			var out venue.Frame
 			bids, asks := make([]book.Level, 0, 16), make([]book.Level, 0, 16)
+			var last uint64 // the previous read's book generation
 			latency.ReaderUnderWriter(b, func(i int) {
 				l.W.Lock()
 				_ = d.Decode(s.frames[i%len(s.frames)], 0, &out)
 				l.W.Unlock()
-			}, func() {
+			}, func() bool {
 				l.R.Lock()
 				bids = bk.Top(book.Bid, bids[:0], depth)
 				asks = bk.Top(book.Ask, asks[:0], depth)
+				g := bk.Generation()
 				l.R.Unlock()
+				changed := g != last
+				last = g
+				return changed
 			})
 		})
 	}

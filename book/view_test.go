@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/tapedeck/tapedeck/internal/latency"
 	"go.uber.org/goleak"
@@ -166,8 +167,10 @@ func TestPublisherAllocs(t *testing.T) {
 
 // TestPublisherConsistency runs a writer flat out against readers and checks
 // that every view is internally consistent: the writer keeps an invariant
-// (every level's size equals the update number, which is also the stamp, and
-// the prices follow from it) that a torn view would break. The readers start
+// (every level's size equals the update number, which is also the stamp, the
+// prices and the number of levels per side, depth or one or two fewer,
+// follow from it) that a torn view would break; a Load, which copies a
+// slot's full depth, must show exactly the view's levels. The readers start
 // before the first Publish, some hold their views across many publishes (so
 // their Releases find the slot no longer current), some copy with Load. At
 // the end every pin has been taken back. Run it under -race.
@@ -192,7 +195,8 @@ func TestPublisherConsistency(t *testing.T) {
 			for i := range levels {
 				levels[i] = Level{Price: k + int64(i), Size: k}
 			}
-			if err := b.Replace(levels[:depth], levels[depth:]); err != nil {
+			n := sideLevels(k)
+			if err := b.Replace(levels[depth-n:depth], levels[depth:depth+n]); err != nil {
 				t.Error(err)
 				return
 			}
@@ -209,8 +213,8 @@ func TestPublisherConsistency(t *testing.T) {
 			t.Errorf("view seq went back: %d after %d", v.Seq, *lastSeq)
 		}
 		*lastSeq = v.Seq
-		if len(v.Bids) != depth || len(v.Asks) != depth || v.BidLevels != depth || v.AskLevels != depth {
-			t.Errorf("view has %d/%d levels of %d/%d", len(v.Bids), len(v.Asks), v.BidLevels, v.AskLevels)
+		if n := sideLevels(k); len(v.Bids) != n || len(v.Asks) != n || v.BidLevels != n || v.AskLevels != n {
+			t.Errorf("view of stamp %d has %d/%d levels of %d/%d, want %d", k, len(v.Bids), len(v.Asks), v.BidLevels, v.AskLevels, n)
 		}
 		for j, l := range v.Bids {
 			if l.Size != k || l.Price != k+int64(depth-1-j) {
@@ -224,6 +228,9 @@ func TestPublisherConsistency(t *testing.T) {
 		}
 	}
 	var views, late atomic.Int64
+	if sideLevels(1) == sideLevels(2) {
+		t.Fatal("the writer does not vary its depth")
+	}
 	var rw sync.WaitGroup
 	for r := 0; r < readers; r++ {
 		rw.Add(1)
@@ -287,6 +294,82 @@ func TestPublisherConsistency(t *testing.T) {
 	}
 }
 
+// sideLevels is the number of levels per side TestPublisherConsistency's
+// writer gives its book at update k.
+func sideLevels(k int64) int { return 8 - int(k%3) }
+
+// Load copies exactly the current view (its levels and header, as Acquire
+// shows them) into the caller's Top, whatever the slot held before, reusing
+// the caller's slices once they have the depth as capacity.
+func TestPublisherLoad(t *testing.T) {
+	const depth = 4
+	p := NewPublisher(depth, 1)
+	var own Top
+	if p.Load(&own) {
+		t.Fatal("Load before the first Publish")
+	}
+	b := New(pmScale)
+	for k, side := range [][]Level{
+		lv(1, 1, 2, 2, 3, 3, 4, 4, 5, 5), // deeper than the view
+		lv(7, 1),                         // a slot that held 4 levels now holds 1
+		lv(1, 1, 2, 2, 3, 3),
+		nil,
+		lv(2, 9, 3, 9),
+	} {
+		if err := b.Replace(side, lv(9, 9, 8, 8)[:2*(k%2)]); err != nil {
+			t.Fatal(err)
+		}
+		if k == 3 {
+			b.Invalidate()
+		}
+		p.Publish(b, int64(k))
+		if !p.Load(&own) {
+			t.Fatal("no view")
+		}
+		v := p.Acquire()
+		if !equalLevels(own.Bids, v.Bids) || !equalLevels(own.Asks, v.Asks) || header(own) != header(v.Top) {
+			t.Fatalf("frame %d: Load %+v, view %+v", k, own, v.Top)
+		}
+		if k == 1 && (len(own.Bids) != 1 || own.Bids[0] != (Level{Price: 7, Size: 1})) {
+			t.Fatalf("Load shows %v", own.Bids)
+		}
+		v.Release()
+		if cap(own.Bids) < depth || cap(own.Asks) < depth {
+			t.Fatalf("Load left capacities %d/%d below the depth", cap(own.Bids), cap(own.Asks))
+		}
+	}
+	// The caller's slices are reused, not replaced.
+	bids, asks := &own.Bids[:1][0], &own.Asks[:1][0]
+	p.Load(&own)
+	if &own.Bids[:1][0] != bids || &own.Asks[:1][0] != asks {
+		t.Fatal("Load replaced slices that had the capacity")
+	}
+}
+
+// header is t without its levels, comparable.
+func header(t Top) [9]any {
+	return [9]any{t.BidLevels, t.AskLevels, t.Valid, t.Crossed, t.Locked, t.Generation, t.Seq, t.Stamp, t.Scale}
+}
+
+// Every slot's levels start a cache line and no two slots' levels share
+// one, whatever the depth, so a reader copying one slot never waits for a
+// line the writer is filling for the next.
+func TestPublisherLayout(t *testing.T) {
+	for depth := 1; depth <= 40; depth++ {
+		p := NewPublisher(depth, 3)
+		size := int(unsafe.Sizeof(Level{}))
+		if p.stride < 2*depth || p.stride*size%cacheLine != 0 || len(p.store) != p.stride*len(p.slots) {
+			t.Fatalf("depth %d: stride %d levels (%d bytes), %d levels for %d slots", depth, p.stride, p.stride*size, len(p.store), len(p.slots))
+		}
+		for i := range p.slots {
+			at := unsafe.Pointer(&p.store[i*p.stride])
+			if uintptr(at)%cacheLine != 0 || unsafe.Pointer(&p.slots[i].view.Bids[:1][0]) != at {
+				t.Fatalf("depth %d slot %d: levels at %p (view's at %p)", depth, i, at, &p.slots[i].view.Bids[:1][0])
+			}
+		}
+	}
+}
+
 // A pin taken before the first Publish is taken back whether or not that
 // Publish came in between.
 func TestPublisherAcquireBeforePublish(t *testing.T) {
@@ -322,21 +405,43 @@ func TestPublisherAcquireBeforePublish(t *testing.T) {
 // cost per frame, with the reader and alone (see latency.ReaderUnderWriter).
 func BenchmarkReaderUnderWriter(b *testing.B) {
 	const depth = 10
+	// publisher: Load (a copy of the current view); publisher-view:
+	// Acquire, copy the View's levels, Release.
 	b.Run("design=publisher", func(b *testing.B) {
 		p := NewPublisher(depth, 1)
 		f := newBenchFrames(100)
-		bids, asks := make([]Level, 0, 16), make([]Level, 0, 16)
+		top := Top{Bids: make([]Level, 0, depth), Asks: make([]Level, 0, depth)}
+		var last uint64
 		latency.ReaderUnderWriter(b, func(i int) {
 			f.apply(i)
 			p.Publish(f.book, int64(i))
-		}, func() {
+		}, func() bool {
+			for !p.Load(&top) {
+				runtime.Gosched()
+			}
+			changed := top.Seq != last
+			last = top.Seq
+			return changed
+		})
+	})
+	b.Run("design=publisher-view", func(b *testing.B) {
+		p := NewPublisher(depth, 1)
+		f := newBenchFrames(100)
+		bids, asks := make([]Level, 0, 16), make([]Level, 0, 16)
+		var last uint64
+		latency.ReaderUnderWriter(b, func(i int) {
+			f.apply(i)
+			p.Publish(f.book, int64(i))
+		}, func() bool {
 			for {
 				v := p.Acquire()
 				if v != nil {
 					bids = append(bids[:0], v.Bids...)
 					asks = append(asks[:0], v.Asks...)
+					changed := v.Seq != last
+					last = v.Seq
 					v.Release()
-					return
+					return changed
 				}
 				runtime.Gosched()
 			}
@@ -346,15 +451,20 @@ func BenchmarkReaderUnderWriter(b *testing.B) {
 		b.Run("design="+l.Design, func(b *testing.B) {
 			f := newBenchFrames(100)
 			bids, asks := make([]Level, 0, 16), make([]Level, 0, 16)
+			var last uint64
 			latency.ReaderUnderWriter(b, func(i int) {
 				l.W.Lock()
 				f.apply(i)
 				l.W.Unlock()
-			}, func() {
+			}, func() bool {
 				l.R.Lock()
 				bids = f.book.Top(Bid, bids[:0], depth)
 				asks = f.book.Top(Ask, asks[:0], depth)
+				g := f.book.Generation()
 				l.R.Unlock()
+				changed := g != last
+				last = g
+				return changed
 			})
 		})
 	}

@@ -26,18 +26,27 @@ const soloFor = 20 * time.Millisecond
 // ReaderUnderWriter calls write(0) once, then write(1), write(2), … on a
 // goroutine locked to its own OS thread until the benchmark ends. The writer
 // first runs alone (soloFor to warm up, soloFor timed), then the benchmark
-// goroutine times b.N calls of read while the writer goes on. It reports:
+// goroutine times b.N calls of read while the writer goes on. read reports
+// whether it found state the writer changed since the previous read (a new
+// view, a new book generation): those reads fetch it from the writer's core,
+// and how many there are depends on how fast the writer ran on a shared
+// machine, so they are also reported on their own. It reports:
 //   - the reads' p50, p99, p99.9, p99.99 and maximum (read-p50-ns …,
 //     read-max-ns), from a histogram exact to the ns below 2 µs and within
 //     1/64 above (no per-read slice, which would stream megabytes through
 //     the reader's cache);
+//   - the share of reads that found new state (new-%) and their p50, p99
+//     and p99.9 (read-new-p50-ns …);
+//   - the clock's own part of every figure (clock-p50-ns, clock-p99-ns):
+//     two back-to-back readings of the clock each sample takes, timed the
+//     same way after the reads;
 //   - the writer's wall time per call beside the reader (write-ns/frame)
 //     and, where the system gives a thread's CPU time (Linux), its CPU time
 //     per call with the reader (write-cpu-ns/frame), alone before it
 //     (write-solo-cpu-ns/frame), and their ratio (write-slowdown): what the
 //     reader costs the writer, independent of how much of the shared
 //     machine the writer's thread got.
-func ReaderUnderWriter(b *testing.B, write func(i int), read func()) {
+func ReaderUnderWriter(b *testing.B, write func(i int), read func() bool) {
 	var start, stop atomic.Bool
 	var soloFrames, frames, soloCPU, cpu, wall int64
 	solo := make(chan struct{})
@@ -74,23 +83,38 @@ func ReaderUnderWriter(b *testing.B, write func(i int), read func()) {
 		frames, cpu, wall = int64(i-n0), threadCPU()-c0, nanotime()-t0
 	}()
 	<-solo
-	var h Histogram
+	h, hn := new(Histogram), new(Histogram)
 	b.ReportAllocs()
 	b.ResetTimer()
 	start.Store(true)
 	for i := 0; i < b.N; i++ {
 		t0 := nanotime()
-		read()
-		h.Add(nanotime() - t0)
+		changed := read()
+		dt := nanotime() - t0
+		h.Add(dt)
+		if changed {
+			hn.Add(dt)
+		}
 	}
 	b.StopTimer()
 	stop.Store(true)
 	<-done
+	clock := new(Histogram)
+	for i := 0; i < min(b.N, 1<<16); i++ {
+		t0 := nanotime()
+		clock.Add(nanotime() - t0)
+	}
 	b.ReportMetric(float64(h.Quantile(0.50)), "read-p50-ns")
 	b.ReportMetric(float64(h.Quantile(0.99)), "read-p99-ns")
 	b.ReportMetric(float64(h.Quantile(0.999)), "read-p99.9-ns")
 	b.ReportMetric(float64(h.Quantile(0.9999)), "read-p99.99-ns")
 	b.ReportMetric(float64(h.Max()), "read-max-ns")
+	b.ReportMetric(100*float64(hn.Count())/float64(max(h.Count(), 1)), "new-%")
+	b.ReportMetric(float64(hn.Quantile(0.50)), "read-new-p50-ns")
+	b.ReportMetric(float64(hn.Quantile(0.99)), "read-new-p99-ns")
+	b.ReportMetric(float64(hn.Quantile(0.999)), "read-new-p99.9-ns")
+	b.ReportMetric(float64(clock.Quantile(0.50)), "clock-p50-ns")
+	b.ReportMetric(float64(clock.Quantile(0.99)), "clock-p99-ns")
 	if frames == 0 {
 		return
 	}
