@@ -101,7 +101,11 @@
 // applied); else Config.FeeRate (--fee-rate). The CLOB's maker_base_fee and
 // taker_base_fee are not read: they are the base fee an order signs (1000
 // bps on fee-charging markets whatever their category), not the formula's
-// rate. Summary.FeeRates lists, per market, each rate its fills used, its
+// rate. A window (Run with replayer.WithWindow, --from) keeps what REST
+// bodies recorded before it state (replayer.WithWarmupREST hands them to
+// the engine during the warmup): a listing recorded at discovery holds for
+// a window that starts hours later. Summary.FeeRates lists, per market,
+// each rate its fills used, its
 // source and since when; recorded values that do not read (a negative or
 // non-numeric rate, "NaN") change nothing and are problems in
 // Result.Errors. Hyperliquid: notional × rate, maker and taker by tier

@@ -524,6 +524,18 @@ func (e *Engine) restBody(ev *feed.Event) {
 	}
 }
 
+// warmupREST reads a REST body recorded before the replay's window
+// (replayer.WithWarmupREST): its facts apply from its receive time, as
+// restBody's; nothing is delivered to the strategy.
+func (e *Engine) warmupREST(ven string, rec *datasets.Record) {
+	r := e.rulesOf(ven, nil)
+	if r == nil {
+		return
+	}
+	e.restBody(&feed.Event{Venue: ven, Seq: rec.Seq, RecvNs: rec.WallNs, Kind: rec.Kind, Payload: rec.Payload,
+		Scale: r.drv.Scale(), Channel: feed.ChannelControl})
+}
+
 // settle closes a resolved Polymarket token at 1 or 0: open orders are
 // cancelled, the position is paid out.
 func (e *Engine) settle(in *Instrument, wins bool) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/feed"
+	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
@@ -98,6 +99,19 @@ func TestFeeRateFromDataset(t *testing.T) {
 		sum.FeeRates[0].Rate != 0.03 || sum.FeeRates[0].Key != "sports_fees" || sum.FeeRates[0].Fills != 1 ||
 		sum.FeeRates[0].SinceNs != t0+200e6 {
 		t.Fatalf("summary fee rates %s", b)
+	}
+
+	// A window that starts after the listing was recorded: its rate still
+	// holds (the replay's warmup hands the body to the engine), since when
+	// it was received.
+	res, _, err = Run(context.Background(), []string{dir}, &buyOnce{n: 1}, Config{Cash: cash(t, "100"), FeeRate: 0.5},
+		RunOptions{Replay: []replayer.Option{replayer.WithWindow(t0+350e6, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Fills) != 1 || res.Fills[0].Fee != cash(t, "0.07308") || res.Fills[0].RecvNs < t0+350e6 ||
+		len(res.Summary.FeeRates) != 1 || res.Summary.FeeRates[0].Source != "recorded_listing" || res.Summary.FeeRates[0].SinceNs != t0+200e6 {
+		t.Fatalf("windowed: fills %+v, fee rates %+v", res.Fills, res.Summary.FeeRates)
 	}
 
 	// Without the listing: the first fill, before any trade, pays the

@@ -351,11 +351,14 @@ func Run(ctx context.Context, paths []string, s Strategy, cfg Config, ro RunOpti
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	rp, err := replayer.New(paths, ro.Replay...)
+	e := NewEngine(s, cfg)
+	// What REST bodies before a window state (a market's listing and fees,
+	// a book summary's tick size) holds in it, as when recorded.
+	opts := append(slices.Clone(ro.Replay), replayer.WithWarmupREST(e.warmupREST))
+	rp, err := replayer.New(paths, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
-	e := NewEngine(s, cfg)
 	rp.Subscribe(replayer.Key{}, e)
 	sum, err := rp.Run(ctx)
 	if err != nil {

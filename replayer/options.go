@@ -37,6 +37,8 @@ type options struct {
 	stopOnSubErr bool
 	// readAhead is the blocks each dataset reader decompresses ahead.
 	readAhead int
+	// warmupREST sees the REST responses read before the window.
+	warmupREST func(venue string, rec *datasets.Record)
 }
 
 // defaults are the options of a Replayer with none given.
@@ -101,6 +103,20 @@ func ParseWarmup(s string) (Warmup, error) {
 		return WarmupNone, nil
 	}
 	return 0, fmt.Errorf("%w: warmup %q (want auto, full or none)", ErrOption, s)
+}
+
+// WithWarmupREST hands f every REST response a windowed replay reads
+// before its window (the warmup, which delivers nothing), with the venue of
+// its dataset, so that what such a body states (a discovery listing's
+// fees, a book summary's tick size) can hold from before the window, as it
+// did when recorded. f runs on the replay's goroutine, in record order,
+// before the window's first event; rec and its payload are valid only
+// during the call. WarmupNone reads nothing before the window.
+func WithWarmupREST(f func(venue string, rec *datasets.Record)) Option {
+	return func(o *options) error {
+		o.warmupREST = f
+		return nil
+	}
 }
 
 // WithWarmup sets where a windowed replay begins to read (see Warmup).

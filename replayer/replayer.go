@@ -579,6 +579,9 @@ func (r *Replayer) process(ds int, rec *datasets.Record, live bool) error {
 			}
 		}
 		if !live {
+			if f := r.opts.warmupREST; f != nil {
+				f(cs.venue, rec)
+			}
 			return nil
 		}
 		r.controlRecord(cs, ds, rec)
