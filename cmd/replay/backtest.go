@@ -226,11 +226,12 @@ func backtestOutput(format, compression string, batchRows int) (export.Format, [
 	}
 	// Checked here, against an empty table, so that a bad combination
 	// (Arrow with snappy, a batch of 0 rows) stops before the run.
-	if _, err := export.NewTypedTable(io.Discard, export.TypedSchema{Name: "check",
-		Columns: []export.Column{{Name: "x", Type: export.Int64}}}, f, opts...); err != nil {
+	tt, err := export.NewTypedTable(io.Discard, export.TypedSchema{Name: "check",
+		Columns: []export.Column{{Name: "x", Type: export.Int64}}}, f, opts...)
+	if err != nil {
 		return 0, nil, cli.FlagErrorf("--format %s: %v", format, err)
 	}
-	return f, opts, nil
+	return f, opts, tt.Close()
 }
 
 func printBacktest(w, errw io.Writer, res *backtest.Result, asJSON bool) error {
