@@ -89,7 +89,10 @@
 // Fees: Polymarket taker fee = shares × rate × p × (1 − p)
 // (docs.polymarket.com "Fees", trading/fees: fee = C × feeRate × p ×
 // (1 − p), taker rates by category, makers never charged), makers pay
-// nothing and receive MakerRebateShare of the taker fee their fill made.
+// nothing and receive MakerRebateShare of the taker fee their fill made
+// (with Config.RecordedRebates, --maker-rebate recorded: the market's
+// recorded Gamma feeSchedule.rebateRate, from when it is received, a
+// per-fill approximation of the venue's daily pro-rata rebates).
 // A market's rate is, in this order: Config.FeeRates by token id, then by
 // condition id (--fee); Config.FeeCategories by the market's recorded fee
 // category (Gamma's feeType, --fee-category); what the recording states,

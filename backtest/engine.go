@@ -64,8 +64,13 @@ type Config struct {
 	FeeRates      map[string]float64
 	FeeCategories map[string]float64
 	// MakerRebateShare is the share of the taker fee a maker fill receives
-	// back (probability fees).
+	// back (probability fees). With RecordedRebates, a market whose recorded
+	// listing states its rebate share (Gamma feeSchedule.rebateRate) uses
+	// that one from the moment it is received, a per-fill approximation of
+	// the venue's daily pro-rata maker rebates (as NautilusTrader's
+	// PolymarketFeeModel does); the others MakerRebateShare.
 	MakerRebateShare float64
+	RecordedRebates  bool
 	// FeeTier is the tier of venues' fee schedules (0 the lowest volume).
 	FeeTier int
 	// Cash is the starting cash at CashDecimals.
@@ -228,7 +233,7 @@ func (e *Engine) feeModel(name string, t *venue.Trading) FeeModel {
 	}
 	if t.ProbabilityFees {
 		return &ProbabilityFees{DefaultRate: e.cfg.FeeRate, Rates: e.cfg.FeeRates, Categories: e.cfg.FeeCategories,
-			MakerRebateShare: e.cfg.MakerRebateShare}
+			MakerRebateShare: e.cfg.MakerRebateShare, RecordedRebates: e.cfg.RecordedRebates}
 	}
 	if len(t.FeeTiers) > 0 {
 		n := min(e.cfg.FeeTier, len(t.FeeTiers)-1)

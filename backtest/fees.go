@@ -75,6 +75,8 @@ type feeState struct {
 	listed, traded    bool
 	listRate, tradeRt float64
 	listNs, tradeNs   int64 // when the current value was first received
+	rebate            float64
+	hasRebate         bool
 	warned            uint8 // problems reported, a bit per kind
 }
 
@@ -126,12 +128,15 @@ func (e *Engine) feeProblem(st *feeState, kind uint8, err error) {
 // is not the model's (exponent other than 1) or a fee-enabled market with
 // no rate leaves the listing rate unknown, with a problem recorded.
 func (e *Engine) listedFees(in *Instrument, f *venue.Instrument, recvNs int64) {
-	if f.FeesEnabled == venue.FlagUnknown && f.TakerFeeRate < 0 && f.FeeType == "" {
+	if f.FeesEnabled == venue.FlagUnknown && f.TakerFeeRate < 0 && f.FeeType == "" && f.MakerRebateShare < 0 {
 		return
 	}
 	st := e.feeOf(in, true)
 	if f.FeeType != "" {
 		st.category = f.FeeType
+	}
+	if f.MakerRebateShare >= 0 {
+		st.rebate, st.hasRebate = f.MakerRebateShare, true
 	}
 	rate := -1.0
 	switch {
@@ -201,7 +206,7 @@ func (e *Engine) recordedFee(in *Instrument, fi *FeeInput) {
 	if st == nil {
 		return
 	}
-	fi.Category = st.category
+	fi.Category, fi.RecordedRebate, fi.HasRebate = st.category, st.rebate, st.hasRebate
 	switch {
 	case st.listed:
 		fi.Recorded, fi.RecordedFrom, fi.RecordedNs = st.listRate, FeeListing, st.listNs

@@ -238,3 +238,39 @@ func TestComplementAutoFeeRate(t *testing.T) {
 		t.Fatal("fee_rate=autox accepted")
 	}
 }
+
+// RecordedRebates: a maker fill's rebate share is the market's recorded
+// listing's rebateRate from the moment it is received, MakerRebateShare
+// before (and where none is stated).
+func TestRecordedMakerRebate(t *testing.T) {
+	tp, s := pmTape(t, Config{FeeRate: 0.05, MakerRebateShare: 0.5, RecordedRebates: true})
+	maker := func() Fill {
+		t.Helper()
+		n := len(tp.e.fills)
+		tp.submit(s, OrderRequest{Instrument: pmYes, Side: Sell, Price: tp.px("0.43"), Size: tp.sz("10"), TIF: GTC})
+		tp.pmTrade(pmYes, "BUY", "0.44", "10") // prints through it: a maker fill
+		if len(tp.e.fills) != n+1 || tp.e.fills[n].Liquidity != Maker {
+			t.Fatalf("fills %+v", tp.e.fills)
+		}
+		return tp.e.fills[n]
+	}
+	tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.42"), Amount: tp.px("33.6"), TIF: FOK}) // 80 shares to sell
+	// 10 × 0.05 × 0.43 × 0.57 = 0.12255: half of it before the listing,
+	if f := maker(); f.Fee != -cash(t, "0.061275") {
+		t.Fatalf("rebate %d before the listing, want −0.061275", f.Fee)
+	}
+	tp.rest(pmGamma(`"feesEnabled":true,"feeType":"sports_fees","feeSchedule":{"exponent":1,"rate":0.05,"takerOnly":true,"rebateRate":0.25}`))
+	// a quarter of it after.
+	if f := maker(); f.Fee != -cash(t, "0.0306375") {
+		t.Fatalf("rebate %d after the listing, want −0.0306375", f.Fee)
+	}
+	// Without RecordedRebates the listing's share is not used.
+	tp2, s2 := pmTape(t, Config{FeeRate: 0.05, MakerRebateShare: 0.5})
+	tp2.rest(pmGamma(`"feesEnabled":true,"feeSchedule":{"rate":0.05,"rebateRate":0.25}`))
+	tp2.submit(s2, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp2.px("0.42"), Amount: tp2.px("33.6"), TIF: FOK})
+	tp2.submit(s2, OrderRequest{Instrument: pmYes, Side: Sell, Price: tp2.px("0.43"), Size: tp2.sz("10"), TIF: GTC})
+	tp2.pmTrade(pmYes, "BUY", "0.44", "10")
+	if f := tp2.e.fills[len(tp2.e.fills)-1]; f.Fee != -cash(t, "0.061275") {
+		t.Fatalf("rebate %d, want MakerRebateShare's −0.061275", f.Fee)
+	}
+}

@@ -248,6 +248,10 @@ type FeeInput struct {
 	Recorded     float64
 	RecordedFrom FeeSource
 	RecordedNs   int64
+	// RecordedRebate is the maker rebate share the market's recorded
+	// listing states (Gamma feeSchedule.rebateRate), when HasRebate.
+	RecordedRebate float64
+	HasRebate      bool
 }
 
 // ProbabilityFees is the fee of venues whose trading description has
@@ -270,6 +274,9 @@ type ProbabilityFees struct {
 	Rates            map[string]float64 // by market condition id or token id
 	Categories       map[string]float64 // by fee category, "crypto" or "crypto_fees", any case
 	MakerRebateShare float64
+	// RecordedRebates: a maker's share is the market's recorded one
+	// (FeeInput.RecordedRebate) where stated, else MakerRebateShare.
+	RecordedRebates bool
 }
 
 // Rate implements FeeRater: the taker rate of the fill's market and where
@@ -306,7 +313,11 @@ func (m *ProbabilityFees) Fee(in *FeeInput) int64 {
 	b := (one - in.Price) * ppm
 	fee := mulDivRound(a, b, 0, int(in.SizeDecimals)+2*int(in.PriceDecimals)+6-CashDecimals)
 	if in.Liquidity == Maker {
-		share := int64(math.Round(m.MakerRebateShare * 1e6))
+		s := m.MakerRebateShare
+		if m.RecordedRebates && in.HasRebate {
+			s = in.RecordedRebate
+		}
+		share := int64(math.Round(s * 1e6))
 		if share == 0 {
 			return 0
 		}

@@ -43,8 +43,9 @@ type Driver interface {
 	// message (the Raw of a decoded event). A message that carries no
 	// instrument facts gives nil and no error. For a message of a kind it
 	// knows that does not read, the error names the element and the field,
-	// and the facts of its other elements are returned beside it. Values
-	// are at Scale.
+	// and the facts of its other elements are returned beside it (an
+	// element whose fee schedule alone does not read keeps its other facts,
+	// its fees unstated). Values are at Scale.
 	Instruments(msg []byte) ([]Instrument, error)
 }
 

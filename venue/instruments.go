@@ -56,6 +56,10 @@ type Instrument struct {
 	// fee = shares × rate × (p × (1 − p))^exponent, 1 on current markets);
 	// 0 when not stated.
 	FeeExponent float64
+	// MakerRebateShare is the share of the taker fees the venue pays back to
+	// makers (Polymarket feeSchedule.rebateRate: 0.2 crypto, 0.25 others),
+	// a fraction; -1 when not stated.
+	MakerRebateShare float64
 }
 
 // Flag is a boolean a message may leave unsaid.
@@ -77,7 +81,9 @@ func FlagOf(b bool) Flag {
 }
 
 // NewInstrument returns an Instrument that says nothing but its id and
-// source (OutcomeIndex, SzDecimals, PriceDecimals and TakerFeeRate -1).
+// source (OutcomeIndex, SzDecimals, PriceDecimals, TakerFeeRate and
+// MakerRebateShare -1).
 func NewInstrument(id, source string) Instrument {
-	return Instrument{Instrument: id, Source: source, OutcomeIndex: -1, SzDecimals: -1, PriceDecimals: -1, TakerFeeRate: -1}
+	return Instrument{Instrument: id, Source: source, OutcomeIndex: -1, SzDecimals: -1, PriceDecimals: -1,
+		TakerFeeRate: -1, MakerRebateShare: -1}
 }

@@ -25,7 +25,8 @@ func newBacktestCmd() *cobra.Command {
 		shard, compression                                          string
 		params, fees, feeCats, instruments                          []string
 		entry, ack, cancelLat                                       time.Duration
-		cash, feeRate, rebateShare                                  float64
+		cash, feeRate                                               float64
+		rebate                                                      string
 		feeTier, batchRows                                          int
 		asJSON, useBackfill, allowShort, noExchTime, hash           bool
 	)
@@ -52,7 +53,9 @@ sports, politics…), the rate the recording states from the moment it is
 received (the market's Gamma listing, feesEnabled and feeSchedule.rate; else
 the fee_rate_bps of its trades, in basis points), then --fee-rate; the summary
 says which rate each market's fills used and where it came from (fee rate
-rows; "fee_rates" with --json). --maker-rebate share; --fee-tier N
+rows; "fee_rates" with --json). --maker-rebate SHARE gives makers that share
+of the taker fee their fill made, --maker-rebate recorded the market's
+recorded rebateRate (Gamma feeSchedule). --fee-tier N
 (Hyperliquid's VIP tiers).
 
 --out DIR writes orders, fills, positions (over time), equity and markouts
@@ -113,11 +116,20 @@ tables.`,
 				}
 				cats[k] = r
 			}
+			var rebateShare float64
+			recordedRebates := rebate == "recorded"
+			if !recordedRebates {
+				r, perr := strconv.ParseFloat(rebate, 64)
+				if perr != nil || !(r >= 0 && r <= 1) {
+					return cli.FlagErrorf("--maker-rebate %q: want a share in [0, 1] or recorded", rebate)
+				}
+				rebateShare = r
+			}
 			if math.IsNaN(cash) || cash < 0 || cash > 1e8 {
 				return cli.FlagErrorf("--cash %v: want 0..1e8 dollars", cash)
 			}
 			cfg := backtest.Config{Queue: qm, Latency: lat, Cash: int64(math.Round(cash * 1e10)),
-				FeeRate: feeRate, FeeRates: rates, FeeCategories: cats, MakerRebateShare: rebateShare, FeeTier: feeTier,
+				FeeRate: feeRate, FeeRates: rates, FeeCategories: cats, MakerRebateShare: rebateShare, RecordedRebates: recordedRebates, FeeTier: feeTier,
 				UseBackfill: useBackfill, AllowShort: allowShort, IgnoreExchangeTime: noExchTime, Instruments: instruments}
 			if resolve != "" {
 				cfg.Resolutions = map[string]bool{}
@@ -182,7 +194,7 @@ tables.`,
 	f.Float64Var(&feeRate, "fee-rate", 0, "default taker fee rate of outcome-token venues (Polymarket: fee = shares × rate × p × (1 − p)), for markets the flags below and the recording give none")
 	f.StringArrayVar(&fees, "fee", nil, "Polymarket fee rate of one market or token `ID=rate`, over the recorded rate (repeatable)")
 	f.StringArrayVar(&feeCats, "fee-category", nil, "Polymarket fee rate of a fee category `NAME=rate` (the market's recorded Gamma feeType, e.g. crypto or crypto_fees), over the recorded rate (repeatable)")
-	f.Float64Var(&rebateShare, "maker-rebate", 0, "Polymarket maker rebate: share of the taker fee a maker fill receives")
+	f.StringVar(&rebate, "maker-rebate", "0", "Polymarket maker rebate: share of the taker fee a maker fill receives (0..1), or `recorded`: the market's recorded listing's rebateRate (0 where none)")
 	f.IntVar(&feeTier, "fee-tier", 0, "tier of tiered fee schedules (Hyperliquid perps VIP 0..6)")
 	f.StringVar(&resolve, "resolve", "", "settle Polymarket tokens at the end: `TOKEN=1|0,…` (a recorded market_resolved wins)")
 	f.BoolVar(&useBackfill, "use-backfill", false, "let resting orders fill against backfilled trades (from before the subscription)")

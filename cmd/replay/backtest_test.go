@@ -123,6 +123,8 @@ func TestBacktestBadFlags(t *testing.T) {
 		{"--fee", "x=abc"},
 		{"--fee-category", "crypto=-0.1"},
 		{"--fee-category", "=0.1"},
+		{"--maker-rebate", "2"},
+		{"--maker-rebate", "listing"},
 		{"--fee-category", "crypto=0.1", "--fee-category", "Crypto_fees=0.2"},
 		{"--resolve", "123=yes"},
 		{"--entry-latency", "-1ms"},

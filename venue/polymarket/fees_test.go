@@ -48,9 +48,13 @@ func TestInstrumentFactsGammaFees(t *testing.T) {
 		if err != nil || len(fs) != 2 {
 			t.Fatalf("%s: %v %+v", c.name, err, fs)
 		}
+		rebate := -1.0
+		if c.name == "number rate" {
+			rebate = 0.2
+		}
 		for _, f := range fs {
 			if f.FeesEnabled != c.flag || f.FeeType != c.feeType || f.TakerFeeRate != c.rate || f.FeeExponent != c.exp ||
-				f.TickSize != 100 || f.MinSize != 5e6 {
+				f.MakerRebateShare != rebate || f.TickSize != 100 || f.MinSize != 5e6 {
 				t.Fatalf("%s: %+v", c.name, f)
 			}
 		}
@@ -65,6 +69,8 @@ func TestInstrumentFactsGammaFees(t *testing.T) {
 		{`{"rate":0.05,"exponent":-1}`, "feeSchedule.exponent"},
 		{`{"rate":0.05,"exponent":"Infinity"}`, "feeSchedule.exponent"},
 		{`{"rate":[1]}`, "feeSchedule.rate"},
+		{`{"rate":0.05,"rebateRate":"1.5"}`, "feeSchedule.rebateRate"},
+		{`{"rate":0.05,"rebateRate":"-"}`, "feeSchedule.rebateRate"},
 	} {
 		body := "[" + gammaFeeMarket("0xbad", "true", "", bad.schedule) + "," + gammaFeeMarket("0xc1", "true", "", `{"rate":0.03}`) + "]"
 		fs, err := InstrumentFacts([]byte(body))
@@ -72,7 +78,7 @@ func TestInstrumentFactsGammaFees(t *testing.T) {
 			!strings.Contains(err.Error(), bad.field) {
 			t.Fatalf("%s: error %v", bad.schedule, err)
 		}
-		if len(fs) != 4 || fs[0].Market != "0xbad" || fs[0].TakerFeeRate != -1 || fs[0].TickSize != 100 ||
+		if len(fs) != 4 || fs[0].Market != "0xbad" || fs[0].TakerFeeRate != -1 || fs[0].MakerRebateShare != -1 || fs[0].TickSize != 100 ||
 			fs[2].Market != "0xc1" || fs[2].TakerFeeRate != 0.03 {
 			t.Fatalf("%s: facts %+v", bad.schedule, fs)
 		}

@@ -53,8 +53,9 @@ type factsJSON struct {
 	FeesEnabled  *bool           `json:"feesEnabled"`
 	FeeType      string          `json:"feeType"`
 	FeeSchedule  *struct {
-		Rate     json.RawMessage `json:"rate"`
-		Exponent json.RawMessage `json:"exponent"`
+		Rate       json.RawMessage `json:"rate"`
+		Exponent   json.RawMessage `json:"exponent"`
+		RebateRate json.RawMessage `json:"rebateRate"`
 	} `json:"feeSchedule"`
 
 	// CLOB book summaries and market-channel messages
@@ -193,7 +194,7 @@ func gammaFacts(m *factsJSON) ([]venue.Instrument, error) {
 	if err != nil {
 		return nil, fmt.Errorf("market %s: clobTokenIds: %w", m.Slug, err)
 	}
-	rate, exp, feeErr := gammaFees(m)
+	rate, exp, rebate, feeErr := gammaFees(m)
 	for i := range out {
 		in := &out[i]
 		in.Slug, in.Name, in.TickSize, in.MinSize = m.Slug, m.Question, tick, minSize
@@ -206,7 +207,7 @@ func gammaFacts(m *factsJSON) ([]venue.Instrument, error) {
 		if m.FeesEnabled != nil {
 			in.FeesEnabled = venue.FlagOf(*m.FeesEnabled)
 		}
-		in.FeeType, in.TakerFeeRate, in.FeeExponent = m.FeeType, rate, exp
+		in.FeeType, in.TakerFeeRate, in.FeeExponent, in.MakerRebateShare = m.FeeType, rate, exp, rebate
 	}
 	if feeErr != nil {
 		return out, fmt.Errorf("market %s: %w", m.ConditionID, feeErr)
@@ -215,39 +216,52 @@ func gammaFacts(m *factsJSON) ([]venue.Instrument, error) {
 }
 
 // gammaFees reads a Gamma market's feeSchedule: rate, the taker rate of
-// fee = C × rate × p × (1 − p), a fraction (0.07 is 7%), and exponent, of
-// the curve's general form C × rate × (p × (1 − p))^exponent (1 on current
-// markets; 2 on the early-2026 short crypto markets, rate 0.25). Both come as JSON
-// numbers or decimal strings ("0.072"). Source: docs.polymarket.com
-// "Fees" (trading/fees: "Markets with fees enabled have feesEnabled set to
-// true on the market object"; the category table of rates) and the Gamma
-// market objects' feeSchedule {exponent, rate, takerOnly, rebateRate}. A
-// rate outside [0, 1], an exponent not > 0, or a value that is not a number
-// (NaN, "abc") is an error and leaves the fee unstated (rate -1, exponent
-// 0); absent, null or "" is unstated.
-func gammaFees(m *factsJSON) (rate, exp float64, err error) {
-	rate = -1
+// fee = C × rate × p × (1 − p), a fraction (0.07 is 7%); exponent, of the
+// curve's general form C × rate × (p × (1 − p))^exponent (1 on current
+// markets; 2 on the early-2026 short crypto markets, rate 0.25); and
+// rebateRate, the share of the taker fees paid back to makers (0.2, 0.25).
+// Each comes as a JSON number or a decimal string ("0.072"). Source:
+// docs.polymarket.com "Fees" (trading/fees: "Markets with fees enabled have
+// feesEnabled set to true on the market object"; the category table of
+// taker rates and maker rebates) and the Gamma market objects'
+// feeSchedule {exponent, rate, takerOnly, rebateRate}. A rate or rebate
+// outside [0, 1], an exponent not within (0, 10], or a value that is not a
+// number (NaN, "abc") is an error and leaves the fees unstated (rate and
+// rebate -1, exponent 0); absent, null or "" is unstated.
+func gammaFees(m *factsJSON) (rate, exp, rebate float64, err error) {
 	if m.FeeSchedule == nil {
-		return rate, 0, nil
+		return -1, 0, -1, nil
 	}
-	r, okR, err := factFloat(m.FeeSchedule.Rate, "feeSchedule.rate")
+	fs := m.FeeSchedule
+	r, okR, err := factFloat(fs.Rate, "feeSchedule.rate")
+	if err == nil && okR && !(r >= 0 && r <= 1) {
+		err = fmt.Errorf("feeSchedule.rate %v: want a fraction within [0, 1]", r)
+	}
 	if err != nil {
-		return -1, 0, err
+		return -1, 0, -1, err
 	}
-	if okR && !(r >= 0 && r <= 1) {
-		return -1, 0, fmt.Errorf("feeSchedule.rate %v: want a fraction within [0, 1]", r)
+	e, okE, err := factFloat(fs.Exponent, "feeSchedule.exponent")
+	if err == nil && okE && !(e > 0 && e <= 10) {
+		err = fmt.Errorf("feeSchedule.exponent %v: want a number within (0, 10]", e)
 	}
-	e, okE, err := factFloat(m.FeeSchedule.Exponent, "feeSchedule.exponent")
 	if err != nil {
-		return -1, 0, err
+		return -1, 0, -1, err
 	}
-	if okE && !(e > 0 && e <= 10) {
-		return -1, 0, fmt.Errorf("feeSchedule.exponent %v: want a number within (0, 10]", e)
+	rb, okB, err := factFloat(fs.RebateRate, "feeSchedule.rebateRate")
+	if err == nil && okB && !(rb >= 0 && rb <= 1) {
+		err = fmt.Errorf("feeSchedule.rebateRate %v: want a fraction within [0, 1]", rb)
 	}
+	if err != nil {
+		return -1, 0, -1, err
+	}
+	rate, rebate = -1, -1
 	if okR {
 		rate = r
 	}
-	return rate, e, nil
+	if okB {
+		rebate = rb
+	}
+	return rate, e, rebate, nil
 }
 
 // factFloat reads a finite number sent as a JSON number or string; absent,
