@@ -114,6 +114,17 @@ func (b *batch) grow(n int) {
 	}
 }
 
+// emptyLike returns an empty batch with b's columns and room for n rows.
+func (b *batch) emptyLike(n int) batch {
+	nb := batch{cols: make([]column, len(b.cols)), levelCounts: make([][]int32, len(b.levelCounts))}
+	for i := range b.cols {
+		c := &b.cols[i]
+		nb.cols[i] = column{name: c.name, kind: c.kind, nullable: c.nullable, levelOf: c.levelOf, level: c.level}
+	}
+	nb.grow(n)
+	return nb
+}
+
 // rowBytes estimates the memory of one row, to size batches.
 func (b *batch) rowBytes() int {
 	n := 0

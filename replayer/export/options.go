@@ -174,6 +174,7 @@ type config struct {
 	exact          bool
 	compression    Compression
 	batchRows      int
+	encoders       int  // WithEncoders; 0: GOMAXPROCS
 	quality        bool // CSV: append quality columns after the Tardis layout
 	venue          string
 	scale          book.Scale
@@ -288,7 +289,8 @@ func WithCompression(cmp Compression) Option {
 
 // WithBatchRows sets how many rows are buffered before a batch is written:
 // a Parquet row group or an Arrow record batch. It bounds the memory a Sink
-// holds. The default fills about 24 MiB (65536 rows of a narrow table such as
+// holds (twice that while a batch is written on other goroutines, see
+// WithEncoders). The default fills about 24 MiB (65536 rows of a narrow table such as
 // trades, about 13000 of a 25-level depth table). 1 ≤ n ≤ 1<<24.
 func WithBatchRows(n int) Option {
 	return func(c *config) error {
@@ -299,6 +301,28 @@ func WithBatchRows(n int) Option {
 		return nil
 	}
 }
+
+// WithEncoders sets how many goroutines write batches (default
+// runtime.GOMAXPROCS(0), at most MaxEncoders). With 1 the Sink is sequential:
+// a full batch is encoded, compressed and written inside the OnEvent call
+// that filled it. With n > 1 a full batch is written on other goroutines
+// while OnEvent fills the next one (two batches in memory, not one), and a
+// Parquet batch's columns are encoded and compressed by up to n goroutines
+// at once. The file is byte for byte the same whatever n; a write error
+// stops the Sink at the next row at the latest, and OnEvent and Close
+// return it as they do with n = 1.
+func WithEncoders(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > MaxEncoders {
+			return fmt.Errorf("%w: encoders %d not in 1..%d", ErrOption, n, MaxEncoders)
+		}
+		c.encoders = n
+		return nil
+	}
+}
+
+// MaxEncoders bounds WithEncoders.
+const MaxEncoders = 256
 
 // WithQualityColumns appends tapedeck's quality columns (book_valid,
 // after_gap, crossed, hash_checked, hash_ok, estimated; quotes: book_valid,

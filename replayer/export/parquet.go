@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -33,26 +35,42 @@ import (
 // instruments) and is off for numbers, where it costs a hash per value for
 // little gain on book levels that keep moving.
 type parquetWriter struct {
-	fw *file.Writer
-	// Definition levels of the column being written; defCol is the level
-	// column they were computed for (-1: none), defNulls their null count.
-	defBuf   []int16
-	defCol   int
-	defNulls int
-	scale    struct{ price, size uint8 }
-	exact    bool
-	// Scratch for the non-null values of a column in the writer's physical
-	// type, reused across columns and batches: WriteBatch copies numbers
-	// into its pages before it returns.
-	i64 []int64
-	i32 []int32
-	f64 []float64
-	bl  []bool
+	fw    *file.Writer
+	scale struct{ price, size uint8 }
+	exact bool
+	// units are the column ranges [from, to) one worker writes in a row:
+	// the columns of one depth level (price, size, count) share their
+	// definition levels, computed once. Every other column is a unit.
+	units [][2]int
+	// One scratch per worker (WithEncoders): writers[0] is the caller's.
+	scratch []*pqScratch
 	// Per column, since statistics may keep a byte array's min and max
 	// until the file is closed: its values and their backing bytes.
 	ba   [][]parquet.ByteArray
 	flba [][]parquet.FixedLenByteArray
 	data [][]byte
+	// The batch being written: which columns are encoded (done) and the
+	// next to close, under closeMu (see write).
+	closeMu   sync.Mutex
+	done      []bool
+	nextClose int
+	errs      []error
+}
+
+// pqScratch is one worker's scratch.
+type pqScratch struct {
+	// Definition levels of the column being written; defCol is the level
+	// column they were computed for (-1: none), defNulls their null count.
+	defBuf   []int16
+	defCol   int
+	defNulls int
+	// The non-null values of a column in the writer's physical type, reused
+	// across columns and batches: WriteBatch copies numbers into its pages
+	// before it returns.
+	i64 []int64
+	i32 []int32
+	f64 []float64
+	bl  []bool
 }
 
 // pageBytes is the data page size. Arrow v15 builds each page in a buffer
@@ -129,29 +147,54 @@ func newParquetWriter(w io.Writer, s *Sink) (*parquetWriter, error) {
 	n := len(s.b.cols)
 	rows := s.cfg.batchRows
 	p := &parquetWriter{
-		fw:     file.NewParquetWriter(w, ps.Root(), file.WithWriterProps(props), file.WithWriteMetadata(meta)),
-		exact:  s.cfg.exact,
-		defBuf: make([]int16, rows), defCol: -1,
-		ba: make([][]parquet.ByteArray, n), flba: make([][]parquet.FixedLenByteArray, n), data: make([][]byte, n),
+		fw:    file.NewParquetWriter(w, ps.Root(), file.WithWriterProps(props), file.WithWriteMetadata(meta)),
+		exact: s.cfg.exact,
+		ba:    make([][]parquet.ByteArray, n), flba: make([][]parquet.FixedLenByteArray, n), data: make([][]byte, n),
+		done: make([]bool, n), errs: make([]error, n),
 	}
 	p.scale.price, p.scale.size = s.cfg.scale.PriceDecimals, s.cfg.scale.SizeDecimals
+	var need struct{ i64, i32, f64, bl bool }
 	for i := range s.b.cols {
 		c := &s.b.cols[i]
 		switch k := c.kind; {
 		case (k == kInt64 || k == kTime) && c.nullable:
-			p.i64 = make([]int64, 0, rows)
+			need.i64 = true
 		case k == kInt32 && c.nullable:
-			p.i32 = make([]int32, 0, rows)
+			need.i32 = true
 		case k == kBool && c.nullable:
-			p.bl = make([]bool, 0, rows)
+			need.bl = true
 		case k == kString:
 			p.ba[i] = make([]parquet.ByteArray, 0, rows)
 		case (k == kPrice || k == kSize) && p.exact, k == kDecimal:
 			p.flba[i] = make([]parquet.FixedLenByteArray, 0, rows)
 			p.data[i] = make([]byte, 16*rows)
 		case k == kPrice || k == kSize:
-			p.f64 = make([]float64, 0, rows)
+			need.f64 = true
 		}
+		if l := len(p.units); l > 0 && c.levelOf >= 0 {
+			if prev := &s.b.cols[p.units[l-1][0]]; prev.levelOf == c.levelOf && prev.level == c.level {
+				p.units[l-1][1] = i + 1
+				continue
+			}
+		}
+		p.units = append(p.units, [2]int{i, i + 1})
+	}
+	p.scratch = make([]*pqScratch, min(s.encoders(), len(p.units)))
+	for w := range p.scratch {
+		sc := &pqScratch{defBuf: make([]int16, rows), defCol: -1}
+		if need.i64 {
+			sc.i64 = make([]int64, 0, rows)
+		}
+		if need.i32 {
+			sc.i32 = make([]int32, 0, rows)
+		}
+		if need.f64 {
+			sc.f64 = make([]float64, 0, rows)
+		}
+		if need.bl {
+			sc.bl = make([]bool, 0, rows)
+		}
+		p.scratch[w] = sc
 	}
 	return p, nil
 }
@@ -215,49 +258,107 @@ func serializeSchema(as *arrow.Schema) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// write writes b as one row group. Its columns are encoded and compressed
+// in memory (a buffered row group) by up to len(p.scratch) goroutines, each
+// taking the next unit of columns, and every column, once encoded, is closed
+// (its last page compressed and its chunk copied to the file) in column order
+// by whichever worker finds it next in line. Nothing a column's bytes depend
+// on is shared between workers, so the file is the same whatever the number
+// of workers and however they interleave (TestParquetEncodersSameFile).
 func (p *parquetWriter) write(b *batch) error {
-	rgw := p.fw.AppendRowGroup()
-	p.defCol = -1
-	for i := range b.cols {
-		cw, err := rgw.NextColumn()
-		if err != nil {
-			return err
+	rgw := p.fw.AppendBufferedRowGroup()
+	clear(p.done)
+	clear(p.errs)
+	p.nextClose = 0
+	if len(p.scratch) == 1 {
+		for u := range p.units {
+			p.writeUnit(rgw, b, u, p.scratch[0])
 		}
-		if err := p.writeColumn(cw, b, i); err != nil {
+	} else {
+		var next atomic.Int32
+		var wg sync.WaitGroup
+		work := func(sc *pqScratch) {
+			for u := int(next.Add(1) - 1); u < len(p.units); u = int(next.Add(1) - 1) {
+				p.writeUnit(rgw, b, u, sc)
+			}
+		}
+		for _, sc := range p.scratch[1:] {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				work(sc)
+			}()
+		}
+		work(p.scratch[0])
+		wg.Wait()
+	}
+	for i, err := range p.errs {
+		if err != nil {
 			return fmt.Errorf("column %s: %w", b.cols[i].name, err)
 		}
 	}
 	return rgw.Close()
 }
 
+// writeUnit encodes the columns of unit u, then closes, in column order,
+// every encoded column whose turn has come.
+func (p *parquetWriter) writeUnit(rgw file.BufferedRowGroupWriter, b *batch, u int, sc *pqScratch) {
+	sc.defCol = -1
+	from, to := p.units[u][0], p.units[u][1]
+	for i := from; i < to; i++ {
+		cw, err := rgw.Column(i)
+		if err == nil {
+			err = p.writeColumn(cw, b, i, sc)
+		}
+		p.errs[i] = err
+	}
+	p.closeMu.Lock()
+	defer p.closeMu.Unlock()
+	for i := from; i < to; i++ {
+		p.done[i] = true
+	}
+	for p.nextClose < len(p.done) && p.done[p.nextClose] {
+		i := p.nextClose
+		p.nextClose++
+		if p.errs[i] != nil {
+			continue
+		}
+		cw, err := rgw.Column(i)
+		if err == nil {
+			err = cw.Close()
+		}
+		p.errs[i] = err
+	}
+}
+
 // writeColumn writes column i of b: its definition levels (nullable
 // columns) and its non-null values, converted to the physical type.
-func (p *parquetWriter) writeColumn(cw file.ColumnChunkWriter, b *batch, i int) error {
+func (p *parquetWriter) writeColumn(cw file.ColumnChunkWriter, b *batch, i int, sc *pqScratch) error {
 	c := &b.cols[i]
 	n := b.rows
 	var def []int16
 	nulls := 0
 	if c.nullable {
-		def, nulls = p.defLevels(b, i)
+		def, nulls = sc.defLevels(b, i)
 	}
 	var err error
 	switch c.kind {
 	case kInt64, kTime:
 		v := c.i64[:n]
 		if nulls > 0 {
-			v = compact(p.i64[:0], v, def)
+			v = compact(sc.i64[:0], v, def)
 		}
 		_, err = cw.(*file.Int64ColumnChunkWriter).WriteBatch(v, def, nil)
 	case kInt32:
 		v := c.i32[:n]
 		if nulls > 0 {
-			v = compact(p.i32[:0], v, def)
+			v = compact(sc.i32[:0], v, def)
 		}
 		_, err = cw.(*file.Int32ColumnChunkWriter).WriteBatch(v, def, nil)
 	case kBool:
 		v := c.b[:n]
 		if nulls > 0 {
-			v = compact(p.bl[:0], v, def)
+			v = compact(sc.bl[:0], v, def)
 		}
 		_, err = cw.(*file.BooleanColumnChunkWriter).WriteBatch(v, def, nil)
 	case kString:
@@ -298,7 +399,7 @@ func (p *parquetWriter) writeColumn(cw file.ColumnChunkWriter, b *batch, i int) 
 			p.flba[i] = v
 			_, err = cw.(*file.FixedLenByteArrayColumnChunkWriter).WriteBatch(v, def, nil)
 		} else {
-			v := p.f64[:0]
+			v := sc.f64[:0]
 			// A level's value is mostly the one of the row before (a book
 			// change moves one level), and a division per value is most of
 			// the conversion: convert each run once (0 needs none: its
@@ -313,7 +414,7 @@ func (p *parquetWriter) writeColumn(cw file.ColumnChunkWriter, b *batch, i int) 
 				}
 				v = append(v, lastF)
 			}
-			p.f64 = v
+			sc.f64 = v
 			_, err = cw.(*file.Float64ColumnChunkWriter).WriteBatch(v, def, nil)
 		}
 	}
@@ -324,7 +425,7 @@ func (p *parquetWriter) writeColumn(cw file.ColumnChunkWriter, b *batch, i int) 
 // where a row has a value, 0 where it is null) and the number of nulls.
 // The columns of one book level (price, size, count) share their levels,
 // computed once: the slice is valid until the next call.
-func (p *parquetWriter) defLevels(b *batch, i int) ([]int16, int) {
+func (p *pqScratch) defLevels(b *batch, i int) ([]int16, int) {
 	c := &b.cols[i]
 	def := p.defBuf[:b.rows]
 	if c.levelOf >= 0 {

@@ -53,6 +53,48 @@ func TestParquetMatchesPqarrow(t *testing.T) {
 	}
 }
 
+// TestParquetMatchesPqarrowLarge is the same comparison on row groups of
+// several pages per column: books of 40, 25 and 3 levels (some level
+// columns null in part), interleaved as instruments are in a recording.
+func TestParquetMatchesPqarrowLarge(t *testing.T) {
+	for _, exact := range []bool{false, true} {
+		for _, cmp := range []Compression{0, Zstd} {
+			t.Run(fmt.Sprintf("exact=%v/zstd=%v", exact, cmp == Zstd), func(t *testing.T) {
+				opts := []Option{WithBatchRows(20000)}
+				if exact {
+					opts = append(opts, WithExact())
+				}
+				if cmp != 0 {
+					opts = append(opts, WithCompression(cmp))
+				}
+				var pq, arr bytes.Buffer
+				ps := sinkTo(t, &pq, TableDepth, FormatParquet, opts...)
+				as := sinkTo(t, &arr, TableDepth, FormatArrow, opts...)
+				books := []*synthBook{newSynthBook("a", 40), newSynthBook("b", 25), newSynthBook("c", 3)}
+				for i := 0; i < 45000; i++ {
+					e := books[i%3].next(i / 3)
+					if err := ps.OnEvent(e); err != nil {
+						t.Fatal(err)
+					}
+					if err := as.OnEvent(e); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := ps.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if err := as.Close(); err != nil {
+					t.Fatal(err)
+				}
+				want := viaPqarrow(t, ps, arr.Bytes())
+				if !bytes.Equal(pq.Bytes(), want) {
+					t.Fatalf("sink wrote %d bytes, pqarrow %d, and they differ", pq.Len(), len(want))
+				}
+			})
+		}
+	}
+}
+
 // viaPqarrow writes the record batches of an Arrow IPC file with pqarrow and
 // the Parquet properties of s.
 func viaPqarrow(t *testing.T, s *Sink, ipcFile []byte) []byte {

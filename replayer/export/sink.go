@@ -3,8 +3,10 @@ package export
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue/registry"
@@ -16,8 +18,11 @@ import (
 // the passage of time.
 //
 // A Sink is not safe for concurrent use: the replayer calls OnEvent from one
-// goroutine. It writes to w only from OnEvent and Close, never closes w, and
-// holds at most one batch of rows (WithBatchRows) in memory.
+// goroutine. It never closes w. With WithEncoders(1) it writes to w only from
+// OnEvent and Close and holds one batch of rows (WithBatchRows) in memory; by
+// default (more than one core) it writes a full batch on other goroutines
+// while OnEvent fills the next, so it holds two, and every write to w has
+// ended when Close returns.
 type Sink struct {
 	cfg    config
 	table  Table
@@ -31,6 +36,15 @@ type Sink struct {
 	rows    uint64
 	err     error // sticky: the first write failure
 	closed  bool
+
+	// Writing on other goroutines (WithEncoders > 1): spare is the batch a
+	// goroutine is writing while pending, or the empty one to fill next;
+	// the write's result arrives on wrote, and failed is set as soon as it
+	// fails.
+	spare   batch
+	pending bool
+	wrote   chan error
+	failed  atomic.Bool
 }
 
 // tableImpl is one table: it declares its columns and turns events into rows.
@@ -123,6 +137,9 @@ func (s *Sink) OnEvent(e *replayer.Event) error {
 	if s.err != nil {
 		return s.err
 	}
+	if s.failed.Load() {
+		return s.wait()
+	}
 	if !s.started {
 		if !s.cfg.haveScale {
 			s.cfg.venue, s.cfg.scale, s.cfg.haveScale = e.Venue, e.Scale, true
@@ -181,8 +198,12 @@ func (s *Sink) Close() error {
 	if err := s.impl.finish(s); err != nil {
 		return err
 	}
+	if err := s.wait(); err != nil {
+		return err
+	}
 	if s.b.rows > 0 {
-		if err := s.flush(); err != nil {
+		if err := s.writeBatch(&s.b); err != nil {
+			s.err = err
 			return err
 		}
 	}
@@ -247,6 +268,9 @@ func (s *Sink) start() error {
 		s.cfg.batchRows = min(maxBatch, max(minBatch, batchBytes/s.b.rowBytes()))
 	}
 	s.b.grow(s.cfg.batchRows)
+	if s.encoders() > 1 {
+		s.wrote = make(chan error, 1)
+	}
 	var err error
 	switch s.format {
 	case FormatParquet:
@@ -283,15 +307,66 @@ func (s *Sink) endRow() error {
 	return nil
 }
 
+// flush writes the full batch: at once with one encoder, else on another
+// goroutine once the batch before it is written, OnEvent going on with the
+// other batch meanwhile.
 func (s *Sink) flush() error {
-	err := s.out.write(&s.b)
+	if s.wrote == nil {
+		if err := s.writeBatch(&s.b); err != nil {
+			s.err = err
+			return err
+		}
+		return nil
+	}
+	if err := s.wait(); err != nil {
+		return err
+	}
+	if s.spare.cols == nil {
+		s.spare = s.b.emptyLike(s.cfg.batchRows)
+	}
+	s.b, s.spare = s.spare, s.b
+	s.pending = true
+	go func(b *batch) {
+		err := s.writeBatch(b)
+		if err != nil {
+			s.failed.Store(true)
+		}
+		s.wrote <- err
+	}(&s.spare)
+	return nil
+}
+
+// wait waits for the batch being written, if any, and returns (and keeps)
+// the write's error.
+func (s *Sink) wait() error {
+	if !s.pending {
+		return s.err
+	}
+	s.pending = false
+	if err := <-s.wrote; err != nil {
+		s.err = err
+	}
+	return s.err
+}
+
+// writeBatch writes b with the format writer and empties it. The format
+// writer and w are used by one writeBatch at a time.
+func (s *Sink) writeBatch(b *batch) error {
+	err := s.out.write(b)
 	if err == nil {
 		err = s.w.err
 	}
 	if err != nil {
-		s.err = &WriteError{Table: s.table, Format: s.format, Err: err}
-		return s.err
+		return &WriteError{Table: s.table, Format: s.format, Err: err}
 	}
-	s.b.reset()
+	b.reset()
 	return nil
+}
+
+// encoders is the number of goroutines writing batches (WithEncoders).
+func (s *Sink) encoders() int {
+	if s.cfg.encoders > 0 {
+		return s.cfg.encoders
+	}
+	return min(runtime.GOMAXPROCS(0), MaxEncoders)
 }
