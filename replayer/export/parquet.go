@@ -71,6 +71,11 @@ type pqScratch struct {
 	i32 []int32
 	f64 []float64
 	bl  []bool
+	// Dictionary-encoded columns (parquet_dict.go): a row's index, the
+	// dictionary, and the validity bitmap of the indices.
+	idx   []int32
+	dict  fixedDict
+	valid []byte
 }
 
 // pageBytes is the data page size. Arrow v15 builds each page in a buffer
@@ -122,6 +127,9 @@ func parquetProps(s *Sink) *parquet.WriterProperties {
 		if c.kind == kTime {
 			opts = append(opts, parquet.WithStatsFor(c.name, true))
 		}
+		if dictLevels(c, s.cfg.exact) {
+			opts = append(opts, parquet.WithDictionaryFor(c.name, true))
+		}
 	}
 	return parquet.NewWriterProperties(opts...)
 }
@@ -153,7 +161,7 @@ func newParquetWriter(w io.Writer, s *Sink) (*parquetWriter, error) {
 		done: make([]bool, n), errs: make([]error, n),
 	}
 	p.scale.price, p.scale.size = s.cfg.scale.PriceDecimals, s.cfg.scale.SizeDecimals
-	var need struct{ i64, i32, f64, bl bool }
+	var need struct{ i64, i32, f64, bl, dict bool }
 	for i := range s.b.cols {
 		c := &s.b.cols[i]
 		switch k := c.kind; {
@@ -171,6 +179,7 @@ func newParquetWriter(w io.Writer, s *Sink) (*parquetWriter, error) {
 		case k == kPrice || k == kSize:
 			need.f64 = true
 		}
+		need.dict = need.dict || dictLevels(c, p.exact)
 		if l := len(p.units); l > 0 && c.levelOf >= 0 {
 			if prev := &s.b.cols[p.units[l-1][0]]; prev.levelOf == c.levelOf && prev.level == c.level {
 				p.units[l-1][1] = i + 1
@@ -193,6 +202,9 @@ func newParquetWriter(w io.Writer, s *Sink) (*parquetWriter, error) {
 		}
 		if need.bl {
 			sc.bl = make([]bool, 0, rows)
+		}
+		if need.dict {
+			sc.idx = make([]int32, rows)
 		}
 		p.scratch[w] = sc
 	}
@@ -399,6 +411,11 @@ func (p *parquetWriter) writeColumn(cw file.ColumnChunkWriter, b *batch, i int, 
 			p.flba[i] = v
 			_, err = cw.(*file.FixedLenByteArrayColumnChunkWriter).WriteBatch(v, def, nil)
 		} else {
+			if dictLevels(c, p.exact) {
+				if ok, err := p.writeDictFloat(cw, b, i, def, nulls, dec, sc); ok || err != nil {
+					return err
+				}
+			}
 			v := sc.f64[:0]
 			// A level's value is mostly the one of the row before (a book
 			// change moves one level), and a division per value is most of

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -96,7 +98,11 @@ func TestParquetMatchesPqarrowLarge(t *testing.T) {
 }
 
 // viaPqarrow writes the record batches of an Arrow IPC file with pqarrow and
-// the Parquet properties of s.
+// the Parquet properties of s, one row group per batch. The columns the sink
+// dictionary-encodes itself (dictLevels) are handed to pqarrow as Arrow
+// dictionary arrays, dictionary in order of first appearance, which pqarrow
+// writes through the same column writer calls (PutDictionary,
+// WriteDictIndices).
 func viaPqarrow(t *testing.T, s *Sink, ipcFile []byte) []byte {
 	t.Helper()
 	r, err := ipc.NewFileReader(bytes.NewReader(ipcFile), ipc.WithAllocator(memory.DefaultAllocator))
@@ -115,12 +121,57 @@ func viaPqarrow(t *testing.T, s *Sink, ipcFile []byte) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := fw.Write(rec); err != nil {
-			t.Fatal(err)
+		fw.NewRowGroup()
+		for c, col := range rec.Columns() {
+			if !dictLevels(&s.b.cols[c], s.cfg.exact) {
+				if err := fw.WriteColumnData(col); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			da := toDictionary(t, col.(*array.Float64))
+			if err := fw.WriteColumnData(da); err != nil {
+				t.Fatal(err)
+			}
+			da.Release()
 		}
 	}
 	if err := fw.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return out.Bytes()
+}
+
+// toDictionary is a as a dictionary array (int32 indices), its dictionary
+// in order of first appearance.
+func toDictionary(t *testing.T, a *array.Float64) arrow.Array {
+	t.Helper()
+	var dict []float64
+	at := map[float64]int32{}
+	idx := make([]int32, a.Len())
+	valid := make([]bool, a.Len())
+	for r := range idx {
+		if a.IsNull(r) {
+			continue
+		}
+		v := a.Value(r)
+		k, ok := at[v]
+		if !ok {
+			k = int32(len(dict))
+			at[v] = k
+			dict = append(dict, v)
+		}
+		idx[r], valid[r] = k, true
+	}
+	ib := array.NewInt32Builder(memory.DefaultAllocator)
+	defer ib.Release()
+	ib.AppendValues(idx, valid)
+	indices := ib.NewArray()
+	defer indices.Release()
+	fb := array.NewFloat64Builder(memory.DefaultAllocator)
+	defer fb.Release()
+	fb.AppendValues(dict, nil)
+	values := fb.NewArray()
+	defer values.Release()
+	return array.NewDictionaryArray(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.PrimitiveTypes.Float64}, indices, values)
 }
