@@ -31,9 +31,10 @@ import (
 // Arrow v15 (where the figures here were measured; arrow-go v18 pools its zstd
 // encoders) asked its zstd codec for a fresh encoder (megabytes
 // of window) on every page, whatever the level, which is why Snappy is the
-// default. Dictionary encoding stays on for strings (a handful of venues and
-// instruments) and is off for numbers, where it costs a hash per value for
-// little gain on book levels that keep moving.
+// default. Dictionary encoding is on for strings (a handful of venues and
+// instruments) and for the depth table's level prices and sizes, whose
+// dictionaries the sink builds itself (parquet_dict.go); it is off for other
+// numbers, where Arrow's encoder would cost a hash per value.
 type parquetWriter struct {
 	fw    *file.Writer
 	scale struct{ price, size uint8 }
