@@ -118,8 +118,9 @@ func (b *batch) grow(n int) {
 func (b *batch) emptyLike(n int) batch {
 	nb := batch{cols: make([]column, len(b.cols)), levelCounts: make([][]int32, len(b.levelCounts))}
 	for i := range b.cols {
-		c := &b.cols[i]
-		nb.cols[i] = column{name: c.name, kind: c.kind, nullable: c.nullable, levelOf: c.levelOf, level: c.level}
+		c := b.cols[i] // the column's description; grow gives it its own values
+		c.i64, c.i32, c.b, c.s, c.null = nil, nil, nil, nil, nil
+		nb.cols[i] = c
 	}
 	nb.grow(n)
 	return nb
