@@ -308,9 +308,10 @@ func WithBatchRows(n int) Option {
 // that filled it. With n > 1 a full batch is written on other goroutines
 // while OnEvent fills the next one (two batches in memory, not one), and a
 // Parquet batch's columns are encoded and compressed by up to n goroutines
-// at once. The file is byte for byte the same whatever n; a write error
-// stops the Sink at the next row at the latest, and OnEvent and Close
-// return it as they do with n = 1.
+// at once. The file is byte for byte the same whatever n. A write error is
+// returned by the first OnEvent after the failed write (and at the latest
+// when the next batch fills, for a typed table), then by every call, as
+// with n = 1; no row is written after it.
 func WithEncoders(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > MaxEncoders {
