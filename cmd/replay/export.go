@@ -93,7 +93,9 @@ func newExportCmd(runF func(*exportOptions) error) *cobra.Command {
                 (condition id), slug, name, outcome, outcome_index,
                 paired_instrument, base, quote, tick_size, price_decimals,
                 min_order_size, size_increment, sz_decimals, max_leverage,
-                neg_risk, active, source; valid_until_ns ends a row. Null where the
+                neg_risk, active, fees_enabled, fee_type, taker_fee_rate,
+                fee_exponent, maker_rebate_share (Gamma feesEnabled, feeType,
+                feeSchedule), source; valid_until_ns ends a row. Null where the
                 recording does not say. Join it as of local_ts_ns. Instruments of
                 the recording only, not the venue's whole listing; --from/--to keep
                 the rows in effect in the window. No Tardis layout, no --split-by.

@@ -94,7 +94,9 @@ const (
 	// base, quote (spot pairs), tick_size, price_decimals (Hyperliquid's most
 	// decimals of a price: 6 − szDecimals perps, 8 − szDecimals spot),
 	// min_order_size, size_increment (10^−szDecimals), sz_decimals,
-	// max_leverage, neg_risk, active (listed and open), source (the message
+	// max_leverage, neg_risk, active (listed and open), fees_enabled,
+	// fee_type, taker_fee_rate, fee_exponent, maker_rebate_share (Polymarket
+	// Gamma's feesEnabled, feeType, feeSchedule; decimals at 6), source (the message
 	// kind that began the row: gamma_markets, book_summary, book, new_market,
 	// tick_size_change, meta, spot_meta); null where nothing in the
 	// recording says. Rows are sorted by venue, instrument, time; a fact

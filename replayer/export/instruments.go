@@ -2,6 +2,7 @@ package export
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -39,6 +40,7 @@ type instrumentsTable struct {
 	cPaired, cBase, cQuote                            int
 	cTick, cPriceDec, cMin, cStep, cSzDec, cLev       int
 	cNegRisk, cActive, cSource                        int
+	cFees, cFeeType, cTaker, cFeeExp, cRebate         int
 
 	names    interned
 	insts    map[string]*instHistory // by venue + "\x00" + instrument
@@ -90,7 +92,27 @@ func (t *instrumentsTable) columns(b *batch, _ string, _ bool) {
 	t.cLev = b.add("max_leverage", kInt32, true)
 	t.cNegRisk = b.add("neg_risk", kBool, true)
 	t.cActive = b.add("active", kBool, true)
+	t.cFees = b.add("fees_enabled", kBool, true)
+	t.cFeeType = b.add("fee_type", kString, true)
+	t.cTaker = b.add("taker_fee_rate", kDecimal, true)
+	t.cFeeExp = b.add("fee_exponent", kDecimal, true)
+	t.cRebate = b.add("maker_rebate_share", kDecimal, true)
+	for _, c := range []int{t.cTaker, t.cFeeExp, t.cRebate} {
+		b.cols[c].decimals = feeDecimals
+	}
 	t.cSource = b.add("source", kString, true)
+}
+
+// feeDecimals is the scale of the fee columns (rates, exponent, share).
+const feeDecimals = 6
+
+// optFee writes a fee fraction where a negative value means unknown.
+func optFee(b *batch, c int, v float64) {
+	if v < 0 {
+		b.i64Null(c)
+	} else {
+		b.i64(c, int64(math.Round(v*1e6)))
+	}
 }
 
 func (t *instrumentsTable) history(v, id string) *instHistory {
@@ -201,8 +223,14 @@ func contradicts(cur, f *venue.Instrument) bool {
 		num(cur.TickSize, f.TickSize) || num(cur.MinSize, f.MinSize) || num(cur.SizeStep, f.SizeStep) ||
 		dec(cur.SzDecimals, f.SzDecimals) || dec(cur.PriceDecimals, f.PriceDecimals) ||
 		num(int64(cur.MaxLeverage), int64(f.MaxLeverage)) ||
-		flag(cur.NegRisk, f.NegRisk) || flag(cur.Active, f.Active)
+		flag(cur.NegRisk, f.NegRisk) || flag(cur.Active, f.Active) ||
+		flag(cur.FeesEnabled, f.FeesEnabled) || str(cur.FeeType, f.FeeType) ||
+		frac(cur.TakerFeeRate, f.TakerFeeRate) || frac(cur.MakerRebateShare, f.MakerRebateShare) ||
+		(cur.FeeExponent != 0 && f.FeeExponent != 0 && cur.FeeExponent != f.FeeExponent)
 }
+
+// frac: two stated fee fractions (-1 unstated) that differ.
+func frac(a, b float64) bool { return a >= 0 && b >= 0 && a != b }
 
 // overlay copies into dst the fields f knows: all of them with replace,
 // else only those dst does not know.
@@ -248,6 +276,18 @@ func overlay(dst, f *venue.Instrument, replace bool) {
 	}
 	flag(&dst.NegRisk, f.NegRisk)
 	flag(&dst.Active, f.Active)
+	flag(&dst.FeesEnabled, f.FeesEnabled)
+	str(&dst.FeeType, f.FeeType)
+	fr := func(d *float64, v float64) {
+		if v >= 0 && (replace || *d < 0) {
+			*d = v
+		}
+	}
+	fr(&dst.TakerFeeRate, f.TakerFeeRate)
+	fr(&dst.MakerRebateShare, f.MakerRebateShare)
+	if f.FeeExponent != 0 && (replace || dst.FeeExponent == 0) {
+		dst.FeeExponent = f.FeeExponent
+	}
 }
 
 // finish writes the rows of the recording's instruments, in order, within
@@ -363,6 +403,15 @@ func (t *instrumentsTable) row(s *Sink, h *instHistory, r instRow) error {
 	optI32(b, t.cLev, in.MaxLeverage)
 	optFlag(b, t.cNegRisk, in.NegRisk)
 	optFlag(b, t.cActive, in.Active)
+	optFlag(b, t.cFees, in.FeesEnabled)
+	optStr(b, t.cFeeType, in.FeeType)
+	optFee(b, t.cTaker, in.TakerFeeRate)
+	exp := -1.0 // 0: not stated
+	if in.FeeExponent != 0 {
+		exp = in.FeeExponent
+	}
+	optFee(b, t.cFeeExp, exp)
+	optFee(b, t.cRebate, in.MakerRebateShare)
 	optStr(b, t.cSource, r.source)
 	return s.endRow()
 }

@@ -129,3 +129,42 @@ func TestInstrumentsOptions(t *testing.T) {
 		t.Fatalf("window backwards: %v", err)
 	}
 }
+
+// TestInstrumentsFees: a Gamma listing's fees (feesEnabled, feeType,
+// feeSchedule) are columns; a later listing with another rate starts a new
+// row at its time, one that repeats it changes nothing, and a listing that
+// states none leaves them null.
+func TestInstrumentsFees(t *testing.T) {
+	gamma := func(fees string) rec {
+		return rec{kind: datasets.KindRESTResponse, payload: []byte(`[{"conditionId":"` + insCond + `","slug":"m","question":"Q?","active":true,"closed":false,` +
+			`"outcomes":"[\"Yes\", \"No\"]","clobTokenIds":"[\"` + insYes + `\", \"` + insNo + `\"]"` + fees + `}]`)}
+	}
+	book := func(id string) rec {
+		return rec{kind: datasets.KindFrame, payload: []byte(`{"event_type":"book","asset_id":"` + id + `","market":"` + insCond +
+			`","timestamp":"1761179880000","hash":"x","bids":[{"price":"0.4","size":"10"}],"asks":[{"price":"0.6","size":"10"}]}`)}
+	}
+	dir := writeDataset(t, "polymarket", 0, []rec{
+		ctl(datasets.KindConnect, datasets.Control{URL: "wss://ws-subscriptions-clob.polymarket.com/ws/market"}),
+		gamma(``), // 1: no fees said
+		gamma(`,"feesEnabled":true,"feeType":"crypto_fees","feeSchedule":{"exponent":1,"rate":"0.072","takerOnly":true,"rebateRate":0.2}`), // 2: fills in
+		gamma(`,"feesEnabled":true,"feeType":"crypto_fees","feeSchedule":{"exponent":1,"rate":0.072,"rebateRate":0.2}`),                    // 3: the same
+		gamma(`,"feesEnabled":true,"feeType":"crypto_fees","feeSchedule":{"exponent":1,"rate":0.07,"rebateRate":0.2}`),                     // 4: a new rate
+		book(insYes), book(insNo), // events naming the tokens: the recording's instruments
+		ctl(datasets.KindCleanClose, datasets.Control{}),
+	})
+	at := func(i int64) string { return itoa(baseNs + i*stepNs) }
+	tb, s := exportInstruments(t, dir)
+	if len(tb.rows) != 4 || len(s.Problems()) != 0 {
+		t.Fatalf("%d rows (want 2 per token), problems %q: %v", len(tb.rows), s.Problems(), tb.rows)
+	}
+	for i, w := range []map[string]string{
+		{"local_ts_ns": at(1), "valid_until_ns": at(4), "fees_enabled": "true", "fee_type": "crypto_fees", "taker_fee_rate": "0.072", "fee_exponent": "1", "maker_rebate_share": "0.2"},
+		{"local_ts_ns": at(4), "valid_until_ns": "", "fees_enabled": "true", "fee_type": "crypto_fees", "taker_fee_rate": "0.07", "fee_exponent": "1", "maker_rebate_share": "0.2"},
+	} {
+		for c, v := range w {
+			if got := tb.rows[i][tb.col(t, c)]; got != v {
+				t.Errorf("row %d %s: %q, want %q", i, c, got, v)
+			}
+		}
+	}
+}
