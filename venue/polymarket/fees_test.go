@@ -132,3 +132,27 @@ func TestTradeFeeRate(t *testing.T) {
 		t.Fatalf("%v allocations per read", n)
 	}
 }
+
+// FuzzFees: whatever a trade or a Gamma listing holds, the fee readers
+// never panic, a rate read is a fraction within [0, 1], and a listing's
+// facts state a rate only within [0, 1] and an exponent only above 0.
+func FuzzFees(f *testing.F) {
+	f.Add([]byte(`{"event_type":"last_trade_price","fee_rate_bps":"700","price":"0.5"}`))
+	f.Add([]byte(`{"fee_rate_bps":`))
+	f.Add([]byte(`{"fee_rate_bps" :  "99999999999999999999"}`))
+	f.Add([]byte("[" + gammaFeeMarket("0xc0", "true", "crypto_fees", `{"exponent":1,"rate":"0.072","rebateRate":0.2}`) + "]"))
+	f.Add([]byte("[" + gammaFeeMarket("0xc0", "true", "", `{"rate":"1e400"}`) + "]"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if r, ok, err := Trading.TradeFeeRate(b); ok && (err != nil || !(r >= 0 && r <= 1)) {
+			t.Fatalf("trade rate %v %v", r, err)
+		}
+		fs, _ := InstrumentFacts(b)
+		for _, in := range fs {
+			if in.TakerFeeRate != -1 && !(in.TakerFeeRate >= 0 && in.TakerFeeRate <= 1) ||
+				in.MakerRebateShare != -1 && !(in.MakerRebateShare >= 0 && in.MakerRebateShare <= 1) ||
+				in.FeeExponent < 0 || math.IsNaN(in.FeeExponent) {
+				t.Fatalf("fees %+v", in)
+			}
+		}
+	})
+}
