@@ -22,10 +22,11 @@ import (
 // the same instruction, with no pointer to chase and no re-check. A Load
 // that follows a new publish waits for two cache-line transfers in a row
 // (that word, then the slot's header and levels together, their addresses
-// known from the slot index); Acquire and a copy of View.Bids for three (the
-// View holds the levels' address). When the writer makes another slot
-// current it swaps the word and moves the old slot's pin count onto that
-// slot, where late Releases take it back.
+// known from the slot index); Acquire and a copy of View.Bids as many, or
+// three when the slot's level counts or flags changed (the View holds the
+// levels' address). When the writer makes another slot current it swaps
+// the word and moves the old slot's pin count onto that slot, where late
+// Releases take it back.
 //
 // Publish must be called only from the goroutine that owns the Book. Acquire,
 // Release, Load, Published and Skipped are safe from any goroutine.
@@ -33,7 +34,7 @@ type Publisher struct {
 	// Read-only after NewPublisher.
 	depth  int
 	stride int // levels from one slot's levels in store to the next's
-	slots  []slot
+	slots  []*slot
 	// store holds the levels of all slots: slot i's bids from i*stride
 	// (depth of them), its asks right after; each slot's levels start on a
 	// cache line of their own.
@@ -65,10 +66,20 @@ const (
 // slot is a View and the pins moved onto it when it stopped being current,
 // less the Releases since. Slots are padded apart so readers of the current
 // one do not slow the writer filling the next.
+//
+// A slot is two cache lines, allocated on its own so that it starts one (a
+// small object of a size class of whole lines, with no allocation header:
+// TestPublisherLayout checks it). The first holds
+// what a refill seldom changes: the View's publisher, its level slices and
+// flags, rewritten only when a level count, a flag or the scale differs
+// from what the slot last held, so a reader that saw this slot before finds
+// that line still in its cache and the levels' address with it. The second
+// holds what every refill writes (counts, generation, sequence, stamp) and
+// the pin count.
 type slot struct {
-	refs atomic.Int64
 	view View
-	_    [cacheLine]byte
+	refs atomic.Int64
+	_    [2*cacheLine - unsafe.Sizeof(View{}) - 8]byte
 }
 
 // Top is the content of a View: the top of a book at one instant. A reader
@@ -76,11 +87,13 @@ type slot struct {
 type Top struct {
 	// Bids and Asks hold up to the publisher's depth levels, best first.
 	Bids, Asks []Level
+	// Scale is the book's fixed-point scale.
+	Scale Scale
+	// Valid, Crossed and Locked are the book's flags at publish time.
+	Valid, Crossed, Locked bool
 	// BidLevels and AskLevels are the book's full level counts per side,
 	// which may exceed len(Bids) and len(Asks).
 	BidLevels, AskLevels int
-	// Valid, Crossed and Locked are the book's flags at publish time.
-	Valid, Crossed, Locked bool
 	// Generation is the book's Generation when this view was made. Publish
 	// keeps the current view while its content is unchanged, so the book may
 	// have moved on below the view's depth.
@@ -91,8 +104,6 @@ type Top struct {
 	// Stamp is the caller's value passed to the Publish that made this view
 	// (e.g. the receive time in ns of the frame just applied).
 	Stamp int64
-	// Scale is the book's fixed-point scale.
-	Scale Scale
 }
 
 // View is an immutable Top published by a Publisher. A View obtained from
@@ -100,9 +111,8 @@ type Top struct {
 // not touch it or any slice taken from it. Its fields are read-only: the
 // Publisher owns all of its memory.
 type View struct {
+	pub *Publisher // first, so that it shares the slot's seldom written line
 	Top
-
-	pub *Publisher
 	idx uint64 // 1-based slot index, as in Publisher.state
 }
 
@@ -116,7 +126,7 @@ func NewPublisher(depth, readers int) *Publisher {
 	if depth < 1 || readers < 1 || readers+2 >= 1<<(64-idxShift) {
 		panic("book: NewPublisher needs depth ≥ 1 and 1 ≤ readers < 250")
 	}
-	p := &Publisher{depth: depth, slots: make([]slot, readers+2), cur: -1}
+	p := &Publisher{depth: depth, slots: make([]*slot, readers+2), cur: -1}
 	// The levels of all slots in one block, each slot's levels on cache
 	// lines of their own: a stride of whole lines (8 levels are 3 lines)
 	// from a line boundary (a Level is 24 bytes, so one of the first 8
@@ -130,7 +140,8 @@ func NewPublisher(depth, readers int) *Publisher {
 	store := block[skip : skip+len(p.slots)*stride]
 	p.stride, p.store = stride, store
 	for i := range p.slots {
-		s := &p.slots[i]
+		s := new(slot)
+		p.slots[i] = s
 		lv := store[i*stride : i*stride+2*depth : i*stride+2*depth]
 		s.view.Bids = lv[0:0:depth]
 		s.view.Asks = lv[depth:depth]
@@ -163,25 +174,31 @@ func (p *Publisher) Publish(b *Book, stamp int64) bool {
 		if i >= n {
 			i -= n
 		}
-		s := &p.slots[i]
+		s := p.slots[i]
 		if i == p.cur || s.refs.Load() != 0 {
 			continue
 		}
 		// No reader can pin this slot from here on: readers pin only the
 		// current slot, and it does not become current until the Swap.
 		v := &s.view
-		v.Bids = b.Top(Bid, v.Bids[:0], p.depth)
-		v.Asks = b.Top(Ask, v.Asks[:0], p.depth)
+		// The slot's first line is written only where it changes (see
+		// slot); the levels always are.
+		if bids := b.Top(Bid, v.Bids[:0], p.depth); len(bids) != len(v.Bids) {
+			v.Bids = bids
+		}
+		if asks := b.Top(Ask, v.Asks[:0], p.depth); len(asks) != len(v.Asks) {
+			v.Asks = asks
+		}
+		if crossed, locked := b.Crossed(), b.Locked(); v.Valid != b.valid || v.Crossed != crossed ||
+			v.Locked != locked || v.Scale != b.scale {
+			v.Valid, v.Crossed, v.Locked, v.Scale = b.valid, crossed, locked, b.scale
+		}
 		v.BidLevels = len(b.bids)
 		v.AskLevels = len(b.asks)
-		v.Valid = b.valid
-		v.Crossed = b.Crossed()
-		v.Locked = b.Locked()
 		v.Generation = b.gen
 		p.seq++
 		v.Seq = p.seq
 		v.Stamp = stamp
-		v.Scale = b.scale
 		old := p.state.Swap(v.idx << idxShift)
 		if p.cur >= 0 {
 			// The pins taken on the old slot while it was current; their
@@ -274,14 +291,16 @@ func (p *Publisher) release(idx uint64) {
 // atomic add pins the current slot, then the view's header and its levels
 // are fetched together.
 //
-// Right after a Publish every line a reader touches was last written by the
-// writer, on another core, so each dependent fetch costs a cache-line
-// transfer. Acquire and a copy of View.Bids take three in a row (the pin
-// word, the View holding the slices, then the levels they point to); Load
-// takes two, because the levels' address follows from the slot index alone
-// and it always copies the slot's full depth (dst's elements beyond the
-// view's levels are left as whatever the slot held), so no load of the
-// levels waits for the header.
+// Right after a Publish most lines a reader touches were last written by
+// the writer, on another core, so each dependent fetch costs a cache-line
+// transfer. Load takes two in a row: the pin word, then the view's header
+// and levels together, because the levels' address follows from the slot
+// index alone and it always copies the slot's full depth (dst's elements
+// beyond the view's levels are left as whatever the slot held), so no load
+// of the levels waits for the header. Acquire and a copy of View.Bids take
+// two as well while the view's level counts and flags are the slot's last
+// ones (the line holding the slices is then still in the reader's cache,
+// see slot), three otherwise.
 func (p *Publisher) Load(dst *Top) bool {
 	g := p.state.Add(1)
 	i := int(g>>idxShift) - 1

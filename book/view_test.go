@@ -355,6 +355,21 @@ func header(t Top) [9]any {
 // one, whatever the depth, so a reader copying one slot never waits for a
 // line the writer is filling for the next.
 func TestPublisherLayout(t *testing.T) {
+	// A slot is two lines: the View's publisher, slices, scale and flags in
+	// the first (written only when they change), the rest in the second.
+	var v View // offsets of promoted fields are the View's
+	if unsafe.Sizeof(slot{}) != 2*cacheLine || unsafe.Offsetof(v.pub) != 0 ||
+		unsafe.Offsetof(v.Locked) >= cacheLine || unsafe.Offsetof(v.BidLevels) != cacheLine {
+		t.Fatalf("slot of %d bytes: Locked at %d, BidLevels at %d",
+			unsafe.Sizeof(slot{}), unsafe.Offsetof(v.Locked), unsafe.Offsetof(v.BidLevels))
+	}
+	for readers := 1; readers <= 40; readers++ {
+		for _, s := range NewPublisher(1, readers).slots {
+			if uintptr(unsafe.Pointer(s))%cacheLine != 0 {
+				t.Fatalf("%d readers: a slot at %p", readers, s)
+			}
+		}
+	}
 	for depth := 1; depth <= 40; depth++ {
 		p := NewPublisher(depth, 3)
 		size := int(unsafe.Sizeof(Level{}))
