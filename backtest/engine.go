@@ -142,9 +142,10 @@ type Engine struct {
 	errs      []error
 	problems  int // problems found in the recording (bounded in errs)
 
-	feeIn     FeeInput             // the fee models' argument, reused (no allocation per fill)
-	feeStates map[string]*feeState // by market (instrument where none)
-	feeUse    map[feeUseKey]int    // index in feeUses
+	feeIn     FeeInput               // the fee models' argument, reused (no allocation per fill)
+	pending   map[string]listedRules // rules listed for instruments no event has named yet
+	feeStates map[string]*feeState   // by market (instrument where none)
+	feeUse    map[feeUseKey]int      // index in feeUses
 	feeUses   []FeeRateUse
 
 	equity    []EquityPoint
@@ -282,6 +283,11 @@ func (e *Engine) instrument(ven, id string, sc book.Scale) *Instrument {
 	}
 	e.insts[id] = in
 	e.instList = append(e.instList, in)
+	if p, ok := e.pending[id]; ok {
+		delete(e.pending, id)
+		e.pair(in, p.market)
+		p.apply(in)
+	}
 	return in
 }
 
@@ -511,21 +517,73 @@ func (e *Engine) restBody(ev *feed.Event) {
 		if f.Instrument == "" {
 			continue
 		}
-		in := e.instrument(ev.Venue, f.Instrument, ev.Scale)
-		e.pair(in, f.Market)
-		if f.TickSize > 0 {
-			in.Tick = f.TickSize
+		key := f.Market
+		if key == "" {
+			key = f.Instrument
 		}
-		if f.MinSize > 0 {
-			in.MinSize = f.MinSize
-		}
+		e.listedFees(key, f, ev.RecvNs)
+		rules := listedRules{market: f.Market, tick: f.TickSize, minSize: f.MinSize, szDec: -1}
 		if f.SzDecimals >= 0 {
-			in.SzDecimals = f.SzDecimals
+			rules.szDec = f.SzDecimals
 			if f.PriceDecimals >= 0 {
-				in.maxPriceDec = f.PriceDecimals + f.SzDecimals
+				rules.maxPriceDec = f.PriceDecimals + f.SzDecimals
 			}
 		}
-		e.listedFees(in, f, ev.RecvNs)
+		if in := e.insts[f.Instrument]; in != nil {
+			e.pair(in, f.Market)
+			rules.apply(in)
+			continue
+		}
+		// No event has named it yet (a listing names every market of the
+		// venue): its rules wait for its first event, so that instruments
+		// the recording never trades cost nothing per event.
+		if e.pending == nil {
+			e.pending = map[string]listedRules{}
+		}
+		p, ok := e.pending[f.Instrument]
+		if !ok {
+			p.szDec = -1
+		}
+		p.merge(rules)
+		e.pending[f.Instrument] = p
+	}
+}
+
+// listedRules are an instrument's rules as recorded REST bodies state them
+// (0, or szDec -1: not stated).
+type listedRules struct {
+	market             string
+	tick, minSize      int64
+	szDec, maxPriceDec int
+}
+
+func (r *listedRules) merge(n listedRules) {
+	if n.market != "" {
+		r.market = n.market
+	}
+	if n.tick > 0 {
+		r.tick = n.tick
+	}
+	if n.minSize > 0 {
+		r.minSize = n.minSize
+	}
+	if n.szDec >= 0 {
+		r.szDec, r.maxPriceDec = n.szDec, n.maxPriceDec
+	}
+}
+
+func (r *listedRules) apply(in *Instrument) {
+	if r.tick > 0 {
+		in.Tick = r.tick
+	}
+	if r.minSize > 0 {
+		in.MinSize = r.minSize
+	}
+	if r.szDec >= 0 {
+		in.SzDecimals = r.szDec
+		if r.maxPriceDec > 0 {
+			in.maxPriceDec = r.maxPriceDec
+		}
 	}
 }
 

@@ -122,16 +122,21 @@ func (e *Engine) feeProblem(st *feeState, kind uint8, err error) {
 	e.problem(err)
 }
 
-// listedFees takes the fees a recorded listing states for in's market
-// (venue.Instrument: FeesEnabled, FeeType, TakerFeeRate, FeeExponent).
+// listedFees takes the fees a recorded listing states for a market (key:
+// its condition id, the instrument where it has none; f: FeesEnabled,
+// FeeType, TakerFeeRate, FeeExponent, MakerRebateShare).
 // feesEnabled false is a fee-free market (rate 0). A schedule whose curve
 // is not the model's (exponent other than 1) or a fee-enabled market with
 // no rate leaves the listing rate unknown, with a problem recorded.
-func (e *Engine) listedFees(in *Instrument, f *venue.Instrument, recvNs int64) {
+func (e *Engine) listedFees(key string, f *venue.Instrument, recvNs int64) {
 	if f.FeesEnabled == venue.FlagUnknown && f.TakerFeeRate < 0 && f.FeeType == "" && f.MakerRebateShare < 0 {
 		return
 	}
-	st := e.feeOf(in, true)
+	st := e.feeStates[key]
+	if st == nil {
+		st = &feeState{}
+		e.feeStates[key] = st
+	}
 	if f.FeeType != "" {
 		st.category = f.FeeType
 	}
@@ -145,12 +150,12 @@ func (e *Engine) listedFees(in *Instrument, f *venue.Instrument, recvNs int64) {
 	case f.TakerFeeRate >= 0 && f.FeeExponent != 0 && f.FeeExponent != 1:
 		e.feeProblem(st, warnExponent, fmt.Errorf("backtest: fees: market %s: its recorded listing's fee schedule has exponent %g "+
 			"(fee = shares × rate × (p × (1 − p))^%g); the model is shares × rate × p × (1 − p), so its rate %g is not used",
-			feeKey(in), f.FeeExponent, f.FeeExponent, f.TakerFeeRate))
+			key, f.FeeExponent, f.FeeExponent, f.TakerFeeRate))
 	case f.TakerFeeRate >= 0:
 		rate = f.TakerFeeRate
 	case f.FeesEnabled == venue.FlagTrue:
 		e.feeProblem(st, warnNoRate, fmt.Errorf("backtest: fees: market %s: its recorded listing has feesEnabled but states no fee rate "+
-			"(feeSchedule.rate); its rate comes from its trades or the default", feeKey(in)))
+			"(feeSchedule.rate); its rate comes from its trades or the default", key))
 	}
 	if rate >= 0 && (!st.listed || st.listRate != rate) {
 		st.listed, st.listRate, st.listNs = true, rate, recvNs

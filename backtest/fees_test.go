@@ -1,6 +1,7 @@
 package backtest
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -272,5 +273,34 @@ func TestRecordedMakerRebate(t *testing.T) {
 	tp2.pmTrade(pmYes, "BUY", "0.44", "10")
 	if f := tp2.e.fills[len(tp2.e.fills)-1]; f.Fee != -cash(t, "0.061275") {
 		t.Fatalf("rebate %d, want MakerRebateShare's −0.061275", f.Fee)
+	}
+}
+
+// A listing of the venue's every market costs nothing for the markets the
+// recording never trades: no instrument until an event names one, and
+// then its listed tick, minimum size and fees apply.
+func TestListingOfManyMarkets(t *testing.T) {
+	tp, _ := pmTape(t, Config{})
+	n0 := len(tp.e.instList)
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range 2000 {
+		fmt.Fprintf(&b, `{"conditionId":"0x%064x","orderMinSize":5,"orderPriceMinTickSize":0.01,"clobTokenIds":"[\"%077d\", \"%077d\"]","feesEnabled":true,"feeSchedule":{"rate":0.04}},`,
+			i+1, 2*i+1, 2*i+2)
+	}
+	const other = "90000000000000000000000000000000000000000000000000000000000000000000000000003"
+	b.WriteString(`{"conditionId":"0xabc","orderMinSize":15,"orderPriceMinTickSize":0.001,"clobTokenIds":"[\"` + other + `\", \"4\"]","feesEnabled":true,"feeSchedule":{"rate":0.05}}]`)
+	tp.rest(b.String())
+	if n := len(tp.e.instList); n != n0 {
+		t.Fatalf("%d instruments after the listing, want %d", n, n0)
+	}
+	tp.frame(`{"event_type":"book","asset_id":"` + other + `","market":"0xabc","timestamp":"` + tp.ms() +
+		`","bids":[{"price":"0.400","size":"100"}],"asks":[{"price":"0.420","size":"100"}]}`)
+	in := tp.e.insts[other]
+	if in == nil || in.Tick != tp.px("0.001") || in.MinSize != tp.sz("15") || in.Market != "0xabc" {
+		t.Fatalf("listed rules not applied: %+v", in)
+	}
+	if r, src, ok := tp.e.ctx.TakerFeeRate(other); !ok || r != 0.05 || src != FeeListing {
+		t.Fatalf("listed fee %v %v %v", r, src, ok)
 	}
 }
