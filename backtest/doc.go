@@ -108,10 +108,12 @@
 // bodies recorded before it state (replayer.WithWarmupREST hands them to
 // the engine during the warmup): a listing recorded at discovery holds for
 // a window that starts hours later. Summary.FeeRates lists, per market,
-// each rate its fills used, its
-// source and since when; recorded values that do not read (a negative or
-// non-numeric rate, "NaN") change nothing and are problems in
-// Result.Errors. Hyperliquid: notional × rate, maker and taker by tier
+// each rate its fills used, its source and since when (Context.TakerFeeRate
+// tells a strategy the rate now); recorded values that do not read (a
+// negative or non-numeric rate, "NaN") change nothing and are problems in
+// Result.Errors. A recording captured by token ids holds no Gamma listing
+// (discovery fetches one only for slugs, condition ids and --all-markets):
+// its markets' rates come from their trades. Hyperliquid: notional × rate, maker and taker by tier
 // (Config.FeeTier; hyperliquid.gitbook.io "Fees"). Fees are exact
 // fixed-point at CashDecimals, rounded half away from zero.
 //
