@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/tapedeck/tapedeck/book"
@@ -220,5 +221,52 @@ func TestKnownIDsExact(t *testing.T) {
 	mustDecode(t, d, frame, &out)
 	if out.Events[0].Instrument != ids[1] || d.Book(ids[1]).Len(book.Ask) != 1 || d.Book(ids[1]).Len(book.Bid) != 0 {
 		t.Fatalf("repeated asset_id applied to %.6s…", out.Events[0].Instrument)
+	}
+}
+
+// digitsAt (a word at a time up to 16 digits) values and measures every run
+// of digits as a loop over its bytes does, wherever it sits in the buffer and
+// whatever follows it; and timestamps read by fastTs decode as parseTs reads
+// them, strings and bare integers alike.
+func TestDigitsAt(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n < 100000; n++ {
+		buf := make([]byte, r.IntN(40))
+		for i := range buf {
+			if r.IntN(12) == 0 {
+				buf[i] = "\"/:.e,x\x00\xff"[r.IntN(9)]
+			} else {
+				buf[i] = byte('0' + r.IntN(10))
+			}
+		}
+		j := 0
+		if len(buf) > 0 {
+			j = r.IntN(len(buf))
+		}
+		v, k := digitsAt(buf, j)
+		var want uint64
+		m := 0
+		for j+m < len(buf) && buf[j+m]-'0' <= 9 {
+			want = want*10 + uint64(buf[j+m]-'0')
+			m++
+		}
+		if k != m || m <= 18 && v != want {
+			t.Fatalf("digitsAt(%q, %d) = %d, %d; want %d, %d", buf, j, v, k, want, m)
+		}
+	}
+	for _, ts := range []string{`"1761177600857"`, `1761177600857`, `"0001"`, `"1"`, `1000000000000000`, `"123456789012345678"`, `"1234567890123456789"`, `"9223372036854775808"`} {
+		frame := []byte(`{"event_type":"last_trade_price","asset_id":"a","price":"0.5","size":"1","side":"BUY","timestamp":` + ts + `}`)
+		d := NewDecoder()
+		var out venue.Frame
+		err := d.Decode(frame, 0, &out)
+		v, ok := parseTs(bytes.Trim([]byte(ts), `"`))
+		ns, inRange := tsNs(v)
+		if ok && inRange {
+			if err != nil || out.Events[0].ExchangeNs != ns {
+				t.Fatalf("timestamp %s: %v, %d ns; want %d", ts, err, out.Events[0].ExchangeNs, ns)
+			}
+		} else if err == nil {
+			t.Fatalf("timestamp %s accepted", ts)
+		}
 	}
 }

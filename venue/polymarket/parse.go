@@ -1,7 +1,9 @@
 package polymarket
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/tapedeck/tapedeck/book"
@@ -65,6 +67,8 @@ type msg struct {
 	nums     uint32      // bit kc: the scalar of key code kc was a bare number, not a string
 	ltpEmpty bool        // "last_trade_price":"" (present, empty: no trade yet)
 	rej      int32       // kind kRejected: 1 + its index in Decoder.rejs
+	typKind  kind        // kBook or kPriceChange when parse matched typ as a constant, else kUnknown
+	tsOK     bool        // tsMs holds ts's value, read as it was scanned
 
 	// Parsed scalars.
 	pPrice, pSize, pBid, pAsk, pTick, pMinOrder, pLtp int64
@@ -208,6 +212,17 @@ func (d *Decoder) parseMsg(newIDs *int) error {
 		}
 		switch kc {
 		case kcEventType:
+			// The two types of nearly every frame, matched as constants.
+			if b, off := d.frame, s.Offset(); string(win(b, off, len(`"book"`))) == `"book"` {
+				m.typ, m.typKind = b[off+1:off+5], kBook
+				s.SetOffset(off + len(`"book"`))
+				break
+			} else if string(win(b, off, len(`"price_change"`))) == `"price_change"` {
+				m.typ, m.typKind = b[off+1:off+13], kPriceChange
+				s.SetOffset(off + len(`"price_change"`))
+				break
+			}
+			m.typKind = kUnknown
 			m.typ, err = d.rawString(m, "event_type")
 		case kcAssetID:
 			m.asset.off = s.Offset()
@@ -228,6 +243,10 @@ func (d *Decoder) parseMsg(newIDs *int) error {
 		case kcHash:
 			m.hash, err = d.rawString(m, "hash")
 		case kcTimestamp:
+			if d.fastTs(m) {
+				break
+			}
+			m.tsOK = false
 			err = d.rawScalar(m, &m.ts, kc)
 		case kcPrice:
 			err = d.rawScalar(m, d.scalar(kc), kc)
@@ -445,6 +464,90 @@ func (d *Decoder) rawScalar(m *msg, v *val, kc keyCode) error {
 	m.hold(v.off, keyNames[kc], ErrType)
 	_, err := s.Skip()
 	return err
+}
+
+// fastTs reads a timestamp of at most 18 digits, as a string or a bare
+// integer, valuing it as it scans (parseTs would read it again). Anything
+// else is false, for rawScalar and parseTs to judge.
+func (d *Decoder) fastTs(m *msg) bool {
+	s := &d.s
+	b, off := d.frame, s.Offset()
+	if off >= len(b) {
+		return false
+	}
+	str := b[off] == '"'
+	j := off
+	if str {
+		j++
+	} else if b[off]-'1' > 8 {
+		return false // not a bare integer as rawScalar reads one (no sign, no leading zero)
+	}
+	lo := j
+	v, n := digitsAt(b, j)
+	j += n
+	if n == 0 || n > 18 || j >= len(b) {
+		return false
+	}
+	switch {
+	case str && b[j] == '"':
+		s.SetOffset(j + 1)
+	case !str && b[j] != '.' && b[j] != 'e' && b[j] != 'E':
+		s.SetOffset(j)
+		m.nums |= 1 << kcTimestamp
+	default:
+		return false
+	}
+	m.ts = val{b: b[lo:j], off: off}
+	m.tsMs, m.tsOK = int64(v), true
+	return true
+}
+
+// digitsAt values the run of up to 18 ASCII digits at b[j:] and returns its
+// length (more than 18: the length only, v meaningless). A run of up to 16
+// digits with 16 bytes to read is valued a word at a time: a 13-digit
+// timestamp one digit at a time is a chain of 13 multiply-adds, the costliest
+// part of a small frame's header.
+func digitsAt(b []byte, j int) (v uint64, n int) {
+	if j >= 0 && len(b)-j >= 16 {
+		w1 := binary.LittleEndian.Uint64(b[j:])
+		if n = bits.TrailingZeros64(nonDigits(w1)) >> 3; n < 8 {
+			if n == 0 {
+				return 0, 0
+			}
+			return digits8((w1 - ones*'0') << (64 - 8*n)), n
+		}
+		w2 := binary.LittleEndian.Uint64(b[j+8:])
+		if n = bits.TrailingZeros64(nonDigits(w2)) >> 3; n == 0 {
+			return digits8(w1 - ones*'0'), 8
+		} else if n < 8 {
+			return digits8(w1-ones*'0')*uint64(pow10[n]) + digits8((w2-ones*'0')<<(64-8*n)), 8 + n
+		}
+	}
+	n = 0
+	for k := j; k < len(b); k++ {
+		c := b[k] - '0'
+		if c > 9 {
+			break
+		}
+		v = v*10 + uint64(c)
+		n++
+	}
+	return v, n
+}
+
+// nonDigits returns a word whose lowest non-zero byte is that of the first
+// byte of w (little-endian) that is not an ASCII digit; 0 if all are digits.
+// Borrows and carries move only upwards, past that byte.
+func nonDigits(w uint64) uint64 {
+	return ((w & (ones * 0xf0)) - ones*0x30) | (((w + ones*0x06) & (ones * 0xf0)) - ones*0x30)
+}
+
+// digits8 values eight digit values (0 to 9, one a byte, the first byte the
+// most significant) as one number.
+func digits8(x uint64) uint64 {
+	x = x*10 + x>>8 // each even byte: ten times itself plus the next
+	const mask = 0x000000ff000000ff
+	return ((x&mask)*(100+1000000<<32) + (x>>16&mask)*(1+10000<<32)) >> 32
 }
 
 // scalar returns the slot of the message's scalar of key code kc, now given.
@@ -926,6 +1029,21 @@ func tsNs(v int64) (ns int64, ok bool) {
 // classify sets m's kind from its event_type and validates the fields that
 // kind uses.
 func (d *Decoder) classify(m *msg, newIDs *int) error {
+	switch {
+	case m.typKind != kUnknown:
+		m.kind = m.typKind
+	default:
+		d.classifyType(m)
+	}
+	if m.kind == kMarket || m.kind == kUnknown {
+		return nil
+	}
+	return d.classifyFields(m, newIDs)
+}
+
+// classifyType sets m's kind from an event_type parse did not match as a
+// constant.
+func (d *Decoder) classifyType(m *msg) {
 	switch string(m.typ) {
 	case "book":
 		m.kind = kBook
@@ -939,7 +1057,6 @@ func (d *Decoder) classify(m *msg, newIDs *int) error {
 		m.kind = kQuote
 	case "new_market", "market_resolved":
 		m.kind = kMarket
-		return nil
 	default:
 		// A REST /book summary or a recorder's stored book has no
 		// event_type; bids, asks and asset_id make it a snapshot.
@@ -948,15 +1065,21 @@ func (d *Decoder) classify(m *msg, newIDs *int) error {
 			break
 		}
 		m.kind = kUnknown
-		return nil
 	}
+}
+
+// classifyFields validates the fields m's kind uses.
+func (d *Decoder) classifyFields(m *msg, newIDs *int) error {
 	event := kindNames[m.kind]
 	fail := func(err error) error { return failAs(err, event, m.start) }
 	if m.deferred != nil {
 		return fail(m.deferred)
 	}
 	if m.ts.b != nil {
-		v, ok := parseTs(m.ts.b)
+		v, ok := m.tsMs, m.tsOK
+		if !ok {
+			v, ok = parseTs(m.ts.b)
+		}
 		if ok {
 			m.tsNs, ok = tsNs(v)
 		}
