@@ -18,7 +18,16 @@ import (
 // rare multi-millisecond waits), write-ns/frame the writer's cost per frame
 // (decode + apply + publish, or decode + apply under the lock) and
 // write-slowdown its CPU time per frame beside the reader over the same
-// writer's alone, in the same run (see latency.ReaderUnderWriter).
+// writer's alone, in the same run (see latency.ReaderUnderWriter). Every
+// sample includes one reading of the clock (clock-p50-ns). new-% is the
+// share of reads that found a new view (for the locks: a new book
+// generation) and read-new-* their percentiles: those reads fetch from the
+// writer's core and make the tail. A run on a busy shared machine where the
+// writer's thread was mostly descheduled shows a tiny new-% and says little
+// about contention. A mutex reader's tail stays short because it keeps the
+// lock: the writer then applies its frames in bursts between
+// millisecond-long waits, so few reads see new state and those wait about
+// a millisecond (new-%, read-new-p50-ns).
 func BenchmarkReaderUnderWriter(b *testing.B) {
 	const depth = 10
 	s := loadSession(b, venue.Polymarket, streamFrames(b))

@@ -285,11 +285,11 @@ func (p *Publisher) release(idx uint64) {
 
 // Load copies the current View into dst, reusing dst's slices (no
 // allocation once they have the publisher's depth as capacity), and reports
-// whether there was one (false before the first Publish, dst unchanged). dst
-// is the caller's own: it needs no Release and stays as it is until the next
-// Load into it. It is the quickest consistent read of a fresh view: one
-// atomic add pins the current slot, then the view's header and its levels
-// are fetched together.
+// whether there was one (false before the first Publish, dst's content
+// unchanged). dst is the caller's own: it needs no Release and stays as it
+// is until the next Load into it. It is the quickest consistent read of a
+// fresh view: one atomic add pins the current slot, then the view's header
+// and its levels are fetched together.
 //
 // Right after a Publish most lines a reader touches were last written by
 // the writer, on another core, so each dependent fetch costs a cache-line
@@ -302,30 +302,39 @@ func (p *Publisher) release(idx uint64) {
 // ones (the line holding the slices is then still in the reader's cache,
 // see slot), three otherwise.
 func (p *Publisher) Load(dst *Top) bool {
+	d := p.depth
+	if cap(dst.Bids) < d || cap(dst.Asks) < d {
+		growTop(dst, d) // before the pin: nothing but the copy while pinned
+	}
 	g := p.state.Add(1)
 	i := int(g>>idxShift) - 1
 	if i < 0 {
 		p.unpinNone()
 		return false
 	}
-	d := p.depth
 	lv := p.store[i*p.stride : i*p.stride+2*d]
-	bids, asks := dst.Bids, dst.Asks
-	if cap(bids) < d {
-		bids = make([]Level, d)
-	}
-	if cap(asks) < d {
-		asks = make([]Level, d)
-	}
-	copy(bids[:d], lv[:d])
-	copy(asks[:d], lv[d:])
+	copy(dst.Bids[:d], lv[:d])
+	copy(dst.Asks[:d], lv[d:])
 	v := &p.slots[i].view
-	dst.Bids, dst.Asks = bids[:len(v.Bids)], asks[:len(v.Asks)]
+	dst.Bids, dst.Asks = dst.Bids[:len(v.Bids)], dst.Asks[:len(v.Asks)]
 	dst.BidLevels, dst.AskLevels = v.BidLevels, v.AskLevels
 	dst.Valid, dst.Crossed, dst.Locked = v.Valid, v.Crossed, v.Locked
 	dst.Generation, dst.Seq, dst.Stamp, dst.Scale = v.Generation, v.Seq, v.Stamp, v.Scale
 	p.release(uint64(i + 1))
 	return true
+}
+
+// growTop gives t's level slices a capacity of at least n, keeping their
+// content.
+//
+//go:noinline
+func growTop(t *Top, n int) {
+	if cap(t.Bids) < n {
+		t.Bids = append(make([]Level, 0, n), t.Bids...)
+	}
+	if cap(t.Asks) < n {
+		t.Asks = append(make([]Level, 0, n), t.Asks...)
+	}
 }
 
 // Best returns the best level of a side in the view and whether there is one.

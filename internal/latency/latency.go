@@ -41,14 +41,17 @@ const soloFor = 20 * time.Millisecond
 //     two back-to-back readings of the clock each sample takes, timed the
 //     same way after the reads;
 //   - the writer's wall time per call beside the reader (write-ns/frame)
-//     and, where the system gives a thread's CPU time (Linux), its CPU time
+//     and alone before it (write-solo-ns/frame): a reader that holds a lock
+//     the writer needs shows here (the writer waits, its CPU time does not
+//     grow), as does a shared machine that runs other work on the writer's
+//     core; and, where the system gives a thread's CPU time (Linux), its CPU time
 //     per call with the reader (write-cpu-ns/frame), alone before it
 //     (write-solo-cpu-ns/frame), and their ratio (write-slowdown): what the
 //     reader costs the writer, independent of how much of the shared
 //     machine the writer's thread got.
 func ReaderUnderWriter(b *testing.B, write func(i int), read func() bool) {
 	var start, stop atomic.Bool
-	var soloFrames, frames, soloCPU, cpu, wall int64
+	var soloFrames, frames, soloCPU, cpu, soloWall, wall int64
 	solo := make(chan struct{})
 	done := make(chan struct{})
 	write(0) // a first state before the reader starts
@@ -68,7 +71,7 @@ func ReaderUnderWriter(b *testing.B, write func(i int), read func() bool) {
 				}
 			}
 			if timed {
-				soloFrames, soloCPU = int64(i-n0), threadCPU()-c0
+				soloFrames, soloCPU, soloWall = int64(i-n0), threadCPU()-c0, nanotime()-t0
 			}
 		}
 		close(solo)
@@ -119,6 +122,7 @@ func ReaderUnderWriter(b *testing.B, write func(i int), read func() bool) {
 		return
 	}
 	b.ReportMetric(float64(wall)/float64(frames), "write-ns/frame")
+	b.ReportMetric(float64(soloWall)/float64(soloFrames), "write-solo-ns/frame")
 	if cpu > 0 && soloCPU > 0 {
 		with, alone := float64(cpu)/float64(frames), float64(soloCPU)/float64(soloFrames)
 		b.ReportMetric(with, "write-cpu-ns/frame")
