@@ -485,6 +485,21 @@ func BenchmarkReaderUnderWriter(b *testing.B) {
 	}
 }
 
+// The reader benchmark's frames move the top of the book: nearly every
+// frame makes a new view.
+func TestBenchFramesMoveTheTop(t *testing.T) {
+	f := newBenchFrames(100)
+	p := NewPublisher(10, 1)
+	const frames = 1000
+	for i := 0; i < frames; i++ {
+		f.apply(i)
+		p.Publish(f.book, int64(i))
+	}
+	if n := p.Published(); n < frames*8/10 {
+		t.Fatalf("%d views for %d frames", n, frames)
+	}
+}
+
 type benchOp struct {
 	side        Side
 	price, size int64
@@ -494,6 +509,11 @@ type benchOp struct {
 // on a 1e-4 grid and a cycle of updates shaped like a live Polymarket book
 // (most within a few ticks of the touch, some deletes and re-inserts, a few
 // deep), grouped into frames of 4 changes with a full snapshot every 50th.
+// Each change in the cycle is followed by one restoring its level; a frame
+// starts with the restore of the previous frame's last change, so it leaves
+// a level changed and nearly every frame moves the top a reader sees (were
+// the frames aligned on the pairs, the book and its top would be the same
+// after every frame and a Publisher would never make a new view).
 type benchFrames struct {
 	book       *Book
 	ops        []benchOp
@@ -518,7 +538,7 @@ func (f *benchFrames) apply(i int) {
 		return
 	}
 	for k := 0; k < 4; k++ {
-		o := f.ops[(4*i+k)%len(f.ops)]
+		o := f.ops[(4*i+k+1)%len(f.ops)]
 		_ = f.book.Set(o.side, o.price, o.size, 0)
 	}
 }

@@ -26,8 +26,12 @@ const soloFor = 20 * time.Millisecond
 // ReaderUnderWriter calls write(0) once, then write(1), write(2), … on a
 // goroutine locked to its own OS thread until the benchmark ends. The writer
 // first runs alone (soloFor to warm up, soloFor timed), then the benchmark
-// goroutine times b.N calls of read while the writer goes on. read reports
-// whether it found state the writer changed since the previous read (a new
+// goroutine times b.N calls of read while the writer goes on. Where the
+// system allows it (Linux) the reader's and the writer's threads are bound
+// to two different CPUs (pinned reports 1), so that on a busy shared machine
+// they are never time-sliced on one CPU, where the reader would see the
+// writer's work only between time slices and no contention at all. read
+// reports whether it found state the writer changed since the previous read (a new
 // view, a new book generation): those reads fetch it from the writer's core,
 // and how many there are depends on how fast the writer ran on a shared
 // machine, so they are also reported on their own. It reports:
@@ -50,7 +54,7 @@ const soloFor = 20 * time.Millisecond
 //     reader costs the writer, independent of how much of the shared
 //     machine the writer's thread got.
 func ReaderUnderWriter(b *testing.B, write func(i int), read func() bool) {
-	var start, stop atomic.Bool
+	var start, stop, writerPinned atomic.Bool
 	var soloFrames, frames, soloCPU, cpu, soloWall, wall int64
 	solo := make(chan struct{})
 	done := make(chan struct{})
@@ -59,6 +63,9 @@ func ReaderUnderWriter(b *testing.B, write func(i int), read func() bool) {
 		defer close(done)
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
+		restore, ok := pinThread(1)
+		defer restore()
+		writerPinned.Store(ok)
 		// Warm up as long again untimed, then time the writer alone,
 		// reading the clock once per 64 calls.
 		i := 1
@@ -86,6 +93,8 @@ func ReaderUnderWriter(b *testing.B, write func(i int), read func() bool) {
 		frames, cpu, wall = int64(i-n0), threadCPU()-c0, nanotime()-t0
 	}()
 	<-solo
+	runtime.LockOSThread()
+	restore, readerPinned := pinThread(0)
 	h, hn := new(Histogram), new(Histogram)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -100,6 +109,8 @@ func ReaderUnderWriter(b *testing.B, write func(i int), read func() bool) {
 		}
 	}
 	b.StopTimer()
+	restore()
+	runtime.UnlockOSThread()
 	stop.Store(true)
 	<-done
 	clock := new(Histogram)
@@ -112,6 +123,11 @@ func ReaderUnderWriter(b *testing.B, write func(i int), read func() bool) {
 	b.ReportMetric(float64(h.Quantile(0.999)), "read-p99.9-ns")
 	b.ReportMetric(float64(h.Quantile(0.9999)), "read-p99.99-ns")
 	b.ReportMetric(float64(h.Max()), "read-max-ns")
+	if readerPinned && writerPinned.Load() {
+		b.ReportMetric(1, "pinned")
+	} else {
+		b.ReportMetric(0, "pinned")
+	}
 	b.ReportMetric(100*float64(hn.Count())/float64(max(h.Count(), 1)), "new-%")
 	b.ReportMetric(float64(hn.Quantile(0.50)), "read-new-p50-ns")
 	b.ReportMetric(float64(hn.Quantile(0.99)), "read-new-p99-ns")
