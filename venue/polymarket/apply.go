@@ -231,8 +231,7 @@ func (d *Decoder) apply(out *venue.Frame) error {
 			in.q.AfterGap, in.gap, in.snapped = in.gap, false, true
 			in.q.Crossed = in.book.Crossed()
 			d.checkHash(in, m.ts.b, m.hash, m.tsMs)
-			ev := d.newEvent(out, venue.EventSnapshot, m)
-			ev.Instrument, ev.Market, ev.Book = in.id, in.market, in.book
+			d.bookEvent(out, venue.EventSnapshot, m, in)
 		case kPriceChange:
 			for j := m.chLo; j < m.chHi; j++ {
 				c := &d.changes[j]
@@ -260,8 +259,7 @@ func (d *Decoder) apply(out *venue.Frame) error {
 				if in.book.Valid() {
 					d.checkHash(in, m.ts.b, c.hash, m.tsMs)
 				}
-				ev := d.newEvent(out, venue.EventLevel, m)
-				ev.Instrument, ev.Market, ev.Book = in.id, in.market, in.book
+				ev := d.bookEvent(out, venue.EventLevel, m, in)
 				ev.Side, ev.Price, ev.Size = c.side, c.price, c.size
 				ev.Raw = d.frame[c.start:c.end]
 			}
@@ -311,6 +309,13 @@ func (d *Decoder) instrumentOf(in *instrument, id, market []byte) *instrument {
 // to be filled in place: an Event is large, and building one on the stack
 // and copying it cost more than the rest of a small frame's second pass.
 func (d *Decoder) newEvent(out *venue.Frame, t venue.EventType, m *msg) *venue.Event {
+	ev := d.eventSlot(out, t)
+	*ev = venue.Event{Type: t, ExchangeNs: m.tsNs, Raw: d.frame[m.start:m.end], Text: m.typ}
+	return ev
+}
+
+// eventSlot appends a slot for an event of type t to out, counting it.
+func (d *Decoder) eventSlot(out *venue.Frame, t venue.EventType) *venue.Event {
 	d.stats.Events[t]++
 	n := len(out.Events)
 	if n < cap(out.Events) {
@@ -318,8 +323,14 @@ func (d *Decoder) newEvent(out *venue.Frame, t venue.EventType, m *msg) *venue.E
 	} else {
 		out.Events = append(out.Events, venue.Event{})
 	}
-	ev := &out.Events[n]
-	*ev = venue.Event{Type: t, ExchangeNs: m.tsNs, Raw: d.frame[m.start:m.end], Text: m.typ}
+	return &out.Events[n]
+}
+
+// bookEvent is newEvent for an event of in's book, written in one go.
+func (d *Decoder) bookEvent(out *venue.Frame, t venue.EventType, m *msg, in *instrument) *venue.Event {
+	ev := d.eventSlot(out, t)
+	*ev = venue.Event{Type: t, ExchangeNs: m.tsNs, Raw: d.frame[m.start:m.end], Text: m.typ,
+		Instrument: in.id, Market: in.market, Book: in.book}
 	return ev
 }
 

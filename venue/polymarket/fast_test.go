@@ -3,8 +3,11 @@ package polymarket
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tapedeck/tapedeck/book"
@@ -267,6 +270,55 @@ func TestDigitsAt(t *testing.T) {
 			}
 		} else if err == nil {
 			t.Fatalf("timestamp %s accepted", ts)
+		}
+	}
+}
+
+// A snapshot side read by parseSide's back-to-back loop, then its general
+// loop from wherever the first stops (a space, an odd level, a bad one),
+// gives the levels and the error (field and offset) of the general loop
+// alone: the same side behind a space before every level, which the first
+// loop never takes.
+func TestParseSideLoops(t *testing.T) {
+	lv := func(p, s string) string { return `{"price":"` + p + `","size":"` + s + `"}` }
+	sides := []string{
+		`[]`, `[ ]`, `[` + lv("0.1", "1") + `]`,
+		`[` + lv("0.1", "1") + `,` + lv("0.2", "2") + `,` + lv("0.3", "3") + `]`,
+		`[` + lv("0.1", "1") + `, ` + lv("0.2", "2") + `,` + lv("0.3", "3") + `]`,
+		`[` + lv("0.1", "1") + `,` + lv("0.2", "0") + `,` + lv("0.3", "3") + `]`,
+		`[` + lv("0.1", "1") + `,` + lv("1.2", "2") + `]`,
+		`[` + lv("0.1", "1") + `,{"size":"2","price":"0.2"},` + lv("0.3", "3") + `]`,
+		`[` + lv("0.3", "1") + `,` + lv("0.2", "2") + `,` + lv("0.2", "3") + `]`,
+		`[` + lv("0.1", "1") + ` ,` + lv("0.2", "2") + `]`,
+		`[` + lv("0.1", "1") + `,` + lv("0.2", "2") + ` ]`,
+		`[` + lv("0.1", "1") + `,` + lv("0.2", "2") + `,]`,
+		`[` + lv("0.1", "1") + `,` + lv("0.2", "x") + `]`,
+	}
+	frame := func(side string) []byte {
+		return []byte(`{"event_type":"book","asset_id":"a","bids":` + side + `,"asks":[]}`)
+	}
+	for _, side := range sides {
+		spaced := strings.ReplaceAll(strings.ReplaceAll(side, `[{`, `[ {`), `,{`, `, {`)
+		var out, sout venue.Frame
+		d, sd := NewDecoder(), NewDecoder()
+		err, serr := d.Decode(frame(side), 0, &out), sd.Decode(frame(spaced), 0, &sout)
+		if (err == nil) != (serr == nil) {
+			t.Fatalf("%s: %v; spaced: %v", side, err, serr)
+		}
+		if err != nil {
+			var de, sde *DecodeError
+			same := func(f []byte, off int) string { // offsets name the same text
+				t := strings.ReplaceAll(string(f[off:]), " ", "")
+				return t[:min(12, len(t))]
+			}
+			if !errors.As(err, &de) || !errors.As(serr, &sde) || de.Field != sde.Field || de.Err.Error() != sde.Err.Error() ||
+				same(frame(side), de.Offset) != same(frame(spaced), sde.Offset) {
+				t.Fatalf("%s: %v; spaced: %v", side, err, serr)
+			}
+			continue
+		}
+		if a, b := d.Book("a").Top(book.Bid, nil, -1), sd.Book("a").Top(book.Bid, nil, -1); !slices.Equal(a, b) {
+			t.Fatalf("%s: %v; spaced %v", side, a, b)
 		}
 	}
 }

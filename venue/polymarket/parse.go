@@ -567,6 +567,17 @@ func (d *Decoder) sv(kc keyCode) val {
 // num reports whether the scalar of key code kc was a bare number.
 func (m *msg) num(kc keyCode) bool { return m.nums&(1<<kc) != 0 }
 
+// after is the order of a side once price follows prev.
+func (o order) after(prev, price int64) order {
+	if price <= prev {
+		o &^= orderUp
+	}
+	if price >= prev {
+		o &^= orderDown
+	}
+	return o
+}
+
 // parseSide parses a snapshot side into d.levels, returning its range and
 // price order. A semantic problem is held in m and the array skipped.
 func (d *Decoder) parseSide(m *msg, name string) (lo, hi int, ord order, err error) {
@@ -585,7 +596,38 @@ func (d *Decoder) parseSide(m *msg, name string) (lo, hi int, ord order, err err
 	arr := s.Offset() - 1
 	ord = orderUp | orderDown
 	var prev int64
-	for first, idx := true, 0; ; first, idx = false, idx+1 {
+	// The wire's levels back to back, in a loop of its own: the first
+	// level that is not the usual shape, or not good, and anything else
+	// after a level, go to the loop below from where this one stopped, which
+	// reads that level again and names any problem.
+	idx, at := 0, arr+1
+	if at < len(b) && b[at] == ']' {
+		s.SetOffset(at + 1)
+		return lo, lo, ord, nil
+	}
+	for j := at; ; idx++ {
+		price, size, end, ok := scanLevel(b, j)
+		if !ok || size == 0 || price <= 0 || price > maxPrice || size > maxSize {
+			break
+		}
+		if idx > 0 {
+			ord = ord.after(prev, price)
+		}
+		prev = price
+		d.levels = append(d.levels, book.Level{Price: price, Size: size})
+		at = end
+		if end < len(b) && b[end] == ']' {
+			s.SetOffset(end + 1)
+			return lo, len(d.levels), ord, nil
+		}
+		if end+1 >= len(b) || b[end] != ',' || b[end+1] != '{' {
+			idx++
+			break
+		}
+		j = end + 1
+	}
+	s.SetOffset(at)
+	for first := idx == 0; ; first, idx = false, idx+1 {
 		// Fast path: "," (after the first) then the wire's level shape; or
 		// the end of the array.
 		off := s.Offset()
@@ -637,12 +679,7 @@ func (d *Decoder) parseSide(m *msg, name string) (lo, hi int, ord order, err err
 			return d.abandonArray(arr, lo)
 		}
 		if idx > 0 {
-			if price <= prev {
-				ord &^= orderUp
-			}
-			if price >= prev {
-				ord &^= orderDown
-			}
+			ord = ord.after(prev, price)
 		}
 		prev = price
 		d.levels = append(d.levels, book.Level{Price: price, Size: size})
