@@ -23,8 +23,8 @@ import (
 // that follows a new publish waits for two cache-line transfers in a row
 // (that word, then the slot's header and levels together, their addresses
 // known from the slot index); Acquire and a copy of View.Bids as many, or
-// three when the slot's level counts or flags changed (the View holds the
-// levels' address). When the writer makes another slot current it swaps
+// three when the number of levels shown or a flag changed since the slot's
+// last view (the View holds the levels' address; see slot). When the writer makes another slot current it swaps
 // the word and moves the old slot's pin count onto that slot, where late
 // Releases take it back.
 //
@@ -64,18 +64,18 @@ const (
 )
 
 // slot is a View and the pins moved onto it when it stopped being current,
-// less the Releases since. Slots are padded apart so readers of the current
-// one do not slow the writer filling the next.
+// less the Releases since.
 //
-// A slot is two cache lines, allocated on its own so that it starts one (a
-// small object of a size class of whole lines, with no allocation header:
-// TestPublisherLayout checks it). The first holds
-// what a refill seldom changes: the View's publisher, its level slices and
-// flags, rewritten only when a level count, a flag or the scale differs
-// from what the slot last held, so a reader that saw this slot before finds
-// that line still in its cache and the levels' address with it. The second
-// holds what every refill writes (counts, generation, sequence, stamp) and
-// the pin count.
+// A slot is two cache lines of its own (allocated one by one: a small object
+// of a size class of whole lines, with no allocation header, starts a line;
+// TestPublisherLayout checks it), so readers of the current slot do not slow
+// the writer filling the next. The first line holds what a refill seldom
+// changes: the View's publisher, its level slices, scale and flags,
+// rewritten only when the number of levels shown on a side, a flag or the
+// scale differs from what the slot last held, so a reader that saw this slot
+// before still has that line, and the levels' address with it, in its
+// cache. The second holds what every refill writes (full level counts,
+// generation, sequence, stamp) and the pin count.
 type slot struct {
 	view View
 	refs atomic.Int64
