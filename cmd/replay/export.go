@@ -48,6 +48,7 @@ type exportOptions struct {
 	Shard       replayer.Shard
 	ShardByTime bool // --shard-by time: shard K is the K-th of N equal time slices
 	ReadAhead   int  // blocks decompressed ahead per dataset (0: sequential)
+	Encoders    int  // goroutines writing the table (export.WithEncoders); 0: one per core
 
 	Stderr   io.Writer
 	Stdout   io.Writer
@@ -197,6 +198,7 @@ byte-identical files.`,
 	f.StringVar(&shardBy, "shard-by", "instrument", "how --shard splits: instrument (the union of the shards is the unsharded table) or time (shard K reads only the K-th of N equal time slices; its books start empty and are exact from each instrument's first snapshot in it)")
 	f.StringVar(&shard, "shard", "", "export only shard `K/N` of the instruments (1/4 … 4/4 together are the whole table); --out needs {shard} unless --partition-by or --split-by")
 	addReadAheadFlag(cmd, &opts.ReadAhead)
+	f.IntVar(&opts.Encoders, "encoders", 0, "goroutines encoding and writing the table (`N`, 0 to 256; 0: one per core; 1: all on the replay's goroutine); the file is the same")
 	return cmd
 }
 
@@ -207,6 +209,9 @@ func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interv
 	}
 	if o.Out == "" {
 		return cli.FlagErrorf("export: --out is required")
+	}
+	if o.Encoders < 0 || o.Encoders > export.MaxEncoders {
+		return cli.FlagErrorf("export: --encoders %d: want 0 to %d", o.Encoders, export.MaxEncoders)
 	}
 	raw := o.Table == "raw"
 	var table export.Table
@@ -589,6 +594,9 @@ func exportTable(ctx context.Context, o *exportOptions, open func(path string) (
 		}
 	}
 	var sopts []export.Option
+	if o.Encoders > 0 {
+		sopts = append(sopts, export.WithEncoders(o.Encoders))
+	}
 	if o.Compression != 0 {
 		sopts = append(sopts, export.WithCompression(o.Compression))
 	}

@@ -280,6 +280,38 @@ func TestExportOverwrite(t *testing.T) {
 	}
 }
 
+// TestExportEncoders: --encoders 1 (everything on the replay's goroutine),
+// the default (one per core) and more than the cores write the same file.
+func TestExportEncoders(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ds := expSample(t, venue.Polymarket)
+	dir := t.TempDir()
+	for _, c := range []struct{ table, ext string }{{"depth", ".parquet"}, {"book_changes", ".parquet"}, {"depth", ".csv"}} {
+		var outs [][]byte
+		for _, n := range []string{"1", "", "5"} {
+			out := filepath.Join(dir, c.table+n+c.ext)
+			args := []string{"export", ds, "--table", c.table, "--out", out}
+			if n != "" {
+				args = append(args, "--encoders", n)
+			}
+			expMust(t, args...)
+			b, err := os.ReadFile(out)
+			if err != nil || len(b) == 0 {
+				t.Fatalf("%s: %d bytes, %v", out, len(b), err)
+			}
+			outs = append(outs, b)
+		}
+		for i := 1; i < len(outs); i++ {
+			if !bytes.Equal(outs[0], outs[i]) {
+				t.Fatalf("%s%s: --encoders 1 wrote %d bytes, case %d %d bytes, and they differ", c.table, c.ext, len(outs[0]), i, len(outs[i]))
+			}
+		}
+	}
+	if code, _, stderr := execReplay(t, "export", ds, "--table", "depth", "--out", filepath.Join(dir, "x.parquet"), "--encoders", "257"); code != cli.ExitUsage || !strings.Contains(stderr, "--encoders") {
+		t.Fatalf("--encoders 257: exit %d, %q", code, stderr)
+	}
+}
+
 // TestExportCompression: for every format, .gz and .zst (or --compress)
 // are gzip and zstd of the plain file, byte for byte.
 func TestExportCompression(t *testing.T) {
