@@ -63,10 +63,13 @@ type changesTable struct {
 	cCount                       int
 	names                        interned
 	insts                        map[instKey]*changesInst
+	last                         *changesInst // the book of the previous event
 	old, cur                     []book.Level
 }
 
 type changesInst struct {
+	key      instKey    // its instrument interned
+	venue    string     // interned
 	mirror   *book.Book // the book as the rows so far describe it
 	lastSnap bool       // the last rows written were a snapshot block
 	loss     bool       // a loss since the last rows
@@ -88,13 +91,20 @@ func (t *changesTable) columns(b *batch, _ string, counts bool) {
 }
 
 func (t *changesTable) inst(e *replayer.Event) (*changesInst, bool) {
+	// Events come in runs of one book: comparing the key beats hashing an
+	// instrument id of up to 78 digits on every event.
+	if in := t.last; in != nil && in.key.dataset == e.Dataset && in.key.instrument == e.Instrument {
+		return in, false
+	}
 	k := instKey{e.Dataset, e.Instrument}
 	if in := t.insts[k]; in != nil {
+		t.last = in
 		return in, false
 	}
 	k.instrument = t.names.get(k.instrument)
-	in := &changesInst{mirror: book.New(e.Scale)}
+	in := &changesInst{key: k, venue: t.names.get(e.Venue), mirror: book.New(e.Scale)}
 	t.insts[k] = in
+	t.last = in
 	return in, true
 }
 
@@ -124,7 +134,7 @@ func (t *changesTable) onEvent(s *Sink, e *replayer.Event) error {
 		in, _ := t.inst(e)
 		_ = in.mirror.Set(d.Side, d.Price, d.Size, d.Count) // sizes were validated by the decoder
 		in.lastSnap, in.loss = false, false
-		return t.row(s, e, false, d.Side, book.Level{Price: d.Price, Size: d.Size, Count: d.Count})
+		return t.row(s, e, in, false, d.Side, book.Level{Price: d.Price, Size: d.Size, Count: d.Count})
 	case venue.EventSnapshot:
 		if e.Book == nil {
 			return nil
@@ -149,7 +159,7 @@ func (t *changesTable) snapshot(s *Sink, e *replayer.Event, in *changesInst) err
 	for _, side := range [2]book.Side{book.Bid, book.Ask} {
 		t.cur = e.Book.Top(side, t.cur[:0], -1)
 		for _, lv := range t.cur {
-			if err := t.row(s, e, true, side, lv); err != nil {
+			if err := t.row(s, e, in, true, side, lv); err != nil {
 				return err
 			}
 		}
@@ -163,7 +173,7 @@ func (t *changesTable) fullSnapshot(s *Sink, e *replayer.Event, in *changesInst)
 	for _, side := range [2]book.Side{book.Bid, book.Ask} {
 		t.cur = e.Book.Top(side, t.cur[:0], -1)
 		for _, lv := range t.cur {
-			if err := t.row(s, e, true, side, lv); err != nil {
+			if err := t.row(s, e, in, true, side, lv); err != nil {
 				return err
 			}
 		}
@@ -174,7 +184,7 @@ func (t *changesTable) fullSnapshot(s *Sink, e *replayer.Event, in *changesInst)
 			if sz, _ := e.Book.Level(side, lv.Price); sz != 0 {
 				continue
 			}
-			if err := t.row(s, e, false, side, book.Level{Price: lv.Price}); err != nil {
+			if err := t.row(s, e, in, false, side, book.Level{Price: lv.Price}); err != nil {
 				return err
 			}
 		}
@@ -214,7 +224,7 @@ func (t *changesTable) diff(s *Sink, e *replayer.Event, in *changesInst) error {
 					continue
 				}
 			}
-			if err := t.row(s, e, false, side, lv); err != nil {
+			if err := t.row(s, e, in, false, side, lv); err != nil {
 				return err
 			}
 			wrote = true
@@ -240,11 +250,11 @@ func (t *changesTable) sync(e *replayer.Event, in *changesInst) error {
 	return nil
 }
 
-func (t *changesTable) row(s *Sink, e *replayer.Event, snap bool, side book.Side, lv book.Level) error {
+func (t *changesTable) row(s *Sink, e *replayer.Event, in *changesInst, snap bool, side book.Side, lv book.Level) error {
 	b := &s.b
 	appendTimes(b, t.cExch, t.cLocal, e)
-	b.str(t.cVenue, t.names.get(e.Venue))
-	b.str(t.cInst, t.names.get(e.Instrument))
+	b.str(t.cVenue, in.venue)
+	b.str(t.cInst, in.key.instrument)
 	b.bool(t.cSnap, snap)
 	if side == book.Bid {
 		b.str(t.cSide, "bid")
