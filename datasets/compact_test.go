@@ -150,8 +150,23 @@ func TestSeekAcrossCompaction(t *testing.T) {
 	if err := r.SeekTime(recs[1500].WallNs); err != nil || !r.Next() || r.Record().Seq != 1501 {
 		t.Fatalf("before: %+v %v", r.Record(), err)
 	}
+	dictCopies := func() byte {
+		b, err := os.ReadFile(filepath.Join(dir, segmentName(1)))
+		if err != nil || len(b) < segmentHeaderSize {
+			t.Fatalf("segment: %d bytes, %v", len(b), err)
+		}
+		return b[12]
+	}
+	if n := dictCopies(); n == 0 {
+		t.Fatal("the live segment holds no dictionary: the rewrite below proves nothing about dropping it")
+	}
 	if ok, err := compactSegment(dir, 1, DefaultBlockSize, defaultWriterOptions().openFile, false); !ok || err != nil {
 		t.Fatalf("compact: %v %v", ok, err)
+	}
+	// Full-size blocks are written without the dictionary (zstd's assembly
+	// decoder takes none).
+	if n := dictCopies(); n != 0 {
+		t.Fatalf("compacted segment keeps %d dictionary copies, want 0", n)
 	}
 	for _, i := range []int{1700, 3, 1999} {
 		if err := r.SeekTime(recs[i].WallNs); err != nil || !r.Next() || r.Record().Seq != uint64(i+1) || !sameRecord(r.Record(), &recs[i]) {

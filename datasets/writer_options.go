@@ -166,7 +166,11 @@ func WithLevel(l int) WriterOption {
 // of payload when its first block is sealed; it is stored (twice) at the
 // segment's start, so every segment stays self-contained. It lets each
 // block start with the context of the stream, which is what makes small,
-// independently decodable blocks compress as well as one long stream.
+// independently decodable blocks compress as well as one long stream. In
+// blocks of the full block size it earns little (about 3% on a 1.35 M-frame
+// Polymarket recording) and doubles the cost of decoding them, because
+// klauspost/compress's assembly sequence decoder takes no dictionary: an
+// import, whose blocks are full, and a compaction write none.
 func WithDictSize(n int) WriterOption {
 	return func(o *writerOptions) error {
 		if n < 0 || n > MaxDictSize {

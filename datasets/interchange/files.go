@@ -52,7 +52,10 @@ func ImportFiles(dir string, m datasets.Manifest, format Format, paths []string,
 		return nil, err
 	}
 	la.im = im
-	la.opts = im.cfg.writerOpts
+	// An import fills every block to the block size, where a segment
+	// dictionary saves about 3% and halves decoding speed (see
+	// datasets.WithDictSize): none unless the caller asks for one.
+	la.opts = append([]datasets.WriterOption{datasets.WithDictSize(0)}, im.cfg.writerOpts...)
 	defer im.Close()
 	var runErr error
 	if im.cfg.merge {
