@@ -296,6 +296,13 @@ func (d *Decoder) apply(out *venue.Frame) error {
 // instrumentOf returns the instrument parse found, or interns the asset: it
 // is new, or was created by an earlier message of this frame.
 func (d *Decoder) instrumentOf(in *instrument, id, market []byte) *instrument {
+	if in != nil && (in.market != "" || len(market) == 0) { // inlined: the usual case
+		return in
+	}
+	return d.internOf(in, id, market)
+}
+
+func (d *Decoder) internOf(in *instrument, id, market []byte) *instrument {
 	if in == nil {
 		return d.intern(id, market)
 	}
@@ -310,16 +317,21 @@ func (d *Decoder) instrumentOf(in *instrument, id, market []byte) *instrument {
 // and copying it cost more than the rest of a small frame's second pass.
 func (d *Decoder) newEvent(out *venue.Frame, t venue.EventType, m *msg) *venue.Event {
 	ev := d.eventSlot(out, t)
-	*ev = venue.Event{Type: t, ExchangeNs: m.tsNs, Raw: d.frame[m.start:m.end], Text: m.typ}
+	ev.Type, ev.ExchangeNs, ev.Raw, ev.Text = t, m.tsNs, d.frame[m.start:m.end], m.typ
 	return ev
 }
 
-// eventSlot appends a slot for an event of type t to out, counting it.
+// eventSlot appends a zeroed slot for an event of type t to out, counting
+// it. Callers fill the slot field by field: a struct literal assigned
+// through the pointer is built on the stack and then copied (an Event is
+// about 200 bytes), which cost more than the rest of a small frame's second
+// pass.
 func (d *Decoder) eventSlot(out *venue.Frame, t venue.EventType) *venue.Event {
 	d.stats.Events[t]++
 	n := len(out.Events)
 	if n < cap(out.Events) {
 		out.Events = out.Events[:n+1]
+		out.Events[n] = venue.Event{}
 	} else {
 		out.Events = append(out.Events, venue.Event{})
 	}
@@ -329,8 +341,8 @@ func (d *Decoder) eventSlot(out *venue.Frame, t venue.EventType) *venue.Event {
 // bookEvent is newEvent for an event of in's book, written in one go.
 func (d *Decoder) bookEvent(out *venue.Frame, t venue.EventType, m *msg, in *instrument) *venue.Event {
 	ev := d.eventSlot(out, t)
-	*ev = venue.Event{Type: t, ExchangeNs: m.tsNs, Raw: d.frame[m.start:m.end], Text: m.typ,
-		Instrument: in.id, Market: in.market, Book: in.book}
+	ev.Type, ev.ExchangeNs, ev.Raw, ev.Text = t, m.tsNs, d.frame[m.start:m.end], m.typ
+	ev.Instrument, ev.Market, ev.Book = in.id, in.market, in.book
 	return ev
 }
 
@@ -345,9 +357,12 @@ func (d *Decoder) closeIfNewTs(in *instrument, m *msg) {
 // closeBatch ends in's timestamp batch of price changes: only now may the
 // book be judged, because inside a match it can be transiently crossed.
 func (d *Decoder) closeBatch(in *instrument) {
-	if !in.batchOpen {
-		return
+	if in.batchOpen { // inlined: most books have no open batch
+		d.endBatch(in)
 	}
+}
+
+func (d *Decoder) endBatch(in *instrument) {
 	in.batchOpen = false
 	b := in.book
 	if !b.Valid() {
@@ -380,7 +395,15 @@ func (d *Decoder) closeBatch(in *instrument) {
 // field is known: now, or, when sampling (WithHashSampling), as the pending
 // hash that sampleHashes or settleHash verifies later.
 func (d *Decoder) checkHash(in *instrument, ts, want []byte, tsMs int64) {
-	if !d.opts.hashCheck || !in.hashable() {
+	// Inlined: most books' min_order_size is not known (a REST summary or
+	// InstrumentInfo tells it), so their hashes are not checked.
+	if d.opts.hashCheck && in.minOrder > 0 {
+		d.takeHash(in, ts, want, tsMs)
+	}
+}
+
+func (d *Decoder) takeHash(in *instrument, ts, want []byte, tsMs int64) {
+	if !in.hashable() {
 		return
 	}
 	d.stats.HashSeen++
@@ -419,9 +442,12 @@ func (d *Decoder) sampleHashes() {
 // them, before a loss invalidates them, before instrument info changes and
 // at the end).
 func (d *Decoder) settleHash(in *instrument) {
-	if !in.hashPend {
-		return
+	if in.hashPend { // inlined: the usual case, nothing pending
+		d.settlePending(in)
 	}
+}
+
+func (d *Decoder) settlePending(in *instrument) {
 	in.hashPend = false
 	if !in.book.Valid() || !in.hashable() {
 		return

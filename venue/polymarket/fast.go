@@ -229,32 +229,34 @@ func win(b []byte, i, n int) []byte {
 	return b[i : i+n]
 }
 
-// scanChange parses the wire's price_changes entry at b[i:] and returns the
-// index after its closing brace. Any other shape (key order, white space, an
+// scanChange parses the wire's price_changes entry at b[i:] into c (every
+// field but start and end, which the caller sets) and returns the index
+// after its closing brace. Any other shape (key order, white space, an
 // escape, a missing or null field, a side other than BUY/SELL, an empty
-// asset id) is ok=false, and parseChange then judges the entry and names any
-// problem: for the entries it accepts, both give the same change.
-func (d *Decoder) scanChange(i int) (c change, end int, ok bool) {
+// asset id) is ok=false, with c partly written, and parseChange then judges
+// the entry and names any problem: for the entries it accepts, both give the
+// same change.
+func (d *Decoder) scanChange(c *change, i int) (end int, ok bool) {
 	b := d.frame
 	if string(win(b, i, len(chAsset))) != chAsset {
-		return c, 0, false
+		return 0, false
 	}
 	in, lo, hi := d.knownID(i + len(chAsset) - 1)
 	if in == nil {
 		if lo, hi, ok = fastString(b, i+len(chAsset)-1); !ok || hi == lo {
-			return c, 0, false
+			return 0, false
 		}
 	}
 	if string(win(b, hi, len(chPrice))) != chPrice {
-		return c, 0, false
+		return 0, false
 	}
 	c.asset, c.inst = b[lo:hi], in
 	j := hi + len(chPrice)
 	if c.price, j, ok = scanDec(b, j, priceDecimals); !ok || string(win(b, j, len(chSize))) != chSize {
-		return c, 0, false
+		return 0, false
 	}
 	if c.size, j, ok = scanDec(b, j+len(chSize), sizeDecimals); !ok || string(win(b, j, len(chSide))) != chSide {
-		return c, 0, false
+		return 0, false
 	}
 	j += len(chSide)
 	switch {
@@ -263,22 +265,22 @@ func (d *Decoder) scanChange(i int) (c change, end int, ok bool) {
 	case string(win(b, j, len(`SELL"`))) == `SELL"`:
 		c.side, j = book.Ask, j+5
 	default:
-		return c, 0, false
+		return 0, false
 	}
 	if string(win(b, j, len(chHash))) != chHash {
-		return c, 0, false
+		return 0, false
 	}
 	if lo, hi, ok = fastString(b, j+len(chHash)-1); !ok || string(win(b, hi, len(chBestBid))) != chBestBid {
-		return c, 0, false
+		return 0, false
 	}
 	c.hash = b[lo:hi]
 	if c.bestBid, j, ok = scanDec(b, hi+len(chBestBid), priceDecimals); !ok || string(win(b, j, len(chBestAsk))) != chBestAsk {
-		return c, 0, false
+		return 0, false
 	}
 	if c.bestAsk, j, ok = scanDec(b, j+len(chBestAsk), priceDecimals); !ok || string(win(b, j, len(`"}`))) != `"}` {
-		return c, 0, false
+		return 0, false
 	}
 	c.bestAsk = emptyAsk(c.bestAsk)
 	c.hasTop = c.bestBid != 0 || c.bestAsk != 0
-	return c, j + 2, true
+	return j + 2, true
 }

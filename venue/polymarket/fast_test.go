@@ -64,7 +64,8 @@ func checkScanChange(t *testing.T, entry []byte) (fast bool) {
 	at := len(`{"price_changes":[`)
 	d := NewDecoder()
 	d.frame = buf
-	c, end, ok := d.scanChange(at)
+	var c change
+	end, ok := d.scanChange(&c, at)
 	if !ok {
 		return false
 	}
@@ -75,7 +76,8 @@ func checkScanChange(t *testing.T, entry []byte) (fast bool) {
 	d.last = d.intern(c.asset, nil)
 	d.prev = d.intern([]byte(string(c.asset)+"0"), nil) // a longer id with the same start
 	for range 2 {
-		c, end, ok = d.scanChange(at)
+		c = change{}
+		end, ok = d.scanChange(&c, at)
 		if !ok || c.inst == nil || c.inst.id != string(c.asset) {
 			t.Fatalf("scanChange(%s) with the asset known: ok %v, instrument %v", entry, ok, c.inst)
 		}
@@ -298,27 +300,93 @@ func TestParseSideLoops(t *testing.T) {
 		return []byte(`{"event_type":"book","asset_id":"a","bids":` + side + `,"asks":[]}`)
 	}
 	for _, side := range sides {
-		spaced := strings.ReplaceAll(strings.ReplaceAll(side, `[{`, `[ {`), `,{`, `, {`)
-		var out, sout venue.Frame
-		d, sd := NewDecoder(), NewDecoder()
-		err, serr := d.Decode(frame(side), 0, &out), sd.Decode(frame(spaced), 0, &sout)
-		if (err == nil) != (serr == nil) {
-			t.Fatalf("%s: %v; spaced: %v", side, err, serr)
-		}
-		if err != nil {
-			var de, sde *DecodeError
-			same := func(f []byte, off int) string { // offsets name the same text
-				t := strings.ReplaceAll(string(f[off:]), " ", "")
-				return t[:min(12, len(t))]
-			}
-			if !errors.As(err, &de) || !errors.As(serr, &sde) || de.Field != sde.Field || de.Err.Error() != sde.Err.Error() ||
-				same(frame(side), de.Offset) != same(frame(spaced), sde.Offset) {
-				t.Fatalf("%s: %v; spaced: %v", side, err, serr)
-			}
+		d, sd, _, _, ok := decodeSpaced(t, frame(side))
+		if !ok {
 			continue
 		}
 		if a, b := d.Book("a").Top(book.Bid, nil, -1), sd.Book("a").Top(book.Bid, nil, -1); !slices.Equal(a, b) {
 			t.Fatalf("%s: %v; spaced %v", side, a, b)
 		}
 	}
+}
+
+// A price_changes array read by parseChanges' back-to-back loop, then its
+// general loop from wherever the first stops (a space, an odd entry, one
+// outside the domain, a bad one), gives the events and the error (field and
+// offset) of the general loop alone: the same array behind a space before
+// every entry, which the first loop never takes.
+func TestParseChangesLoops(t *testing.T) {
+	ch := func(a, p, s, side string) string {
+		return `{"asset_id":"` + a + `","price":"` + p + `","size":"` + s + `","side":"` + side +
+			`","hash":"h","best_bid":"0.1","best_ask":"0.9"}`
+	}
+	x, y := "1111111111111111111111111", "2222222222222222222222222"
+	arrays := []string{
+		`[]`, `[ ]`, `[` + ch(x, "0.1", "1", "BUY") + `]`,
+		`[` + ch(x, "0.1", "1", "BUY") + `,` + ch(y, "0.2", "2", "SELL") + `,` + ch(x, "0.3", "0", "BUY") + `]`,
+		`[` + ch(x, "0.1", "1", "BUY") + `, ` + ch(y, "0.2", "2", "SELL") + `,` + ch(x, "0.3", "3", "BUY") + `]`,
+		`[` + ch(x, "0.1", "1", "BUY") + `,` + ch(y, "1.2", "2", "SELL") + `,` + ch(x, "0.3", "3", "BUY") + `]`,
+		`[` + ch(x, "0.1", "1", "BUY") + `,{"price":"0.2","asset_id":"` + y + `","size":"2","side":"SELL"},` + ch(x, "0.3", "3", "BUY") + `]`,
+		`[` + ch(x, "0.1", "1", "BUY") + `,` + ch(y, "0.2", "2", "sell") + `]`,
+		`[` + ch(x, "0.1", "1", "BUY") + ` ,` + ch(y, "0.2", "2", "SELL") + `]`,
+		`[` + ch(x, "0.1", "1", "BUY") + `,` + ch(y, "0.2", "2", "SELL") + ` ]`,
+		`[` + ch(x, "0.1", "1", "BUY") + `,` + ch(y, "0.2", "2", "SELL") + `,]`,
+		`[` + ch(x, "0.1", "1", "BUY") + `,` + ch(y, "0.2", "x", "SELL") + `]`,
+		`[` + ch(x, "0.1", "1", "BUY") + `,` + ch("", "0.2", "2", "SELL") + `]`,
+		`[` + ch(x, "0.1", "1", "BUY") + `,7]`,
+		`[` + ch(x, "0.1", "1", "BUY") + `,` + ch(y, "0.2", "2", "SELL") + `, ` + ch(y, "1.2", "2", "SELL") + `]`,
+	}
+	frame := func(arr string) []byte {
+		return []byte(`{"event_type":"price_change","market":"m","timestamp":"1","price_changes":` + arr + `}`)
+	}
+	for _, arr := range arrays {
+		d, sd, out, sout, ok := decodeSpaced(t, frame(arr))
+		if !ok {
+			continue
+		}
+		if len(out.Events) != len(sout.Events) {
+			t.Fatalf("%s: %d events; spaced %d", arr, len(out.Events), len(sout.Events))
+		}
+		for i, e := range out.Events {
+			s := sout.Events[i]
+			if e.Type != s.Type || e.Instrument != s.Instrument || e.Side != s.Side || e.Price != s.Price || e.Size != s.Size ||
+				strings.ReplaceAll(string(e.Raw), " ", "") != strings.ReplaceAll(string(s.Raw), " ", "") {
+				t.Fatalf("%s: event %d %+v; spaced %+v", arr, i, e, s)
+			}
+		}
+		for _, id := range []string{x, y} {
+			for _, side := range []book.Side{book.Bid, book.Ask} {
+				if d.Book(id) == nil {
+					continue
+				}
+				if a, b := d.Book(id).Top(side, nil, -1), sd.Book(id).Top(side, nil, -1); !slices.Equal(a, b) {
+					t.Fatalf("%s: %s %v: %v; spaced %v", arr, id, side, a, b)
+				}
+			}
+		}
+	}
+}
+
+// decodeSpaced decodes frame, and frame with a space before every object
+// of an array (which no back-to-back loop takes), on two new decoders. When
+// either fails, both must fail with the same DecodeError (field, asset,
+// cause, and an offset that names the same text) and ok is false.
+func decodeSpaced(t *testing.T, frame []byte) (d, sd *Decoder, out, sout venue.Frame, ok bool) {
+	t.Helper()
+	spaced := []byte(strings.ReplaceAll(strings.ReplaceAll(string(frame), `[{`, `[ {`), `,{`, `, {`))
+	d, sd = NewDecoder(), NewDecoder()
+	err, serr := d.Decode(frame, 0, &out), sd.Decode(spaced, 0, &sout)
+	if err == nil && serr == nil {
+		return d, sd, out, sout, true
+	}
+	var de, sde *DecodeError
+	same := func(f []byte, off int) string {
+		t := strings.ReplaceAll(string(f[off:]), " ", "")
+		return t[:min(12, len(t))]
+	}
+	if !errors.As(err, &de) || !errors.As(serr, &sde) || de.Field != sde.Field || de.Asset != sde.Asset ||
+		de.Err.Error() != sde.Err.Error() || same(frame, de.Offset) != same(spaced, sde.Offset) {
+		t.Fatalf("%s: %v; spaced: %v", frame, err, serr)
+	}
+	return d, sd, out, sout, false
 }

@@ -616,15 +616,16 @@ func (d *Decoder) parseSide(m *msg, name string) (lo, hi int, ord order, err err
 		prev = price
 		d.levels = append(d.levels, book.Level{Price: price, Size: size})
 		at = end
-		if end < len(b) && b[end] == ']' {
+		next, closed := backToBack(b, end)
+		if closed {
 			s.SetOffset(end + 1)
 			return lo, len(d.levels), ord, nil
 		}
-		if end+1 >= len(b) || b[end] != ',' || b[end+1] != '{' {
+		if next < 0 {
 			idx++
 			break
 		}
-		j = end + 1
+		j = next
 	}
 	s.SetOffset(at)
 	for first := idx == 0; ; first, idx = false, idx+1 {
@@ -685,6 +686,20 @@ func (d *Decoder) parseSide(m *msg, name string) (lo, hi int, ord order, err err
 		d.levels = append(d.levels, book.Level{Price: price, Size: size})
 	}
 	return lo, len(d.levels), ord, nil
+}
+
+// backToBack reads what follows an array element that ends at b[end]: the
+// array's closing bracket (closed), or a comma and the next object right
+// after it (next, its opening brace); anything else is next = -1, for the
+// general loop to read.
+func backToBack(b []byte, end int) (next int, closed bool) {
+	switch {
+	case end < len(b) && b[end] == ']':
+		return 0, true
+	case end+1 < len(b) && b[end] == ',' && b[end+1] == '{':
+		return end + 1, false
+	}
+	return -1, false
 }
 
 // abandonArray drops the levels parsed so far and skips the whole array from
@@ -770,13 +785,44 @@ func (d *Decoder) parseChanges(m *msg) (lo, hi int, err error) {
 	s := &d.s
 	lo = len(d.changes)
 	arr := s.Offset()
-	if s.Peek() != '[' {
+	b := d.frame
+	if arr < len(b) && b[arr] == '[' {
+		s.SetOffset(arr + 1)
+	} else if s.Peek() == '[' {
+		s.BeginArray()
+	} else {
 		m.hold(s.Offset(), "price_changes", ErrType)
 		_, err = s.Skip()
 		return lo, lo, err
 	}
-	s.BeginArray()
-	for first, idx := true, 0; ; first, idx = false, idx+1 {
+	// The wire's entries back to back, in a loop of their own, each parsed
+	// straight into its slot: the first entry that is not the usual shape,
+	// or not in the venue's domain, and anything else after an entry, go to
+	// the loop below from where this one stopped, which reads that entry
+	// again and names any problem.
+	idx, at := 0, s.Offset()
+	for j := at; j < len(b) && b[j] == '{'; idx++ {
+		c := d.changeSlot()
+		end, ok := d.scanChange(c, j)
+		if !ok || !inDomain(c) {
+			d.changes = d.changes[:len(d.changes)-1]
+			break
+		}
+		c.start, c.end = j, end
+		at = end
+		next, closed := backToBack(b, end)
+		if closed {
+			s.SetOffset(end + 1)
+			return lo, len(d.changes), nil
+		}
+		if next < 0 {
+			idx++
+			break
+		}
+		j = next
+	}
+	s.SetOffset(at)
+	for first := idx == 0; ; first, idx = false, idx+1 {
 		ok, err := s.NextElem(first)
 		if err != nil {
 			return lo, lo, err
@@ -785,20 +831,21 @@ func (d *Decoder) parseChanges(m *msg) (lo, hi int, err error) {
 			break
 		}
 		off := s.Offset()
-		if c, end, ok := d.scanChange(off); ok && inDomain(&c) {
+		c := d.changeSlot()
+		if end, ok := d.scanChange(c, off); ok && inDomain(c) {
 			s.SetOffset(end)
 			c.start, c.end = off, end
-			d.changes = append(d.changes, c)
 			continue
 		}
+		d.changes = d.changes[:len(d.changes)-1]
 		// Anything else, an entry outside the venue's domain included, is
 		// judged (and named) by the generic path.
-		c, field, herr, err := d.parseChange()
+		c2, field, herr, err := d.parseChange()
 		if err != nil {
 			return lo, lo, err
 		}
-		if herr == nil && !inDomain(&c) {
-			f, derr := checkChange(&c)
+		if herr == nil && !inDomain(&c2) {
+			f, derr := checkChange(&c2)
 			field, herr = "."+f, derr
 		}
 		if herr != nil {
@@ -808,16 +855,28 @@ func (d *Decoder) parseChanges(m *msg) (lo, hi int, err error) {
 			} else {
 				m.hold(off, fmt.Sprintf("price_changes[%d]%s", idx, field), herr)
 			}
-			m.nameAsset(c.asset)
+			m.nameAsset(c2.asset)
 			d.changes = d.changes[:lo]
 			s.SetOffset(arr)
 			_, err = s.Skip()
 			return lo, lo, err
 		}
-		c.start, c.end = off, s.Offset()
-		d.changes = append(d.changes, c)
+		c2.start, c2.end = off, s.Offset()
+		d.changes = append(d.changes, c2)
 	}
 	return lo, len(d.changes), nil
+}
+
+// changeSlot appends a slot to d.changes for scanChange to fill in place
+// (a change is 17 words: returned by value and appended, it was copied
+// twice). The slot holds whatever a dropped entry left there.
+func (d *Decoder) changeSlot() *change {
+	n := len(d.changes)
+	if n == cap(d.changes) {
+		d.changes = slices.Grow(d.changes, 1)
+	}
+	d.changes = d.changes[:n+1]
+	return &d.changes[n]
 }
 
 // parseChange parses one price_changes entry. A semantic problem comes back
@@ -1167,29 +1226,9 @@ func (d *Decoder) classifyFields(m *msg, newIDs *int) error {
 		if err := d.checkDistinct(m.askLo, m.askHi, m.askOrder, m.askOff, "asks"); err != nil {
 			return fail(err)
 		}
-		// "" is present and empty (an asset that never traded has
-		// "last_trade_price":""): accepted, and hashed as the venue does.
-		if m.pTick, err = d.optScalar(m, kcTickSize, "tick_size", priceDecimals); err != nil {
-			return fail(err)
-		}
-		if m.pTick != 0 {
-			if err := checkTick(m.pTick); err != nil {
-				return fail(&DecodeError{Offset: d.sv(kcTickSize).off, Field: "tick_size", Err: err})
-			}
-		}
-		if m.pMinOrder, err = d.optScalar(m, kcMinOrder, "min_order_size", sizeDecimals); err != nil {
-			return fail(err)
-		}
-		if m.pMinOrder > maxSize {
-			return fail(&DecodeError{Offset: d.sv(kcMinOrder).off, Field: "min_order_size", Err: sizeErr(m.pMinOrder)})
-		}
-		if m.pLtp, err = d.optScalar(m, kcLastTrade, "last_trade_price", priceDecimals); err != nil {
-			return fail(err)
-		}
-		m.ltpEmpty = d.sv(kcLastTrade).b != nil && len(d.sv(kcLastTrade).b) == 0
-		if m.pLtp != 0 {
-			if err := checkPrice(m.pLtp); err != nil {
-				return fail(&DecodeError{Offset: d.sv(kcLastTrade).off, Field: "last_trade_price", Err: err})
+		if d.scSet&(1<<kcTickSize|1<<kcMinOrder|1<<kcLastTrade) != 0 { // not in most WebSocket books
+			if err := d.bookScalars(m); err != nil {
+				return fail(err)
 			}
 		}
 	case kTrade:
@@ -1223,10 +1262,10 @@ func (d *Decoder) classifyFields(m *msg, newIDs *int) error {
 		}
 	case kQuote:
 		// "0", "" (either side) and "1" (asks) are the venue's empty side.
-		if m.pBid, err = d.optScalar(m, kcBestBid, "best_bid", priceDecimals); err != nil {
+		if m.pBid, err = d.optScalar(m, kcBestBid, priceDecimals); err != nil {
 			return fail(err)
 		}
-		if m.pAsk, err = d.optScalar(m, kcBestAsk, "best_ask", priceDecimals); err != nil {
+		if m.pAsk, err = d.optScalar(m, kcBestAsk, priceDecimals); err != nil {
 			return fail(err)
 		}
 		if m.pBid > maxPrice {
@@ -1245,6 +1284,37 @@ func (d *Decoder) classifyFields(m *msg, newIDs *int) error {
 		*newIDs++
 	}
 	return d.checkRoom(*newIDs, m.start, event)
+}
+
+// bookScalars validates the optional scalars of a book message: tick_size,
+// min_order_size and last_trade_price. "" is present and empty (an asset
+// that never traded has "last_trade_price":""): accepted, and hashed as the
+// venue does.
+func (d *Decoder) bookScalars(m *msg) (err error) {
+	if m.pTick, err = d.optScalar(m, kcTickSize, priceDecimals); err != nil {
+		return err
+	}
+	if m.pTick != 0 {
+		if err := checkTick(m.pTick); err != nil {
+			return &DecodeError{Offset: d.sv(kcTickSize).off, Field: "tick_size", Err: err}
+		}
+	}
+	if m.pMinOrder, err = d.optScalar(m, kcMinOrder, sizeDecimals); err != nil {
+		return err
+	}
+	if m.pMinOrder > maxSize {
+		return &DecodeError{Offset: d.sv(kcMinOrder).off, Field: "min_order_size", Err: sizeErr(m.pMinOrder)}
+	}
+	if m.pLtp, err = d.optScalar(m, kcLastTrade, priceDecimals); err != nil {
+		return err
+	}
+	m.ltpEmpty = d.sv(kcLastTrade).b != nil && len(d.sv(kcLastTrade).b) == 0
+	if m.pLtp != 0 {
+		if err := checkPrice(m.pLtp); err != nil {
+			return &DecodeError{Offset: d.sv(kcLastTrade).off, Field: "last_trade_price", Err: err}
+		}
+	}
+	return nil
 }
 
 // kindNames are the event_type of each decoded kind, as constants so naming
@@ -1271,9 +1341,13 @@ func (d *Decoder) checkRoom(newIDs, off int, event string) error {
 // checkDistinct rejects a side with two levels at one price. A strictly
 // monotone side (every real one) cannot have any; others are sorted in scratch.
 func (d *Decoder) checkDistinct(lo, hi int, ord order, off int, name string) error {
-	if ord != 0 || hi-lo < 2 {
+	if ord != 0 || hi-lo < 2 { // inlined: every real side
 		return nil
 	}
+	return d.sortDistinct(lo, hi, off, name)
+}
+
+func (d *Decoder) sortDistinct(lo, hi int, off int, name string) error {
 	d.sortBuf = append(d.sortBuf[:0], d.levels[lo:hi]...)
 	slices.SortFunc(d.sortBuf, func(a, b book.Level) int {
 		switch {
@@ -1295,11 +1369,15 @@ func (d *Decoder) checkDistinct(lo, hi int, ord order, off int, name string) err
 
 // optScalar is optDec of the message's scalar of key code kc, settling the
 // usual case, a field the message does not have, without a call.
-func (d *Decoder) optScalar(m *msg, kc keyCode, field string, dec uint8) (int64, error) {
+func (d *Decoder) optScalar(m *msg, kc keyCode, dec uint8) (int64, error) {
 	if d.scSet&(1<<kc) == 0 {
 		return 0, nil
 	}
-	return optDec(d.sc[kc], m.num(kc), field, dec)
+	return d.givenScalar(m, kc, dec)
+}
+
+func (d *Decoder) givenScalar(m *msg, kc keyCode, dec uint8) (int64, error) {
+	return optDec(d.sc[kc], m.num(kc), keyNames[kc], dec)
 }
 
 // optDec parses an optional decimal field; absent and "" are 0. The venue
