@@ -135,9 +135,9 @@ type Format uint8
 
 // The formats.
 const (
-	// FormatParquet writes one Parquet row group per batch: the file pqarrow
-	// writes for the same Arrow schema (stored as ARROW:schema), with V2 data
-	// pages.
+	// FormatParquet writes one Parquet row group per batch: the table,
+	// schema and metadata pqarrow writes for the same Arrow schema (stored as
+	// ARROW:schema), with V2 data pages the Sink encodes itself.
 	FormatParquet Format = iota + 1
 	// FormatArrow writes an Arrow IPC file, one record batch per batch.
 	FormatArrow

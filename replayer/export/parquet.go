@@ -6,52 +6,69 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
-// parquetWriter writes each batch as one row group, so a row group is in
-// memory only while it is encoded. It hands the batch's columns to Arrow's
-// low-level column chunk writers (WriteBatch with definition levels) instead
-// of building an arrow.Record for pqarrow: pqarrow turned every column into
-// a validity bitmap and back into definition levels, and that round trip
-// cost more than the Parquet encoding itself. The file is the one pqarrow
-// writes for the same schema: its schema comes from pqarrow.ToParquet, and
-// the Arrow schema is stored under "ARROW:schema" as pqarrow's
-// WithStoreSchema does, so Arrow readers get the same types back.
+// parquetWriter writes the Parquet file itself: each batch is one row group
+// whose column chunks (pages and page headers, parquetpage.go) it encodes
+// and compresses in memory, on up to len(scratch) goroutines, then copies to
+// w in column order. Arrow's column chunk writers did this before; their
+// per-value path (an index array handed over and validated, a memo table
+// hashing every dictionary value again, a def-level encoder fed one batch at
+// a time, pages copied twice) was most of a depth export's time. The file's
+// metadata is still Arrow's: the footer and each chunk's ColumnMetaData are
+// built and serialized by parquet/metadata from the properties parquetProps
+// returns, the schema is the one pqarrow.ToParquet derives, and the Arrow
+// schema is stored under "ARROW:schema" as pqarrow's WithStoreSchema does,
+// so Arrow readers get the same types back (TestParquetReadsBack).
 //
-// Arrow v15 (where the figures here were measured; arrow-go v18 pools its zstd
-// encoders) asked its zstd codec for a fresh encoder (megabytes
-// of window) on every page, whatever the level, which is why Snappy is the
-// default. Dictionary encoding is on for strings (a handful of venues and
-// instruments) and for the depth table's level prices and sizes, whose
-// dictionaries the sink builds itself (parquet_dict.go); it is off for other
-// numbers, where Arrow's encoder would cost a hash per value.
+// Data pages are V2 (definition levels RLE, values compressed), a chunk's
+// pages split at pageBytes of values. Dictionary encoding (RLE_DICTIONARY,
+// a PLAIN dictionary page first) is used for strings (a handful of venues
+// and instruments) and for the depth table's level prices and sizes, whose
+// dictionaries are built from the fixed-point values (parquet_dict.go);
+// a dictionary past the properties' dictionary page limit leaves the chunk
+// PLAIN. Other columns are PLAIN. Statistics (min, max, null count) are
+// kept for the columns parquetProps enables them for: times and strings.
+//
+// Arrow v15 (where the figures here were measured; arrow-go v18 pools its
+// zstd encoders) asked its zstd codec for a fresh encoder (megabytes of
+// window) on every page, whatever the level, which is why Snappy is the
+// default.
 type parquetWriter struct {
-	fw    *file.Writer
-	scale struct{ price, size uint8 }
-	exact bool
+	w      positionWriter // offsets in the metadata are positions in the file
+	props  *parquet.WriterProperties
+	schema *schema.Schema
+	fmb    *metadata.FileMetaDataBuilder
+	codec  compress.Codec // nil: pages uncompressed
+	level  int            // the codec's level
+	page   int            // bytes of values a data page holds
+	scale  struct{ price, size uint8 }
+	exact  bool
 	// units are the column ranges [from, to) one worker writes in a row:
 	// the columns of one depth level (price, size, count) share their
 	// definition levels, computed once. Every other column is a unit.
 	units [][2]int
-	// One scratch per worker (WithEncoders): writers[0] is the caller's.
+	// One scratch per worker (WithEncoders): scratch[0] is the caller's.
 	scratch []*pqScratch
-	// Per column, since statistics may keep a byte array's min and max
-	// until the file is closed: its values and their backing bytes.
-	ba   [][]parquet.ByteArray
-	flba [][]parquet.FixedLenByteArray
-	data [][]byte
+	// Per column: the chunk of the row group being written, its buffers
+	// reused by the next row group.
+	chunks []pqChunk
 	// The batch being written: which columns are encoded (done) and the
-	// next to close, under closeMu (see write).
+	// next to copy out, under closeMu (see write).
+	rgb       *metadata.RowGroupMetaDataBuilder
+	rowGroups int
 	closeMu   sync.Mutex
 	done      []bool
 	nextClose int
@@ -62,21 +79,20 @@ type parquetWriter struct {
 type pqScratch struct {
 	// Definition levels of the column being written; defCol is the level
 	// column they were computed for (-1: none), defNulls their null count.
-	defBuf   []int16
+	defBuf   []uint8
 	defCol   int
 	defNulls int
-	// The non-null values of a column in the writer's physical type, reused
-	// across columns and batches: WriteBatch copies numbers into its pages
-	// before it returns.
+	// Dictionary-encoded columns: the index of each non-null value and the
+	// dictionary (fixed-point values, or strings).
+	idx  []int32
+	dict fixedDict
+	sIdx map[string]int32
+	sDic []string
+	// A page's encoded values and levels, and its compressed values.
+	vals, lv, comp []byte
+	// Statistics inputs.
 	i64 []int64
-	i32 []int32
-	f64 []float64
-	bl  []bool
-	// Dictionary-encoded columns (parquet_dict.go): a row's index, the
-	// dictionary, and the validity bitmap of the indices.
-	idx   []int32
-	dict  fixedDict
-	valid []byte
+	ba  []parquet.ByteArray
 }
 
 // pageBytes is the data page size. Arrow v15 builds each page in a buffer
@@ -156,31 +172,24 @@ func newParquetWriter(w io.Writer, s *Sink) (*parquetWriter, error) {
 	n := len(s.b.cols)
 	rows := s.cfg.batchRows
 	p := &parquetWriter{
-		fw:    file.NewParquetWriter(w, ps.Root(), file.WithWriterProps(props), file.WithWriteMetadata(meta)),
-		exact: s.cfg.exact,
-		ba:    make([][]parquet.ByteArray, n), flba: make([][]parquet.FixedLenByteArray, n), data: make([][]byte, n),
-		done: make([]bool, n), errs: make([]error, n),
+		w:      positionWriter{w: w},
+		props:  props,
+		schema: ps,
+		fmb:    metadata.NewFileMetadataBuilder(ps, props, meta),
+		page:   int(props.DataPageSize()),
+		exact:  s.cfg.exact,
+		chunks: make([]pqChunk, n),
+		done:   make([]bool, n), errs: make([]error, n),
+	}
+	if codec := props.Compression(); codec != compress.Codecs.Uncompressed {
+		if p.codec, err = compress.GetCodec(codec); err != nil {
+			return nil, err
+		}
+		p.level = props.CompressionLevel()
 	}
 	p.scale.price, p.scale.size = s.cfg.scale.PriceDecimals, s.cfg.scale.SizeDecimals
-	var need struct{ i64, i32, f64, bl, dict bool }
 	for i := range s.b.cols {
 		c := &s.b.cols[i]
-		switch k := c.kind; {
-		case (k == kInt64 || k == kTime) && c.nullable:
-			need.i64 = true
-		case k == kInt32 && c.nullable:
-			need.i32 = true
-		case k == kBool && c.nullable:
-			need.bl = true
-		case k == kString:
-			p.ba[i] = make([]parquet.ByteArray, 0, rows)
-		case (k == kPrice || k == kSize) && p.exact, k == kDecimal:
-			p.flba[i] = make([]parquet.FixedLenByteArray, 0, rows)
-			p.data[i] = make([]byte, 16*rows)
-		case k == kPrice || k == kSize:
-			need.f64 = true
-		}
-		need.dict = need.dict || dictLevels(c, p.exact)
 		if l := len(p.units); l > 0 && c.levelOf >= 0 {
 			if prev := &s.b.cols[p.units[l-1][0]]; prev.levelOf == c.levelOf && prev.level == c.level {
 				p.units[l-1][1] = i + 1
@@ -191,26 +200,15 @@ func newParquetWriter(w io.Writer, s *Sink) (*parquetWriter, error) {
 	}
 	p.scratch = make([]*pqScratch, min(s.encoders(), len(p.units)))
 	for w := range p.scratch {
-		sc := &pqScratch{defBuf: make([]int16, rows), defCol: -1}
-		if need.i64 {
-			sc.i64 = make([]int64, 0, rows)
-		}
-		if need.i32 {
-			sc.i32 = make([]int32, 0, rows)
-		}
-		if need.f64 {
-			sc.f64 = make([]float64, 0, rows)
-		}
-		if need.bl {
-			sc.bl = make([]bool, 0, rows)
-		}
-		if need.dict {
-			sc.idx = make([]int32, rows)
-		}
-		p.scratch[w] = sc
+		p.scratch[w] = &pqScratch{defBuf: make([]uint8, rows), defCol: -1, idx: make([]int32, 0, rows)}
+	}
+	if _, err := p.w.Write(parquetMagic); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
+
+var parquetMagic = []byte("PAR1")
 
 // parquetSchema is the Parquet schema pqarrow.ToParquet derives from as for
 // the types a Sink writes. pqarrow itself is not used: it links Arrow Flight,
@@ -272,27 +270,30 @@ func serializeSchema(as *arrow.Schema) ([]byte, error) {
 }
 
 // write writes b as one row group. Its columns are encoded and compressed
-// in memory (a buffered row group) by up to len(p.scratch) goroutines, each
-// taking the next unit of columns, and every column, once encoded, is closed
-// (its last page compressed and its chunk copied to the file) in column order
-// by whichever worker finds it next in line. Nothing a column's bytes depend
-// on is shared between workers, so the file is the same whatever the number
-// of workers and however they interleave (TestParquetEncodersSameFile).
+// in memory by up to len(p.scratch) goroutines, each taking the next unit of
+// columns, and every column, once encoded, is copied to the file in column
+// order by whichever worker finds it next in line. Nothing a column's bytes
+// depend on is shared between workers, so the file is the same whatever the
+// number of workers and however they interleave
+// (TestParquetEncodersSameFile).
 func (p *parquetWriter) write(b *batch) error {
-	rgw := p.fw.AppendBufferedRowGroup()
+	if b.rows == 0 {
+		return nil
+	}
+	p.rgb = p.fmb.AppendRowGroup()
 	clear(p.done)
 	clear(p.errs)
 	p.nextClose = 0
 	if len(p.scratch) == 1 {
 		for u := range p.units {
-			p.writeUnit(rgw, b, u, p.scratch[0])
+			p.writeUnit(b, u, p.scratch[0])
 		}
 	} else {
 		var next atomic.Int32
 		var wg sync.WaitGroup
 		work := func(sc *pqScratch) {
 			for u := int(next.Add(1) - 1); u < len(p.units); u = int(next.Add(1) - 1) {
-				p.writeUnit(rgw, b, u, sc)
+				p.writeUnit(b, u, sc)
 			}
 		}
 		for _, sc := range p.scratch[1:] {
@@ -310,20 +311,19 @@ func (p *parquetWriter) write(b *batch) error {
 			return fmt.Errorf("column %s: %w", b.cols[i].name, err)
 		}
 	}
-	return rgw.Close()
+	p.rgb.SetNumRows(b.rows)
+	p.rowGroups++
+	return p.rgb.Finish(0, int16(p.rowGroups-1))
 }
 
-// writeUnit encodes the columns of unit u, then closes, in column order,
-// every encoded column whose turn has come.
-func (p *parquetWriter) writeUnit(rgw file.BufferedRowGroupWriter, b *batch, u int, sc *pqScratch) {
+// writeUnit encodes the columns of unit u, then copies out, in column order,
+// every encoded column whose turn has come. After a column's error the
+// columns behind it are encoded but not written.
+func (p *parquetWriter) writeUnit(b *batch, u int, sc *pqScratch) {
 	sc.defCol = -1
 	from, to := p.units[u][0], p.units[u][1]
 	for i := from; i < to; i++ {
-		cw, err := rgw.Column(i)
-		if err == nil {
-			err = p.writeColumn(cw, b, i, sc)
-		}
-		p.errs[i] = err
+		p.errs[i] = p.encodeColumn(b, i, sc, &p.chunks[i])
 	}
 	p.closeMu.Lock()
 	defer p.closeMu.Unlock()
@@ -333,117 +333,277 @@ func (p *parquetWriter) writeUnit(rgw file.BufferedRowGroupWriter, b *batch, u i
 	for p.nextClose < len(p.done) && p.done[p.nextClose] {
 		i := p.nextClose
 		p.nextClose++
-		if p.errs[i] != nil {
-			continue
+		if p.errs[i] == nil && (i == 0 || p.errs[i-1] == nil) {
+			p.errs[i] = p.copyOut(i, &p.chunks[i])
+		} else if p.errs[i] == nil {
+			p.errs[i] = p.errs[i-1]
 		}
-		cw, err := rgw.Column(i)
-		if err == nil {
-			err = cw.Close()
-		}
-		p.errs[i] = err
 	}
 }
 
-// writeColumn writes column i of b: its definition levels (nullable
-// columns) and its non-null values, converted to the physical type.
-func (p *parquetWriter) writeColumn(cw file.ColumnChunkWriter, b *batch, i int, sc *pqScratch) error {
-	c := &b.cols[i]
+// copyOut writes chunk c of column i to the file and its metadata to the
+// row group's.
+func (p *parquetWriter) copyOut(i int, c *pqChunk) error {
+	ccb := p.rgb.NextColumnChunk()
+	start := p.w.pos
+	info := metadata.ChunkMetaInfo{
+		NumValues:        c.values,
+		IndexPageOffset:  -1,
+		DataPageOffset:   start + int64(c.dictLen),
+		CompressedSize:   int64(len(c.buf)),
+		UncompressedSize: c.uncompressed,
+	}
+	es := metadata.EncodingStats{DataEncodingStats: map[parquet.Encoding]int32{c.enc: c.pages}}
+	if c.dictLen > 0 {
+		info.DictPageOffset = start
+		es.DictEncodingStats = map[parquet.Encoding]int32{p.props.DictionaryPageEncoding(): 1}
+	}
+	if c.hasStats {
+		ccb.SetStats(c.stats)
+	}
+	if err := ccb.Finish(info, c.dictLen > 0, false, es); err != nil {
+		return err
+	}
+	if _, err := p.w.Write(c.buf); err != nil {
+		return err
+	}
+	// The chunk's ColumnMetaData follows its pages, as Arrow writes it.
+	_, err := ccb.WriteTo(&p.w)
+	return err
+}
+
+// encodeColumn encodes column i of b into c.
+func (p *parquetWriter) encodeColumn(b *batch, i int, sc *pqScratch, c *pqChunk) error {
+	col := &b.cols[i]
 	n := b.rows
-	var def []int16
+	c.reset()
+	var def []uint8
 	nulls := 0
-	if c.nullable {
+	if col.nullable {
 		def, nulls = sc.defLevels(b, i)
 	}
-	var err error
-	switch c.kind {
+	descr := p.schema.Column(i)
+	stats := p.props.StatisticsEnabledFor(descr.Path())
+	switch col.kind {
 	case kInt64, kTime:
-		v := c.i64[:n]
-		if nulls > 0 {
-			v = compact(sc.i64[:0], v, def)
+		v := col.i64[:n]
+		p.pages(c, sc, n, p.page/8, def, parquet.Encodings.Plain, func(dst []byte, from, to, _ int) []byte {
+			for r := from; r < to; r++ {
+				if def == nil || def[r] != 0 {
+					dst = binary.LittleEndian.AppendUint64(dst, uint64(v[r]))
+				}
+			}
+			return dst
+		})
+		if stats {
+			nn := v
+			if nulls > 0 {
+				nn = compact(sc.i64[:0], v, def)
+				sc.i64 = nn
+			}
+			st := metadata.NewStatistics(descr, memory.DefaultAllocator).(*metadata.Int64Statistics)
+			st.Update(nn, int64(nulls))
+			return c.setStats(st, p.props, descr)
 		}
-		_, err = cw.(*file.Int64ColumnChunkWriter).WriteBatch(v, def, nil)
 	case kInt32:
-		v := c.i32[:n]
-		if nulls > 0 {
-			v = compact(sc.i32[:0], v, def)
-		}
-		_, err = cw.(*file.Int32ColumnChunkWriter).WriteBatch(v, def, nil)
+		v := col.i32[:n]
+		p.pages(c, sc, n, p.page/4, def, parquet.Encodings.Plain, func(dst []byte, from, to, _ int) []byte {
+			for r := from; r < to; r++ {
+				if def == nil || def[r] != 0 {
+					dst = binary.LittleEndian.AppendUint32(dst, uint32(v[r]))
+				}
+			}
+			return dst
+		})
 	case kBool:
-		v := c.b[:n]
-		if nulls > 0 {
-			v = compact(sc.bl[:0], v, def)
-		}
-		_, err = cw.(*file.BooleanColumnChunkWriter).WriteBatch(v, def, nil)
+		v := col.b[:n]
+		p.pages(c, sc, n, p.page, def, parquet.Encodings.Plain, func(dst []byte, from, to, _ int) []byte {
+			var acc byte
+			k := 0
+			for r := from; r < to; r++ {
+				if def == nil || def[r] != 0 {
+					if v[r] {
+						acc |= 1 << (k & 7)
+					}
+					if k++; k&7 == 0 {
+						dst = append(dst, acc)
+						acc = 0
+					}
+				}
+			}
+			if k&7 != 0 {
+				dst = append(dst, acc)
+			}
+			return dst
+		})
 	case kString:
-		data := p.data[i][:0]
-		for r, s := range c.s[:n] {
-			if def == nil || def[r] != 0 {
-				data = append(data, s...)
-			}
-		}
-		p.data[i] = data
-		v := p.ba[i][:0]
-		off := 0
-		for r, s := range c.s[:n] {
-			if def == nil || def[r] != 0 {
-				v = append(v, parquet.ByteArray(data[off:off+len(s):off+len(s)]))
-				off += len(s)
-			}
-		}
-		p.ba[i] = v
-		_, err = cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(v, def, nil)
+		return p.encodeStrings(c, sc, col, n, def, nulls, descr, stats)
 	case kPrice, kSize, kDecimal:
 		dec := p.scale.size
-		if c.kind == kPrice {
+		switch {
+		case col.kind == kPrice:
 			dec = p.scale.price
+		case col.kind == kDecimal:
+			dec = col.decimals
 		}
-		if p.exact || c.kind == kDecimal {
+		v := col.i64[:n]
+		if p.exact || col.kind == kDecimal {
 			// Parquet's decimal is a big-endian two's complement of 16 bytes
 			// at precision 38, as pqarrow writes an Arrow decimal128.
-			v, data := p.flba[i][:0], p.data[i]
-			for r, x := range c.i64[:n] {
-				if nulls == 0 || def[r] != 0 {
-					d := data[16*len(v) : 16*len(v)+16 : 16*len(v)+16]
-					binary.BigEndian.PutUint64(d, uint64(x>>63))
-					binary.BigEndian.PutUint64(d[8:], uint64(x))
-					v = append(v, d)
+			p.pages(c, sc, n, p.page/16, def, parquet.Encodings.Plain, func(dst []byte, from, to, _ int) []byte {
+				for r := from; r < to; r++ {
+					if def == nil || def[r] != 0 {
+						dst = binary.BigEndian.AppendUint64(dst, uint64(v[r]>>63))
+						dst = binary.BigEndian.AppendUint64(dst, uint64(v[r]))
+					}
 				}
-			}
-			p.flba[i] = v
-			_, err = cw.(*file.FixedLenByteArrayColumnChunkWriter).WriteBatch(v, def, nil)
-		} else {
-			if dictLevels(c, p.exact) {
-				if ok, err := p.writeDictFloat(cw, b, i, def, nulls, dec, sc); ok || err != nil {
-					return err
-				}
-			}
-			v := sc.f64[:0]
+				return dst
+			})
+			return nil
+		}
+		if dictLevels(col, p.exact) && p.encodeDictFixed(c, sc, v, def, dec, descr) {
+			return nil
+		}
+		p.pages(c, sc, n, p.page/8, def, parquet.Encodings.Plain, func(dst []byte, from, to, _ int) []byte {
 			// A level's value is mostly the one of the row before (a book
 			// change moves one level), and a division per value is most of
 			// the conversion: convert each run once (0 needs none: its
 			// float is 0).
 			last, lastF := int64(0), 0.0
-			for r, x := range c.i64[:n] {
-				if nulls > 0 && def[r] == 0 {
+			for r := from; r < to; r++ {
+				if def != nil && def[r] == 0 {
 					continue
 				}
-				if x != last {
+				if x := v[r]; x != last {
 					last, lastF = x, FixedToFloat(x, dec)
 				}
-				v = append(v, lastF)
+				dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(lastF))
 			}
-			sc.f64 = v
-			_, err = cw.(*file.Float64ColumnChunkWriter).WriteBatch(v, def, nil)
-		}
+			return dst
+		})
 	}
-	return err
+	return nil
+}
+
+// encodeStrings writes a string column dictionary-encoded, or PLAIN when its
+// dictionary would pass the dictionary page limit.
+func (p *parquetWriter) encodeStrings(c *pqChunk, sc *pqScratch, col *column, n int, def []uint8, nulls int, descr *schema.Column, stats bool) error {
+	v := col.s[:n]
+	if sc.sIdx == nil {
+		sc.sIdx = make(map[string]int32)
+	}
+	clear(sc.sIdx)
+	dic, idx := sc.sDic[:0], sc.idx[:0]
+	dictBytes, valBytes := 0, 0
+	last, lastIdx := "", int32(-1)
+	for r, s := range v {
+		if def != nil && def[r] == 0 {
+			continue
+		}
+		valBytes += 4 + len(s)
+		if s != last || lastIdx < 0 {
+			k, ok := sc.sIdx[s]
+			if !ok {
+				k = int32(len(dic))
+				sc.sIdx[s] = k
+				dic = append(dic, s)
+				dictBytes += 4 + len(s)
+			}
+			last, lastIdx = s, k
+		}
+		idx = append(idx, lastIdx)
+	}
+	sc.sDic, sc.idx = dic, idx
+	per := p.page
+	if nv := n - nulls; nv > 0 {
+		per = max(1, p.page/max(1, valBytes/nv))
+	}
+	if int64(dictBytes) < p.props.DictionaryPageSizeLimit() && p.dictPays(descr, dictBytes, valBytes, len(idx), len(dic)) {
+		plain := sc.vals[:0]
+		for _, s := range dic {
+			plain = binary.LittleEndian.AppendUint32(plain, uint32(len(s)))
+			plain = append(plain, s...)
+		}
+		sc.vals = plain
+		p.dictPage(c, sc, len(dic), plain)
+		p.dictPages(c, sc, n, per, def, idx, len(dic))
+	} else {
+		p.pages(c, sc, n, per, def, parquet.Encodings.Plain, func(dst []byte, from, to, _ int) []byte {
+			for r := from; r < to; r++ {
+				if def == nil || def[r] != 0 {
+					dst = binary.LittleEndian.AppendUint32(dst, uint32(len(v[r])))
+					dst = append(dst, v[r]...)
+				}
+			}
+			return dst
+		})
+	}
+	if !stats {
+		return nil
+	}
+	// Min and max are those of the distinct values.
+	ba := sc.ba[:0]
+	for _, s := range dic {
+		ba = append(ba, parquet.ByteArray(s))
+	}
+	sc.ba = ba
+	st := metadata.NewStatistics(descr, memory.DefaultAllocator).(*metadata.ByteArrayStatistics)
+	st.Update(ba, int64(nulls))
+	clear(ba) // the strings belong to the batch
+	return c.setStats(st, p.props, descr)
+}
+
+// encodeDictFixed writes fixed-point column v (definition levels def) as
+// float64 through a dictionary built from the fixed-point values. It
+// reports false, having written nothing, when the dictionary would pass the
+// dictionary page limit.
+func (p *parquetWriter) encodeDictFixed(c *pqChunk, sc *pqScratch, v []int64, def []uint8, dec uint8, descr *schema.Column) bool {
+	d := &sc.dict
+	d.reset()
+	idx := sc.idx[:0]
+	last, lastIdx := int64(0), int32(-1)
+	for r, x := range v {
+		if def != nil && def[r] == 0 {
+			continue
+		}
+		if x != last || lastIdx < 0 {
+			last, lastIdx = x, d.index(x)
+		}
+		idx = append(idx, lastIdx)
+	}
+	sc.idx = idx
+	if int64(8*len(d.vals)) >= p.props.DictionaryPageSizeLimit() || !p.dictPays(descr, 8*len(d.vals), 8*len(idx), len(idx), len(d.vals)) {
+		return false
+	}
+	// Two fixed-point values with one float64 (beyond 2^53) are two
+	// entries of one value: a reader decodes either to it.
+	plain := sc.vals[:0]
+	for _, x := range d.vals {
+		plain = binary.LittleEndian.AppendUint64(plain, math.Float64bits(FixedToFloat(x, dec)))
+	}
+	sc.vals = plain
+	p.dictPage(c, sc, len(d.vals), plain)
+	p.dictPages(c, sc, len(v), p.page/8, def, idx, len(d.vals))
+	return true
+}
+
+// dictPays reports whether a dictionary of entries values (dictBytes PLAIN)
+// and the indices of nn values beat the values' PLAIN bytes, where the
+// properties ask (Arrow's dictionary cost fallback: columns written
+// uncompressed); elsewhere a dictionary is always kept.
+func (p *parquetWriter) dictPays(descr *schema.Column, dictBytes, plainBytes, nn, entries int) bool {
+	if !p.props.DictionaryCostFallbackEnabledFor(descr.Path()) {
+		return true
+	}
+	bw := max(1, bits.Len32(uint32(entries-1)))
+	return dictBytes+2+(nn*bw+7)/8 < plainBytes
 }
 
 // defLevels returns the definition levels of nullable column i of b (1
 // where a row has a value, 0 where it is null) and the number of nulls.
 // The columns of one book level (price, size, count) share their levels,
 // computed once: the slice is valid until the next call.
-func (p *pqScratch) defLevels(b *batch, i int) ([]int16, int) {
+func (p *pqScratch) defLevels(b *batch, i int) ([]uint8, int) {
 	c := &b.cols[i]
 	def := p.defBuf[:b.rows]
 	if c.levelOf >= 0 {
@@ -477,7 +637,7 @@ func (p *pqScratch) defLevels(b *batch, i int) ([]int16, int) {
 }
 
 // compact appends to dst the values of src whose definition level is not 0.
-func compact[T any](dst, src []T, def []int16) []T {
+func compact[T any](dst, src []T, def []uint8) []T {
 	for r, v := range src {
 		if def[r] != 0 {
 			dst = append(dst, v)
@@ -486,4 +646,19 @@ func compact[T any](dst, src []T, def []int16) []T {
 	return dst
 }
 
-func (p *parquetWriter) close() error { return p.fw.Close() }
+// close writes the footer: the file's metadata, its length and the magic.
+func (p *parquetWriter) close() error {
+	fmd, err := p.fmb.Finish()
+	if err != nil {
+		return err
+	}
+	n, err := fmd.WriteTo(&p.w, nil)
+	if err != nil {
+		return err
+	}
+	var tail [8]byte
+	binary.LittleEndian.PutUint32(tail[:], uint32(n))
+	copy(tail[4:], parquetMagic)
+	_, err = p.w.Write(tail[:])
+	return err
+}

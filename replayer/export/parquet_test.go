@@ -2,21 +2,26 @@ package export
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-// TestParquetMatchesPqarrow is two paths to one file: the Sink's Parquet
-// writer (column chunk writers fed from the batch) and pqarrow writing the
-// same rows, read back from the Sink's Arrow IPC export, with the same
-// properties. They must agree byte for byte: schema, logical types, decimal
-// encoding, definition levels, pages, statistics and metadata.
+// TestParquetMatchesPqarrow is two paths to one table: the Sink's Parquet
+// writer (its own pages from the batch) and pqarrow writing the same rows,
+// read back from the Sink's Arrow IPC export, with the same properties.
+// sameParquet compares the two files: every cell as Arrow's reader reads
+// it, and the metadata (schema, logical types, key-value metadata, row
+// groups, codecs, statistics, dictionary pages).
 func TestParquetMatchesPqarrow(t *testing.T) {
 	for _, ds := range testDatasets {
 		paths := ds.paths(t)
@@ -44,10 +49,7 @@ func TestParquetMatchesPqarrow(t *testing.T) {
 						if ps.Rows() == 0 {
 							t.Fatal("no rows: the case tests nothing")
 						}
-						want := viaPqarrow(t, ps, arr.Bytes())
-						if !bytes.Equal(pq.Bytes(), want) {
-							t.Fatalf("sink wrote %d bytes, pqarrow %d, and they differ", pq.Len(), len(want))
-						}
+						sameParquet(t, pq.Bytes(), viaPqarrow(t, ps, arr.Bytes()))
 					})
 				}
 			}
@@ -88,13 +90,132 @@ func TestParquetMatchesPqarrowLarge(t *testing.T) {
 				if err := as.Close(); err != nil {
 					t.Fatal(err)
 				}
-				want := viaPqarrow(t, ps, arr.Bytes())
-				if !bytes.Equal(pq.Bytes(), want) {
-					t.Fatalf("sink wrote %d bytes, pqarrow %d, and they differ", pq.Len(), len(want))
-				}
+				sameParquet(t, pq.Bytes(), viaPqarrow(t, ps, arr.Bytes()))
 			})
 		}
 	}
+}
+
+// sameParquet fails t unless Parquet files got and want hold the same
+// table: the same schema and key-value metadata, the same row groups of the
+// same rows, each column chunk with the same codec, statistics (min, max,
+// null count) and dictionary page or none, and every cell equal as pqarrow
+// reads it back (values, nulls and Arrow types). The pages themselves may
+// differ (page boundaries, RLE runs).
+func sameParquet(t *testing.T, got, want []byte) {
+	t.Helper()
+	open := func(b []byte) *file.Reader {
+		r, err := file.NewParquetReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	g, w := open(got), open(want)
+	defer g.Close()
+	defer w.Close()
+	gm, wm := g.MetaData(), w.MetaData()
+	if !gm.Schema.Equals(wm.Schema) || gm.Schema.String() != wm.Schema.String() {
+		t.Fatalf("schema\n%s\nwant\n%s", gm.Schema, wm.Schema)
+	}
+	if gk, wk := gm.KeyValueMetadata(), wm.KeyValueMetadata(); !slices.Equal(gk.Keys(), wk.Keys()) || !slices.Equal(gk.Values(), wk.Values()) {
+		t.Fatalf("key-value metadata %v, want %v", gm.KeyValueMetadata(), wm.KeyValueMetadata())
+	}
+	if gm.GetCreatedBy() != wm.GetCreatedBy() || gm.Version() != wm.Version() || gm.NumRows != wm.NumRows {
+		t.Fatalf("created by %q version %v rows %d, want %q %v %d", gm.GetCreatedBy(), gm.Version(), gm.NumRows, wm.GetCreatedBy(), wm.Version(), wm.NumRows)
+	}
+	if gm.NumRowGroups() != wm.NumRowGroups() {
+		t.Fatalf("%d row groups, want %d", gm.NumRowGroups(), wm.NumRowGroups())
+	}
+	for i := 0; i < gm.NumRowGroups(); i++ {
+		grg, wrg := gm.RowGroup(i), wm.RowGroup(i)
+		if grg.NumRows() != wrg.NumRows() || grg.NumColumns() != wrg.NumColumns() {
+			t.Fatalf("row group %d: %d rows %d columns, want %d %d", i, grg.NumRows(), grg.NumColumns(), wrg.NumRows(), wrg.NumColumns())
+		}
+		for c := 0; c < grg.NumColumns(); c++ {
+			gc, err := grg.ColumnChunk(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wc, err := wrg.ColumnChunk(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := gm.Schema.Column(c).Name()
+			if gc.Compression() != wc.Compression() || gc.NumValues() != wc.NumValues() || gc.HasDictionaryPage() != wc.HasDictionaryPage() {
+				t.Fatalf("row group %d column %s: codec %v values %d dictionary %v, want %v %d %v", i, name,
+					gc.Compression(), gc.NumValues(), gc.HasDictionaryPage(), wc.Compression(), wc.NumValues(), wc.HasDictionaryPage())
+			}
+			if !slices.Equal(gc.Encodings(), wc.Encodings()) {
+				t.Fatalf("row group %d column %s: encodings %v, want %v", i, name, gc.Encodings(), wc.Encodings())
+			}
+			gs, err := gc.StatsSet()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws, err := wc.StatsSet()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gs != ws {
+				t.Fatalf("row group %d column %s: statistics %v, want %v", i, name, gs, ws)
+			}
+			if gs {
+				gst, err := gc.Statistics()
+				if err != nil {
+					t.Fatal(err)
+				}
+				wst, err := wc.Statistics()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if gst.NullCount() != wst.NullCount() || gst.HasMinMax() != wst.HasMinMax() ||
+					!bytes.Equal(gst.EncodeMin(), wst.EncodeMin()) || !bytes.Equal(gst.EncodeMax(), wst.EncodeMax()) {
+					t.Fatalf("row group %d column %s: statistics %v, want %v", i, name, gst, wst)
+				}
+			}
+		}
+	}
+	read := func(b []byte) arrow.Table {
+		tbl, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(b), parquet.NewReaderProperties(nil),
+			pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl
+	}
+	gt, wt := read(got), read(want)
+	defer gt.Release()
+	defer wt.Release()
+	if !gt.Schema().Equal(wt.Schema()) || !gt.Schema().Metadata().Equal(wt.Schema().Metadata()) {
+		t.Fatalf("arrow schema %v, want %v", gt.Schema(), wt.Schema())
+	}
+	if gt.NumRows() != wt.NumRows() || wt.NumRows() != wm.NumRows {
+		t.Fatalf("%d rows read, want %d", gt.NumRows(), wt.NumRows())
+	}
+	for c := 0; c < int(gt.NumCols()); c++ {
+		ga, wa := gt.Column(c).Data(), wt.Column(c).Data()
+		if !array.ChunkedEqual(ga, wa) {
+			for r := 0; r < int(gt.NumRows()); r++ {
+				gv, wv := chunkedAt(ga, r), chunkedAt(wa, r)
+				if gv != wv {
+					t.Fatalf("column %s row %d: %s, want %s", gt.Schema().Field(c).Name, r, gv, wv)
+				}
+			}
+			t.Fatalf("column %s differs", gt.Schema().Field(c).Name)
+		}
+	}
+}
+
+// chunkedAt is row r of c as text.
+func chunkedAt(c *arrow.Chunked, r int) string {
+	for _, a := range c.Chunks() {
+		if r < a.Len() {
+			return a.ValueStr(r)
+		}
+		r -= a.Len()
+	}
+	return "(none)"
 }
 
 // viaPqarrow writes the record batches of an Arrow IPC file with pqarrow and
