@@ -150,6 +150,23 @@ const (
 // sides in a monotone order (Polymarket best-last, Hyperliquid best-first), so
 // one scan classifies the input and the copy needs no sort.
 func fillSide(dst, src []Level, bid bool) ([]Level, error) {
+	if n := len(src); n <= cap(dst) {
+		// The usual case in one pass: validate and copy in input order,
+		// then reverse or sort if that was not worst-to-best. A loop of
+		// the few levels of most snapshots costs less than a memmove call.
+		dst = dst[:n]
+		for i := range src {
+			l := src[i]
+			if l.Size <= 0 || l.Price < 0 {
+				return dst[:0], ErrBadLevel
+			}
+			dst[i] = l
+			if i > 0 && ((l.Price > dst[i-1].Price) != bid || l.Price == dst[i-1].Price) {
+				return orderSide(dst, src, i, bid)
+			}
+		}
+		return dst, nil
+	}
 	dst = dst[:0]
 	n := len(src)
 	// up/down: strictly ascending / descending in price so far.
@@ -192,15 +209,43 @@ func fillSide(dst, src []Level, bid bool) ([]Level, error) {
 		}
 	default:
 		copy(dst, src)
-		if bid {
-			slices.SortFunc(dst, cmpAscending)
-		} else {
-			slices.SortFunc(dst, cmpDescending)
+		return sortSide(dst, bid)
+	}
+	return dst, nil
+}
+
+// orderSide finishes fillSide for a src that is not worst-to-best from
+// level i on: dst[:i] holds src[:i], all valid.
+func orderSide(dst, src []Level, i int, bid bool) ([]Level, error) {
+	n := len(src)
+	for _, l := range src[i:] {
+		if l.Size <= 0 || l.Price < 0 {
+			return dst[:0], ErrBadLevel
 		}
-		for i := 1; i < n; i++ {
-			if dst[i].Price == dst[i-1].Price {
-				return dst, ErrDuplicatePrice
-			}
+	}
+	copy(dst[i:], src[i:])
+	// Strictly best-to-worst throughout: reverse.
+	best := true
+	for k := 1; k < n && best; k++ {
+		best = (dst[k].Price < dst[k-1].Price) == bid && dst[k].Price != dst[k-1].Price
+	}
+	if best {
+		slices.Reverse(dst)
+		return dst, nil
+	}
+	return sortSide(dst, bid)
+}
+
+// sortSide sorts a side's levels worst-to-best and rejects two at one price.
+func sortSide(dst []Level, bid bool) ([]Level, error) {
+	if bid {
+		slices.SortFunc(dst, cmpAscending)
+	} else {
+		slices.SortFunc(dst, cmpDescending)
+	}
+	for k := 1; k < len(dst); k++ {
+		if dst[k].Price == dst[k-1].Price {
+			return dst, ErrDuplicatePrice
 		}
 	}
 	return dst, nil

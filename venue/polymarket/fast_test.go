@@ -160,21 +160,28 @@ func FuzzScanChange(f *testing.F) {
 	})
 }
 
-// quotedKeyAt knows every key of keyNames, and only those, wherever the key
-// sits in the buffer.
-func TestQuotedKeyAt(t *testing.T) {
+// keyColonAt knows every key of keyNames, and only those, wherever the key
+// sits in the buffer: followed by its colon, and not by anything else.
+func TestKeyColonAt(t *testing.T) {
 	for kc := kcOther + 1; kc < numKeyCodes; kc++ {
 		name := keyNames[kc]
 		for _, pad := range []string{"", "{", `{"x":1,`} {
-			q := `"` + name + `"`
-			buf := []byte(pad + q + `:1`)
-			if got, n := quotedKeyAt(buf, len(pad)); got != kc || n != len(q) {
-				t.Errorf("quotedKeyAt(%s) = %v,%d, want %v,%d", buf, got, n, kc, len(q))
+			q := `"` + name + `":`
+			buf := []byte(pad + q + `1`)
+			long := []byte(pad + q + `"1234567890123456"}`)
+			if got, n := keyColonAt(long, len(pad)); got != kc || n != len(q) {
+				t.Errorf("keyColonAt(%s) = %v,%d, want %v,%d", long, got, n, kc, len(q))
 			}
-			for _, other := range []string{`"` + name + `_x"`, `"` + name[:len(name)-1] + `"`, `"x` + name + `"`, `"` + name} {
-				buf := []byte(pad + other)
-				if got, _ := quotedKeyAt(buf, len(pad)); got != kcOther && keyNames[got] != other[1:len(other)-1] {
-					t.Errorf("quotedKeyAt(%s) = %v (%q)", buf, got, keyNames[got])
+			if got, n := keyColonAt(buf, len(pad)); got != kc || n != len(q) {
+				t.Errorf("keyColonAt(%s) = %v,%d, want %v,%d", buf, got, n, kc, len(q))
+			}
+			for _, other := range []string{`"` + name + `_x":`, `"` + name[:len(name)-1] + `":`, `"x` + name + `":`,
+				`"` + name + `" :`, `"` + name + `",`, `"` + name + `"`, `"` + name, `"` + name[:len(name)-1] + `x":`,
+				`"` + name + "\x00\x00"} {
+				for _, buf := range [][]byte{[]byte(pad + other), []byte(pad + other + `"1234567890123456"}`)} {
+					if got, _ := keyColonAt(buf, len(pad)); got != kcOther && !bytes.HasPrefix(buf[len(pad):], []byte(`"`+keyNames[got]+`":`)) {
+						t.Errorf("keyColonAt(%s) = %v (%q)", buf, got, keyNames[got])
+					}
 				}
 			}
 		}

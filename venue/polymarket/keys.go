@@ -65,7 +65,9 @@ var keysByFirst = func() (t [256][]keyCode) {
 }()
 
 // nextKeyCode is nextKey returning the key's code (kcOther for any key we do
-// not read), positioned at the value.
+// not read), positioned at the value: a known key, with or without white
+// space around it, or the object's end; anything else goes to slowKeyCode.
+// parseMsg reads the wire's shape, `,"key":`, before calling it.
 func (d *Decoder) nextKeyCode(first bool) (keyCode, bool, error) {
 	b := d.frame
 	i := d.s.Offset()
@@ -85,99 +87,124 @@ func (d *Decoder) nextKeyCode(first bool) (keyCode, bool, error) {
 			i++
 		}
 	}
-	kc, n := quotedKeyAt(b, i)
+	kc, n := keyColonAt(b, i)
 	if kc == kcOther {
 		return d.slowKeyCode(first)
 	}
-	j := i + n
-	for j < len(b) && isSpace(b[j]) {
-		j++
-	}
-	if j >= len(b) || b[j] != ':' {
-		return d.slowKeyCode(first)
-	}
-	d.s.SetOffset(j + 1)
+	d.s.SetOffset(i + n)
 	return kc, true, nil
 }
 
-// quotedKeyAt matches the known key, quotes included, at b[i:] and returns
-// its code and length (kcOther, 0 for none). The dispatch on the first letter
-// then comparisons with constants compile to a jump and a few wide loads per
-// key, where a loop over keyNames called the runtime for each candidate.
-// TestQuotedKeyAt keeps it in step with keyNames.
-func quotedKeyAt(b []byte, i int) (keyCode, int) {
-	if i+1 >= len(b) || b[i] != '"' {
+// keyColonAt matches the known key, quotes and colon included, at b[i:] and
+// returns its code and length (kcOther, 0 for none). keyColon16 matches the
+// first 16 bytes, zero-padded past the end of b (no key has a zero byte);
+// the few keys longer than that have their last bytes compared here.
+func keyColonAt(b []byte, i int) (keyCode, int) {
+	var kc keyCode
+	var n int
+	if i >= 0 && len(b)-i >= 16 {
+		kc, n = keyColon16((*[16]byte)(b[i : i+16]))
+	} else {
+		var pad [16]byte
+		if i >= 0 && i < len(b) {
+			copy(pad[:], b[i:])
+		}
+		kc, n = keyColon16(&pad)
+	}
+	if n > 16 && string(win(b, i+16, n-16)) != keyTails[kc] {
+		return kcOther, 0 // rare: min_order_size, last_trade_price, transaction_hash
+	}
+	return kc, n
+}
+
+// keyTails holds what follows the first 16 bytes of `"key":`.
+var keyTails = func() (t [numKeyCodes]string) {
+	for kc, name := range keyNames {
+		if q := `"` + name + `":`; len(q) > 16 {
+			t[kc] = q[16:]
+		}
+	}
+	return t
+}()
+
+// keyColon16 is keyColonAt on 16 bytes; for a key longer than that it
+// reports the key whose first 16 bytes these are. The dispatch on the first
+// letter then comparisons with constants of a fixed array compile to a jump
+// and a few wide loads per key, without bounds checks. TestKeyColonAt keeps
+// it in step with keyNames.
+func keyColon16(k *[16]byte) (keyCode, int) {
+	if k[0] != '"' {
 		return kcOther, 0
 	}
-	switch b[i+1] {
+	switch k[1] {
 	case 'a':
 		switch {
-		case string(win(b, i, len(`"asset_id"`))) == `"asset_id"`:
-			return kcAssetID, len(`"asset_id"`)
-		case string(win(b, i, len(`"asks"`))) == `"asks"`:
-			return kcAsks, len(`"asks"`)
+		case string(k[:len(`"asset_id":`)]) == `"asset_id":`:
+			return kcAssetID, len(`"asset_id":`)
+		case string(k[:len(`"asks":`)]) == `"asks":`:
+			return kcAsks, len(`"asks":`)
 		}
 	case 'b':
 		switch {
-		case string(win(b, i, len(`"best_bid"`))) == `"best_bid"`:
-			return kcBestBid, len(`"best_bid"`)
-		case string(win(b, i, len(`"best_ask"`))) == `"best_ask"`:
-			return kcBestAsk, len(`"best_ask"`)
-		case string(win(b, i, len(`"bids"`))) == `"bids"`:
-			return kcBids, len(`"bids"`)
+		case string(k[:len(`"best_bid":`)]) == `"best_bid":`:
+			return kcBestBid, len(`"best_bid":`)
+		case string(k[:len(`"best_ask":`)]) == `"best_ask":`:
+			return kcBestAsk, len(`"best_ask":`)
+		case string(k[:len(`"bids":`)]) == `"bids":`:
+			return kcBids, len(`"bids":`)
 		}
 	case 'c':
-		if string(win(b, i, len(`"changes"`))) == `"changes"` {
-			return kcChanges, len(`"changes"`)
+		if string(k[:len(`"changes":`)]) == `"changes":` {
+			return kcChanges, len(`"changes":`)
 		}
 	case 'e':
-		if string(win(b, i, len(`"event_type"`))) == `"event_type"` {
-			return kcEventType, len(`"event_type"`)
+		if string(k[:len(`"event_type":`)]) == `"event_type":` {
+			return kcEventType, len(`"event_type":`)
 		}
 	case 'h':
-		if string(win(b, i, len(`"hash"`))) == `"hash"` {
-			return kcHash, len(`"hash"`)
+		if string(k[:len(`"hash":`)]) == `"hash":` {
+			return kcHash, len(`"hash":`)
 		}
 	case 'l':
-		if string(win(b, i, len(`"last_trade_price"`))) == `"last_trade_price"` {
-			return kcLastTrade, len(`"last_trade_price"`)
+		if string(k[:]) == `"last_trade_pric` {
+			return kcLastTrade, len(`"last_trade_price":`)
 		}
 	case 'm':
 		switch {
-		case string(win(b, i, len(`"market"`))) == `"market"`:
-			return kcMarket, len(`"market"`)
-		case string(win(b, i, len(`"min_order_size"`))) == `"min_order_size"`:
-			return kcMinOrder, len(`"min_order_size"`)
+		case string(k[:len(`"market":`)]) == `"market":`:
+			return kcMarket, len(`"market":`)
+		case string(k[:]) == `"min_order_size"`:
+			return kcMinOrder, len(`"min_order_size":`)
 		}
 	case 'n':
 		switch {
-		case string(win(b, i, len(`"neg_risk"`))) == `"neg_risk"`:
-			return kcNegRisk, len(`"neg_risk"`)
-		case string(win(b, i, len(`"new_tick_size"`))) == `"new_tick_size"`:
-			return kcNewTick, len(`"new_tick_size"`)
+		case string(k[:len(`"neg_risk":`)]) == `"neg_risk":`:
+			return kcNegRisk, len(`"neg_risk":`)
+		case string(k[:len(`"new_tick_size":`)]) == `"new_tick_size":`:
+			return kcNewTick, len(`"new_tick_size":`)
 		}
 	case 'p':
 		switch {
-		case string(win(b, i, len(`"price"`))) == `"price"`:
-			return kcPrice, len(`"price"`)
-		case string(win(b, i, len(`"price_changes"`))) == `"price_changes"`:
-			return kcPriceChanges, len(`"price_changes"`)
+		case string(k[:len(`"price":`)]) == `"price":`:
+			return kcPrice, len(`"price":`)
+		case string(k[:len(`"price_changes":`)]) == `"price_changes":`:
+			return kcPriceChanges, len(`"price_changes":`)
 		}
 	case 's':
 		switch {
-		case string(win(b, i, len(`"size"`))) == `"size"`:
-			return kcSize, len(`"size"`)
-		case string(win(b, i, len(`"side"`))) == `"side"`:
-			return kcSide, len(`"side"`)
+		case string(k[:len(`"size":`)]) == `"size":`:
+			return kcSize, len(`"size":`)
+		case string(k[:len(`"side":`)]) == `"side":`:
+			return kcSide, len(`"side":`)
 		}
 	case 't':
 		switch {
-		case string(win(b, i, len(`"timestamp"`))) == `"timestamp"`:
-			return kcTimestamp, len(`"timestamp"`)
-		case string(win(b, i, len(`"tick_size"`))) == `"tick_size"`:
-			return kcTickSize, len(`"tick_size"`)
-		case string(win(b, i, len(`"transaction_hash"`))) == `"transaction_hash"`:
-			return kcTxHash, len(`"transaction_hash"`)
+		case string(k[:len(`"timestamp":`)]) == `"timestamp":`:
+			return kcTimestamp, len(`"timestamp":`)
+		case string(k[:len(`"tick_size":`)]) == `"tick_size":`:
+			return kcTickSize, len(`"tick_size":`)
+		case string(k[:]) == `"transaction_has`:
+			return kcTxHash, len(`"transaction_hash":`)
 		}
 	}
 	return kcOther, 0

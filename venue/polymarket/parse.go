@@ -119,6 +119,26 @@ func (d *Decoder) parse(frame []byte) error {
 		s.BeginArray()
 		n := 0
 		for first := true; ; first = false {
+			// The wire's shape first: a message right after the '[' or a
+			// ',', or the ']' right after the last; anything else goes to
+			// the scanner.
+			if i := s.Offset(); i < len(frame) && frame[i] == '{' && first {
+				n++
+				if err := d.parseMsg(&newIDs); err != nil {
+					return err
+				}
+				continue
+			} else if i+1 < len(frame) && frame[i] == ',' && frame[i+1] == '{' && !first {
+				n++
+				s.SetOffset(i + 1)
+				if err := d.parseMsg(&newIDs); err != nil {
+					return err
+				}
+				continue
+			} else if i < len(frame) && frame[i] == ']' && !first {
+				s.SetOffset(i + 1)
+				break
+			}
 			ok, err := s.NextElem(first)
 			if err != nil {
 				return d.syntax(err, "")
@@ -158,7 +178,7 @@ func (d *Decoder) parse(frame []byte) error {
 	default: // empty, a JSON scalar, or garbage
 		return &DecodeError{Offset: s.Offset(), Err: ErrFrame}
 	}
-	if !s.AtEnd() {
+	if s.Offset() != len(frame) && !s.AtEnd() {
 		return &DecodeError{Offset: s.Offset(), Err: fmt.Errorf("%w: data after the top-level value", ErrSyntax)}
 	}
 	return nil
@@ -202,13 +222,34 @@ func (d *Decoder) parseMsg(newIDs *int) error {
 	*m = msg{start: s.Offset(), negRisk: -1}
 	d.scSet = 0
 	s.BeginObject()
+	b := d.frame
 	for first := true; ; first = false {
-		kc, ok, err := d.nextKeyCode(first)
-		if err != nil {
-			return d.syntax(err, "")
+		// The wire's shape, `,"key":` right after the previous value
+		// (`"key":` first) or the closing brace, is read here; anything
+		// else goes to nextKeyCode.
+		var err error
+		kc, n, i, at := kcOther, 0, s.Offset(), first
+		if !first && i < len(b) {
+			switch b[i] {
+			case ',':
+				i, at = i+1, true
+			case '}':
+				s.SetOffset(i + 1)
+				goto end
+			}
 		}
-		if !ok {
-			break
+		if at && i >= 0 && len(b)-i >= 16 {
+			kc, n = keyColon16((*[16]byte)(b[i : i+16]))
+		}
+		if kc != kcOther && n <= 16 {
+			s.SetOffset(i + n)
+		} else {
+			var ok bool
+			if kc, ok, err = d.nextKeyCode(first); err != nil {
+				return d.syntax(err, "")
+			} else if !ok {
+				break
+			}
 		}
 		switch kc {
 		case kcEventType:
@@ -306,6 +347,7 @@ func (d *Decoder) parseMsg(newIDs *int) error {
 			return d.syntax(err, string(m.typ))
 		}
 	}
+end:
 	m.end = s.Offset()
 	// A semantic problem rejects this message alone: the frame's other
 	// messages still apply (each book of an initial dump stands alone).
