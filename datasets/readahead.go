@@ -36,6 +36,10 @@ type aheadBlock struct {
 	rawBuf     []byte // owns raw's array when the block was compressed
 	err        error
 	notRecords bool
+	// cols and colErr: the block's columns and the framing check of them
+	// (parseColumns), done here so the consumer only takes them.
+	cols   blockColumns
+	colErr error
 	// last: read-ahead stopped after this block, the stream just past it
 	// (WithReadUntil: the block reaches the end of what will be read).
 	last bool
@@ -100,13 +104,20 @@ func (ra *readAhead) run(w segmentReader, untilNs int64) {
 		if err == nil && !b.notRecords {
 			err = w.decodeContent(w.h.Flags&blockFlagDict != 0)
 		}
+		b.cols, b.colErr = blockColumns{}, nil
+		if err == nil && !b.notRecords {
+			b.colErr = w.parseColumns()
+			b.cols = w.blockColumns
+		}
 		b.h, b.blockOff, b.next, b.err = w.h, w.blockOff, w.off, err
 		b.comp, b.rawBuf, b.raw = w.comp, w.rawBuf, w.raw
 		// Nothing past untilNs will be read: reading on would fetch blocks
 		// (from a remote store) that nobody wants.
 		b.last = err == nil && !b.notRecords && untilNs != 0 && w.h.LastWall >= untilNs
 		ra.full <- b // never blocks: there are as many places as slots
-		if err != nil || b.notRecords || b.last {
+		if err != nil || b.notRecords || b.last || b.colErr != nil {
+			// (The consumer stops read-ahead at a framing error and reads
+			// on itself from just past the block.)
 			return
 		}
 	}
@@ -144,7 +155,12 @@ func (r *Reader) nextAheadBlock() (ok bool, err error) {
 	s := &r.sr
 	s.i, s.n = 0, 0
 	s.h, s.blockOff, s.off, s.raw = b.h, b.blockOff, b.next, b.raw
-	return true, s.parseColumns()
+	if b.colErr != nil {
+		return true, b.colErr
+	}
+	s.blockColumns = b.cols
+	s.startColumns()
+	return true, nil
 }
 
 // stopReadAhead stops the goroutine and waits for it: the decoder is the

@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -297,5 +298,90 @@ func TestReadAheadStopsAtReadUntil(t *testing.T) {
 	}
 	if len(aheadRecs) != len(seqRecs) || len(seqRecs) != len(recs)-len(recs)/3 {
 		t.Fatalf("%d records on from the time with read-ahead, %d without, want %d", len(aheadRecs), len(seqRecs), len(recs)-len(recs)/3)
+	}
+}
+
+// reframeBlock rewrites block b of its segment with intact checksums around
+// content whose columns mutate has damaged: damage only the framing check
+// (parseColumns) finds. The block is stored raw; what follows it moves.
+func reframeBlock(t *testing.T, b blockPos, mutate func(raw []byte, count int)) {
+	t.Helper()
+	file, err := os.ReadFile(b.seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := b.e.Offset
+	var h blockHeader
+	if err := h.unmarshal(file[at : at+blockHeaderSize]); err != nil {
+		t.Fatal(err)
+	}
+	// The segment's own reader decodes it (with the dictionary if any).
+	f, err := os.Open(b.seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var sr segmentReader
+	defer sr.release()
+	sr.reset(f, b.seg, 0, int64(len(file)))
+	if _, err := sr.readSegmentHeader(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Seek(at, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	sr.reset(f, b.seg, at, int64(len(file)))
+	if err := sr.readBlockContent(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sr.decodeContent(h.Flags&blockFlagDict != 0); err != nil {
+		t.Fatal(err)
+	}
+	raw := append([]byte(nil), sr.raw...)
+	mutate(raw, int(h.Count))
+	h.Codec, h.Flags = codecRaw, 0
+	h.CompLen, h.RawLen = uint32(len(raw)), uint32(len(raw))
+	h.CompCRC, h.RawCRC = crc32c(raw), crc32c(raw)
+	var hb [blockHeaderSize]byte
+	h.marshal(&hb)
+	out := append(append(append(append([]byte(nil), file[:at]...), hb[:]...), raw...), file[at+blockHeaderSize+int64(b.e.CompLen):]...)
+	if err := os.WriteFile(b.seg, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A block whose checksums hold but whose columns do not add up (the check
+// read-ahead makes on its own goroutine): reported as the sequential reader
+// reports it, and the reader goes on after it the same way.
+func TestReadAheadFramingDamage(t *testing.T) {
+	src, _ := faultDataset(t)
+	blocks := blocksOf(t, src)
+	damages := []struct {
+		name   string
+		mutate func(raw []byte, count int)
+	}{
+		// The second record's seq delta 0: sequence numbers stop increasing.
+		{"seq", func(raw []byte, count int) { clear(raw[8 : 8+8]) }},
+		// One record a byte longer: the lengths overrun the payload section.
+		{"lengths", func(raw []byte, count int) { raw[24*count]++ }},
+	}
+	for _, k := range []int{1, len(blocks) / 2, len(blocks) - 1} {
+		for _, d := range damages {
+			t.Run(fmt.Sprintf("block%02d/%s", k, d.name), func(t *testing.T) {
+				dir := copyDataset(t, src)
+				b := blocks[k]
+				b.seg = filepath.Join(dir, filepath.Base(b.seg))
+				reframeBlock(t, b, d.mutate)
+				strict := readEverything(t, dir, WithReadAhead(2))
+				if !strings.Contains(strict.err, ErrFraming.Error()) || len(strict.recs) != b.before {
+					t.Fatalf("read-ahead: %d records, err %q; want the %d before the block and a framing error", len(strict.recs), strict.err, b.before)
+				}
+				skip := readEverything(t, dir, WithReadAhead(2), WithSkipDamaged())
+				if len(skip.damage) != 1 || skip.err != "" {
+					t.Fatalf("skip-damaged: damage %+v, err %q; want the block reported", skip.damage, skip.err)
+				}
+				sameAsSequential(t, dir)
+			})
+		}
 	}
 }

@@ -27,11 +27,17 @@ type segmentReader struct {
 
 	dict []byte // the segment's dictionary, nil if none
 
+	blockColumns
+	i, n       int
+	payOff     int
+	seq        uint64
+	wall, mono int64
+}
+
+// blockColumns are a decoded block's columns, sliced from its content by
+// parseColumns.
+type blockColumns struct {
 	cSeq, cWall, cMono, cLen, cConn, cKind, cFlags, pay []byte
-	i, n                                                int
-	payOff                                              int
-	seq                                                 uint64
-	wall, mono                                          int64
 }
 
 // Decoders and block buffers outlive readers: a replay opening many
@@ -83,7 +89,7 @@ func (s *segmentReader) release() {
 	putBuffer(&rawPool, s.rawBuf)
 	putBuffer(&compPool, s.comp)
 	s.raw, s.rawBuf, s.comp = nil, nil, nil
-	s.cSeq, s.cWall, s.cMono, s.cLen, s.cConn, s.cKind, s.cFlags, s.pay = nil, nil, nil, nil, nil, nil, nil, nil
+	s.blockColumns = blockColumns{}
 	s.i, s.n = 0, 0
 }
 
@@ -321,9 +327,15 @@ func (s *segmentReader) parseColumns() error {
 	if seq != s.h.LastSeq || wall != s.h.LastWall {
 		return s.corrupt(s.blockOff, "%w: last record seq %d wall %d, header says %d and %d", ErrFraming, seq, wall, s.h.LastSeq, s.h.LastWall)
 	}
-	s.i, s.n, s.payOff = 0, n, 0
-	s.seq, s.wall, s.mono = s.h.FirstSeq, s.h.FirstWall, 0
+	s.startColumns()
 	return nil
+}
+
+// startColumns positions s before the first record of the block whose
+// columns (checked by parseColumns) s holds.
+func (s *segmentReader) startColumns() {
+	s.i, s.n, s.payOff = 0, int(s.h.Count), 0
+	s.seq, s.wall, s.mono = s.h.FirstSeq, s.h.FirstWall, 0
 }
 
 // nextRecord fills rec with the next record of the current block; false when

@@ -38,12 +38,9 @@ func damagedDataset(t *testing.T) (dir, seg string) {
 	return dir, segs[0]
 }
 
-// TestRunStepsOverCorruption flips a byte in the middle of a segment: the
-// replay steps over the damaged block, delivers a gap record in its place
-// (a loss for every connection) and every record after it, lists what was
-// skipped, and returns ErrDamaged unless WithSkipDamaged(true).
-func TestRunStepsOverCorruption(t *testing.T) {
-	dir, seg := damagedDataset(t)
+// flipMiddleByte damages the block in the middle of a segment file.
+func flipMiddleByte(t *testing.T, seg string) {
+	t.Helper()
 	data, err := os.ReadFile(seg)
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +49,15 @@ func TestRunStepsOverCorruption(t *testing.T) {
 	if err := os.WriteFile(seg, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestRunStepsOverCorruption flips a byte in the middle of a segment: the
+// replay steps over the damaged block, delivers a gap record in its place
+// (a loss for every connection) and every record after it, lists what was
+// skipped, and returns ErrDamaged unless WithSkipDamaged(true).
+func TestRunStepsOverCorruption(t *testing.T) {
+	dir, seg := damagedDataset(t)
+	flipMiddleByte(t, seg)
 	for _, skip := range []bool{false, true} {
 		r := newFakeReplayer(t, []string{dir}, WithSkipDamaged(skip))
 		var frames, gaps uint64

@@ -30,6 +30,7 @@ type mergeHead struct {
 // caller closes them after the merge.
 type Merger struct {
 	srcs    []recordSource
+	one     *datasets.Reader // the only source, read without the heap
 	heap    []mergeHead
 	cur     int // dataset of the record last returned; -1 before the first
 	started bool
@@ -44,7 +45,11 @@ func NewMerger(readers []*datasets.Reader) *Merger {
 	for i, r := range readers {
 		srcs[i] = r
 	}
-	return newMerger(srcs)
+	m := newMerger(srcs)
+	if len(readers) == 1 {
+		m.one = readers[0]
+	}
+	return m
 }
 
 func newMerger(srcs []recordSource) *Merger {
@@ -56,6 +61,18 @@ func newMerger(srcs []recordSource) *Merger {
 // error is sticky.
 func (m *Merger) Next() bool {
 	if m.err != nil {
+		return false
+	}
+	if m.one != nil {
+		// One input: its own order is the replay order.
+		if m.one.Next() {
+			m.cur = 0
+			return true
+		}
+		m.cur = -1
+		if err := m.one.Err(); err != nil {
+			m.err = fmt.Errorf("replayer: read dataset %d: %w", 0, err)
+		}
 		return false
 	}
 	if !m.started {
@@ -97,16 +114,20 @@ func (m *Merger) advance(i int) bool {
 	}
 	if err := m.srcs[i].Err(); err != nil {
 		m.err = fmt.Errorf("replayer: read dataset %d: %w", i, err)
+		m.cur = -1
 	}
 	return false
 }
 
 // Record returns the current record and the index of its dataset. The record
 // is borrowed from that dataset's reader until the next call to Next. Before
-// the first Next or after the end, it returns -1 and nil.
+// the first Next, after the end or after a read error, it returns -1 and nil.
 func (m *Merger) Record() (dataset int, rec *datasets.Record) {
 	if m.cur < 0 {
 		return -1, nil
+	}
+	if m.one != nil {
+		return 0, m.one.Record()
 	}
 	return m.cur, m.srcs[m.cur].Record()
 }

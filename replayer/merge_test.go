@@ -2,6 +2,8 @@ package replayer
 
 import (
 	"errors"
+	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/tapedeck/tapedeck/datasets"
@@ -111,5 +113,66 @@ func TestMergerErrorIsSticky(t *testing.T) {
 	}
 	if m.Next() {
 		t.Fatal("Next after an error returned true")
+	}
+}
+
+// A merge of one reader takes its records without the heap: the same
+// records, in the same order, and the same read error as the heap's merge.
+func TestMergerOneReader(t *testing.T) {
+	damaged, seg := damagedDataset(t)
+	flipMiddleByte(t, seg)
+	for _, tc := range []struct {
+		name, dir string
+		wantErr   bool
+	}{
+		{"sample", filepath.Join("..", "datasets", "samples", "polymarket"), false},
+		{"damaged", damaged, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			open := func() *datasets.Reader {
+				rd, err := datasets.Open(tc.dir, datasets.WithReadAhead(2))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { rd.Close() })
+				return rd
+			}
+			fast := NewMerger([]*datasets.Reader{open()})
+			if fast.one == nil {
+				t.Fatal("a merge of one reader uses the heap")
+			}
+			heap := newMerger([]recordSource{open()})
+			n := 0
+			for {
+				fn, hn := fast.Next(), heap.Next()
+				if fn != hn {
+					t.Fatalf("record %d: Next %v, heap merge %v", n, fn, hn)
+				}
+				fds, frec := fast.Record()
+				hds, hrec := heap.Record()
+				if !fn {
+					if fds != -1 || frec != nil || hds != -1 || hrec != nil {
+						t.Fatalf("Record after the end: %d %v, heap merge %d %v", fds, frec, hds, hrec)
+					}
+					break
+				}
+				if fds != hds || frec.Seq != hrec.Seq || frec.WallNs != hrec.WallNs || frec.Kind != hrec.Kind ||
+					frec.Conn != hrec.Conn || string(frec.Payload) != string(hrec.Payload) {
+					t.Fatalf("record %d: %d %+v, heap merge %d %+v", n, fds, frec, hds, hrec)
+				}
+				n++
+			}
+			fe, he := fmt.Sprint(fast.Err()), fmt.Sprint(heap.Err())
+			if fe != he || (fast.Err() != nil) != tc.wantErr {
+				t.Fatalf("after %d records: Err %s, heap merge %s (want an error: %v)", n, fe, he, tc.wantErr)
+			}
+			var ce *datasets.CorruptionError
+			if tc.wantErr && !errors.As(fast.Err(), &ce) {
+				t.Fatalf("Err %v is not a *datasets.CorruptionError", fast.Err())
+			}
+			if n == 0 || fast.Next() {
+				t.Fatalf("%d records; Next after the end is true", n)
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/tapedeck/tapedeck/book"
@@ -172,6 +173,7 @@ type connState struct {
 	last    *instRoute // the route used last, and the one before
 	prev    *instRoute
 	hints   [routeHints]*instRoute // by routeSlot: a candidate, checked against the id
+	byPtr   [routeHints]*instRoute // by ptrSlot: a candidate, checked against the id's address
 	lastSeq uint64
 	lastNs  int64
 	nframes uint32 // frames decoded, for the periodic instrument bound check
@@ -184,6 +186,7 @@ type connState struct {
 type runState struct {
 	conns    []*connState // creation order: deterministic, used for flush and Books
 	byDS     []map[uint32]*connState
+	lastConn *connState  // the state found last (find): most records follow one of the same slot
 	retired  venue.Stats // counters of decoders dropped by a backward seek
 	subs     []*subscription
 	gen      uint64
@@ -204,10 +207,22 @@ type runState struct {
 	fetched                                                []int64            // bytes earlier passes' readers read, per dataset
 }
 
+// find returns the state of (ds, c), or nil before its first record.
+func (st *runState) find(ds int, c uint32) *connState {
+	if cs := st.lastConn; cs != nil && cs.conn == c && cs.ds == ds {
+		return cs
+	}
+	cs := st.byDS[ds][c]
+	if cs != nil {
+		st.lastConn = cs
+	}
+	return cs
+}
+
 // conn returns the state of (ds, c), creating its decoder on first use.
 func (r *Replayer) conn(ds int, c uint32) (*connState, error) {
 	st := &r.run
-	if cs := st.byDS[ds][c]; cs != nil {
+	if cs := st.find(ds, c); cs != nil {
 		return cs, nil
 	}
 	if len(st.byDS[ds]) >= r.opts.maxConns {
@@ -246,10 +261,26 @@ func (r *Replayer) checkInstruments(ds int) error {
 
 // route returns the resolved route of an instrument on cs.
 func (r *Replayer) route(cs *connState, inst string) *instRoute {
-	st := &r.run
+	// Decoders intern instrument ids, so the same instrument comes back as
+	// the same string: a route whose id is that very string (same bytes in
+	// memory, same length, kept alive by the route) is the route, found
+	// with no byte of the id compared.
+	ps := ptrSlot(inst)
+	rt := cs.byPtr[ps]
+	if rt == nil || unsafe.StringData(rt.instrument) != unsafe.StringData(inst) || len(rt.instrument) != len(inst) {
+		rt = r.routeByID(cs, inst)
+		cs.byPtr[ps] = rt
+	}
+	if rt.gen != r.run.gen {
+		r.resolve(rt, cs.venue)
+	}
+	return rt
+}
+
+// routeByID finds or makes the route of inst on cs by the id's bytes.
+func (r *Replayer) routeByID(cs *connState, inst string) *instRoute {
 	// Two cached routes catch the common alternations (a binary market's two
-	// tokens in one price_change) without hashing a 77-digit id; decoders
-	// intern ids, so a hit compares pointers.
+	// tokens in one price_change) without hashing a 77-digit id.
 	rt := cs.last
 	if rt == nil || rt.instrument != inst {
 		rt = cs.prev
@@ -271,10 +302,13 @@ func (r *Replayer) route(cs *connState, inst string) *instRoute {
 		}
 		cs.prev, cs.last = cs.last, rt
 	}
-	if rt.gen != st.gen {
-		r.resolve(rt, cs.venue)
-	}
 	return rt
+}
+
+// ptrSlot is the slot of a connection's byPtr table for the string s: a
+// hash of where its bytes are.
+func ptrSlot(s string) uint {
+	return uint((uint64(uintptr(unsafe.Pointer(unsafe.StringData(s)))) * 0x9e3779b97f4a7c15) >> (64 - routeHintBits))
 }
 
 // routeHints is the size of a connection's route hint table.
@@ -366,7 +400,7 @@ func (r *Replayer) resetDecoders() {
 	for _, cs := range st.conns {
 		addStats(&st.retired, cs.dec.Stats())
 	}
-	st.conns = st.conns[:0]
+	st.conns, st.lastConn = st.conns[:0], nil
 	for i := range st.byDS {
 		st.byDS[i] = make(map[uint32]*connState)
 	}
@@ -533,7 +567,7 @@ func (r *Replayer) process(ds int, rec *datasets.Record, live bool) error {
 	if live {
 		r.refreshSubs()
 	}
-	if cs := st.byDS[ds][rec.Conn]; cs != nil && cs.closed {
+	if cs := st.find(ds, rec.Conn); cs != nil && cs.closed {
 		// A clean close left the books valid; what follows it on the same
 		// slot (a later session appended, datasets merged) comes after a
 		// time nobody recorded.
@@ -623,7 +657,7 @@ func (r *Replayer) process(ds int, rec *datasets.Record, live bool) error {
 		}
 	case k == datasets.KindSent || isControlKind(k):
 		if k == datasets.KindCleanClose && rec.Conn != 0 {
-			if cs := st.byDS[ds][rec.Conn]; cs != nil {
+			if cs := st.find(ds, rec.Conn); cs != nil {
 				cs.closed = true
 			}
 		}
