@@ -46,6 +46,11 @@ type batch struct {
 	cols        []column
 	rows        int
 	levelCounts [][]int32
+	// books, when the table has level columns, numbers each row's book
+	// (0, 1, … in order of first appearance in the export): the Parquet
+	// writer looks a level's value up again only where it differs from the
+	// one of that book's last row (parquet_dict.go).
+	books []int32
 	// arena holds the bytes of strings copied in by strBytes (trade ids)
 	// for the batch's life, so a row costs no allocation.
 	arena []byte
@@ -70,6 +75,17 @@ func (b *batch) addLevel(name string, kind colKind, count, level int) int {
 }
 
 func (b *batch) setLevelCount(count int, n int32) { b.levelCounts[count][b.rows] = n }
+
+// bookRows returns the book numbers of the batch's rows, nil if it has none.
+func (b *batch) bookRows() []int32 {
+	if b.books == nil {
+		return nil
+	}
+	return b.books[:b.rows]
+}
+
+// setBook sets the row's book number (see books).
+func (b *batch) setBook(id int32) { b.books[b.rows] = id }
 
 // grow gives every column room for n rows once: a batch never reallocates.
 // The 64-bit columns share one allocation (the 32-bit ones another), each
@@ -112,6 +128,9 @@ func (b *batch) grow(n int) {
 	for i := range b.levelCounts {
 		b.levelCounts[i] = make([]int32, n)
 	}
+	if len(b.levelCounts) > 0 {
+		b.books = make([]int32, n)
+	}
 }
 
 // emptyLike returns an empty batch with b's columns and room for n rows.
@@ -143,6 +162,9 @@ func (b *batch) rowBytes() int {
 		if b.cols[i].nullable && b.cols[i].levelOf < 0 {
 			n++
 		}
+	}
+	if len(b.levelCounts) > 0 {
+		n += 4 // books
 	}
 	return n + 4*len(b.levelCounts)
 }

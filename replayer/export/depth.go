@@ -25,6 +25,7 @@ type flags struct {
 type depthInst struct {
 	key   instKey
 	venue string
+	id    int32 // the book's number (batch.books)
 
 	gen     uint64
 	haveGen bool
@@ -54,8 +55,8 @@ type depthTable struct {
 	nBids, nAsks                 int // level counts of the two sides
 
 	insts  map[instKey]*depthInst
-	last   *depthInst   // the book of the previous event
-	order  []*depthInst // sorted by (dataset, instrument): deterministic bucket flushes
+	recent [recentSlots]*depthInst // by recentSlot
+	order  []*depthInst            // sorted by (dataset, instrument): deterministic bucket flushes
 	bucket int64
 	inBkt  bool
 	bids   []book.Level // scratch for every-event rows
@@ -98,24 +99,25 @@ func (t *depthTable) columns(b *batch, _ string, counts bool) {
 }
 
 func (t *depthTable) inst(e *replayer.Event) *depthInst {
-	// Events come in runs of one book: comparing the key beats hashing an
-	// instrument id of up to 78 digits on every event.
-	if in := t.last; in != nil && in.key.dataset == e.Dataset && in.key.instrument == e.Instrument {
+	// Comparing the key of a recent book beats hashing an instrument id of
+	// up to 78 digits on every event.
+	h := recentSlot(e.Dataset, e.Instrument)
+	if in := t.recent[h]; in != nil && in.key.dataset == e.Dataset && in.key.instrument == e.Instrument {
 		return in
 	}
 	k := instKey{e.Dataset, e.Instrument}
 	if in := t.insts[k]; in != nil {
-		t.last = in
+		t.recent[h] = in
 		return in
 	}
 	k.instrument = strings.Clone(k.instrument)
-	in := &depthInst{key: k, venue: strings.Clone(e.Venue)}
+	in := &depthInst{key: k, venue: strings.Clone(e.Venue), id: int32(len(t.insts))}
 	if t.intervalNs > 0 {
 		in.bids = make([]book.Level, 0, t.levels)
 		in.asks = make([]book.Level, 0, t.levels)
 	}
 	t.insts[k] = in
-	t.last = in
+	t.recent[h] = in
 	i := sort.Search(len(t.order), func(i int) bool { return !keyLess(t.order[i].key, k) })
 	t.order = append(t.order, nil)
 	copy(t.order[i+1:], t.order[i:])
@@ -247,6 +249,7 @@ func (t *depthTable) row(s *Sink, in *depthInst, exch, local int64, bids, asks [
 	b.i64(t.cLocal, local)
 	b.str(t.cVenue, in.venue)
 	b.str(t.cInst, in.key.instrument)
+	b.setBook(in.id)
 	b.setLevelCount(t.nBids, int32(min(len(bids), t.levels)))
 	b.setLevelCount(t.nAsks, int32(min(len(asks), t.levels)))
 	c := t.cLevel0

@@ -84,10 +84,11 @@ type pqScratch struct {
 	defNulls int
 	// Dictionary-encoded columns: the index of each non-null value and the
 	// dictionary (fixed-point values, or strings).
-	idx  []int32
-	dict fixedDict
-	sIdx map[string]int32
-	sDic []string
+	idx    []int32
+	dict   fixedDict
+	lastOf lastValues
+	sIdx   map[string]int32
+	sDic   []string
 	// A page's encoded values and levels, and its compressed values.
 	vals, lv, comp []byte
 	// Statistics inputs.
@@ -461,7 +462,7 @@ func (p *parquetWriter) encodeColumn(b *batch, i int, sc *pqScratch, c *pqChunk)
 			})
 			return nil
 		}
-		if dictLevels(col, p.exact) && p.encodeDictFixed(c, sc, v, def, dec, descr) {
+		if dictLevels(col, p.exact) && p.encodeDictFixed(c, sc, v, def, b.bookRows(), dec, descr) {
 			return nil
 		}
 		p.pages(c, sc, n, p.page/8, def, parquet.Encodings.Plain, func(dst []byte, from, to, _ int) []byte {
@@ -553,23 +554,50 @@ func (p *parquetWriter) encodeStrings(c *pqChunk, sc *pqScratch, col *column, n 
 	return c.setStats(st, p.props, descr)
 }
 
-// encodeDictFixed writes fixed-point column v (definition levels def) as
-// float64 through a dictionary built from the fixed-point values. It
+// encodeDictFixed writes fixed-point column v (definition levels def, each
+// row's book in books if not nil) as float64 through a dictionary built
+// from the fixed-point values. It
 // reports false, having written nothing, when the dictionary would pass the
 // dictionary page limit.
-func (p *parquetWriter) encodeDictFixed(c *pqChunk, sc *pqScratch, v []int64, def []uint8, dec uint8, descr *schema.Column) bool {
+func (p *parquetWriter) encodeDictFixed(c *pqChunk, sc *pqScratch, v []int64, def []uint8, books []int32, dec uint8, descr *schema.Column) bool {
 	d := &sc.dict
 	d.reset()
 	idx := sc.idx[:0]
-	last, lastIdx := int64(0), int32(-1)
-	for r, x := range v {
-		if def != nil && def[r] == 0 {
-			continue
+	if books != nil {
+		// Rows of many books interleave, and a book's next row mostly
+		// repeats its last one: look a value up only where it differs from
+		// the value of the book's last row in this column.
+		lb := &sc.lastOf
+		lb.gen++
+		if lb.gen == 0 {
+			clear(lb.rows)
+			lb.gen = 1
 		}
-		if x != last || lastIdx < 0 {
-			last, lastIdx = x, d.index(x)
+		for r, x := range v {
+			if def != nil && def[r] == 0 {
+				continue
+			}
+			bk := int(books[r])
+			if bk >= len(lb.rows) {
+				lb.rows = append(lb.rows, make([]lastValue, bk+1-len(lb.rows))...)
+			}
+			l := &lb.rows[bk]
+			if l.gen != lb.gen || l.val != x {
+				*l = lastValue{val: x, idx: d.index(x), gen: lb.gen}
+			}
+			idx = append(idx, l.idx)
 		}
-		idx = append(idx, lastIdx)
+	} else {
+		last, lastIdx := int64(0), int32(-1)
+		for r, x := range v {
+			if def != nil && def[r] == 0 {
+				continue
+			}
+			if x != last || lastIdx < 0 {
+				last, lastIdx = x, d.index(x)
+			}
+			idx = append(idx, lastIdx)
+		}
 	}
 	sc.idx = idx
 	if int64(8*len(d.vals)) >= p.props.DictionaryPageSizeLimit() || !p.dictPays(descr, 8*len(d.vals), 8*len(idx), len(idx), len(d.vals)) {

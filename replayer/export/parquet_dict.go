@@ -23,12 +23,22 @@ func dictLevels(c *column, exact bool) bool {
 // dictionary indices: open addressing over a power-of-two table whose slots
 // are marked with the chunk's generation, so starting a chunk clears
 // nothing.
+//
+// Values in [0, directValues), such as every Polymarket price, skip the
+// hash: direct holds their index + 1 (0: not in the dictionary), and reset
+// clears just the entries the chunk set.
 type fixedDict struct {
-	slots []dictSlot
-	shift uint // 64 - log2(len(slots))
-	gen   uint32
-	vals  []int64 // by index: the chunk's distinct values in order of first appearance
+	slots  []dictSlot
+	shift  uint // 64 - log2(len(slots))
+	gen    uint32
+	hashed int     // values in slots
+	vals   []int64 // by index: the chunk's distinct values in order of first appearance
+	direct []int32
 }
+
+// directValues bounds the values fixedDict indexes without hashing: 64 KiB
+// of table, in L2.
+const directValues = 1 << 14
 
 type dictSlot struct {
 	key int64
@@ -37,6 +47,15 @@ type dictSlot struct {
 }
 
 func (d *fixedDict) reset() {
+	for _, x := range d.vals {
+		if uint64(x) < directValues {
+			d.direct[x] = 0
+		}
+	}
+	if d.direct == nil {
+		d.direct = make([]int32, directValues)
+	}
+	d.hashed = 0
 	d.vals = d.vals[:0]
 	d.gen++
 	if d.gen == 0 { // wrapped: old marks could match again
@@ -50,6 +69,15 @@ func (d *fixedDict) reset() {
 
 // index returns x's index, adding x to the dictionary if it is new.
 func (d *fixedDict) index(x int64) int32 {
+	if uint64(x) < directValues {
+		if k := d.direct[x]; k != 0 {
+			return k - 1
+		}
+		idx := int32(len(d.vals))
+		d.vals = append(d.vals, x)
+		d.direct[x] = idx + 1
+		return idx
+	}
 	mask := len(d.slots) - 1
 	for h := int(uint64(x) * 0x9E3779B97F4A7C15 >> d.shift); ; h = (h + 1) & mask {
 		s := &d.slots[h]
@@ -57,7 +85,7 @@ func (d *fixedDict) index(x int64) int32 {
 			idx := int32(len(d.vals))
 			*s = dictSlot{key: x, gen: d.gen, idx: idx}
 			d.vals = append(d.vals, x)
-			if 2*len(d.vals) > len(d.slots) {
+			if d.hashed++; 2*d.hashed > len(d.slots) {
 				d.grow()
 			}
 			return idx
@@ -74,10 +102,26 @@ func (d *fixedDict) grow() {
 	d.gen = 1
 	mask := len(d.slots) - 1
 	for i, x := range d.vals {
+		if uint64(x) < directValues {
+			continue
+		}
 		h := int(uint64(x) * 0x9E3779B97F4A7C15 >> d.shift)
 		for d.slots[h].gen == d.gen {
 			h = (h + 1) & mask
 		}
 		d.slots[h] = dictSlot{key: x, gen: d.gen, idx: int32(i)}
 	}
+}
+
+// lastValues holds, per book, the value of its last row in the column being
+// encoded and the value's index; entries of another generation are unset.
+type lastValues struct {
+	rows []lastValue
+	gen  uint32
+}
+
+type lastValue struct {
+	val int64
+	idx int32
+	gen uint32
 }

@@ -226,24 +226,24 @@ func bitPack[T int32 | uint8](dst []byte, v []T, bw int) []byte {
 	}
 	groups := (len(v) + 7) / 8
 	dst = binary.AppendUvarint(dst, uint64(groups)<<1|1)
+	// Values are gathered in acc and written 32 bits at a time (bw ≤ 32,
+	// so acc never holds more than 63 bits).
 	var acc uint64
 	nb := 0
 	for _, x := range v {
 		acc |= uint64(uint32(x)) << nb
-		nb += bw
-		for nb >= 8 {
-			dst = append(dst, byte(acc))
-			acc >>= 8
-			nb -= 8
+		if nb += bw; nb >= 32 {
+			dst = binary.LittleEndian.AppendUint32(dst, uint32(acc))
+			acc >>= 32
+			nb -= 32
 		}
 	}
-	// Padding: (8 - len%8) zero values of bw bits end on a byte boundary.
-	pad := (groups*8 - len(v)) * bw
-	nb += pad
-	for nb > 0 {
+	// Padding: the zero values that complete the last group end on a byte
+	// boundary.
+	nb += (groups*8 - len(v)) * bw
+	for ; nb > 0; nb -= 8 {
 		dst = append(dst, byte(acc))
 		acc >>= 8
-		nb -= 8
 	}
 	return dst
 }

@@ -2,9 +2,11 @@ package export
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // rleDecode reads n values of the RLE / bit-packing hybrid at bit width bw
@@ -73,5 +75,66 @@ func TestRLEHybrid(t *testing.T) {
 		if got[i] != int32(lv[i]) {
 			t.Fatalf("levels %v, want %v", got, lv)
 		}
+	}
+}
+
+// fixedDict gives each distinct value one index, in order of first
+// appearance, for values on both sides of directValues and negative ones,
+// across chunks (reset) and table growth.
+func TestFixedDict(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var d fixedDict
+	for chunk := 0; chunk < 20; chunk++ {
+		d.reset()
+		want := map[int64]int32{}
+		var order []int64
+		for range 5000 {
+			var x int64
+			switch r.IntN(3) {
+			case 0:
+				x = int64(r.IntN(directValues + 10))
+			case 1:
+				x = r.Int64N(1<<40) - 1<<39
+			default:
+				x = int64(r.IntN(50)) * 1_000_000_007
+			}
+			k, ok := want[x]
+			if !ok {
+				k = int32(len(order))
+				want[x] = k
+				order = append(order, x)
+			}
+			if got := d.index(x); got != k {
+				t.Fatalf("chunk %d: index(%d) = %d, want %d", chunk, x, got, k)
+			}
+		}
+		if !slices.Equal(d.vals, order) {
+			t.Fatalf("chunk %d: dictionary not in order of first appearance", chunk)
+		}
+	}
+}
+
+// interned returns its own copy of each string, equal to it, whether the
+// string's recent slot holds it, another string (ids sharing their last
+// digits and length collide) or nothing.
+func TestInternedRecent(t *testing.T) {
+	var n interned
+	var ids []string
+	for i := range 2000 {
+		ids = append(ids, fmt.Sprintf("%071d%07d", i%7, (i*7919)%10000)) // many share a slot
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	first := map[string]string{}
+	for range 20000 {
+		s := ids[r.IntN(len(ids))]
+		b := []byte(s) // a fresh copy, as a decoder's borrowed bytes would be
+		got := n.get(string(b))
+		if got != s {
+			t.Fatalf("get(%s) = %s", s, got)
+		}
+		if f, ok := first[s]; ok && unsafe.StringData(f) != unsafe.StringData(got) {
+			t.Fatalf("get(%s) returned a second copy", s)
+		}
+		first[s] = got
 	}
 }

@@ -23,15 +23,43 @@ func tardisHead(exch, local, ven, inst int) []csvField {
 
 // interned keeps the sink's own copy of the venue and instrument strings, so
 // rows never point into memory the replayer lends for one call.
-type interned map[string]string
+// Rows of a few dozen instruments interleave, so a copy is first looked
+// for in recent, a direct-mapped cache compared by content: a 78-digit
+// Polymarket id costs a compare, not a hash and a map probe.
+type interned struct {
+	m      map[string]string
+	recent [recentSlots]string
+}
 
-func (m interned) get(s string) string {
-	if v, ok := m[s]; ok {
+func (n *interned) get(s string) string {
+	h := recentSlot(0, s)
+	if v := n.recent[h]; v == s {
 		return v
 	}
-	v := strings.Clone(s)
-	m[v] = v
+	v, ok := n.m[s]
+	if !ok {
+		if n.m == nil {
+			n.m = make(map[string]string)
+		}
+		v = strings.Clone(s)
+		n.m[v] = v
+	}
+	n.recent[h] = v
 	return v
+}
+
+// recentSlots is the size of the direct-mapped caches in front of the
+// per-instrument maps (interned, changesTable.inst, depthTable.inst).
+const recentSlots = 512
+
+// recentSlot is the cache slot of instrument s of dataset: ids of one
+// venue differ most in their last characters.
+func recentSlot(dataset int, s string) int {
+	h := uint(len(s)) + 31*uint(dataset)
+	for i := len(s) - 1; i >= max(0, len(s)-4); i-- {
+		h = 131*h + uint(s[i])
+	}
+	return int(h % recentSlots)
 }
 
 // changesTable: one row per level change (Tardis incremental_book_L2).
@@ -63,7 +91,7 @@ type changesTable struct {
 	cCount                       int
 	names                        interned
 	insts                        map[instKey]*changesInst
-	last                         *changesInst // the book of the previous event
+	recent                       [recentSlots]*changesInst // by recentSlot
 	old, cur                     []book.Level
 }
 
@@ -91,20 +119,21 @@ func (t *changesTable) columns(b *batch, _ string, counts bool) {
 }
 
 func (t *changesTable) inst(e *replayer.Event) (*changesInst, bool) {
-	// Events come in runs of one book: comparing the key beats hashing an
-	// instrument id of up to 78 digits on every event.
-	if in := t.last; in != nil && in.key.dataset == e.Dataset && in.key.instrument == e.Instrument {
+	// Comparing the key of a recent book beats hashing an instrument id of
+	// up to 78 digits on every event.
+	h := recentSlot(e.Dataset, e.Instrument)
+	if in := t.recent[h]; in != nil && in.key.dataset == e.Dataset && in.key.instrument == e.Instrument {
 		return in, false
 	}
 	k := instKey{e.Dataset, e.Instrument}
 	if in := t.insts[k]; in != nil {
-		t.last = in
+		t.recent[h] = in
 		return in, false
 	}
 	k.instrument = t.names.get(k.instrument)
 	in := &changesInst{key: k, venue: t.names.get(e.Venue), mirror: book.New(e.Scale)}
 	t.insts[k] = in
-	t.last = in
+	t.recent[h] = in
 	return in, true
 }
 
