@@ -677,12 +677,16 @@ func TestAppendDecimalAgrees(t *testing.T) {
 func TestScanDecAgrees(t *testing.T) {
 	inputs := []string{"0", "1", "0.48", ".48", "0.4800", "0.48001", "10500100", "9000023.58", "199.31",
 		"12345678", "123456789012", "1234567890123", "0.000001", "0.0000010", "0.0000001", "7.", "1.2.3",
-		"100.0000", "0.999", "00012", "5", "0.1234567", "0.12345670", "99999999.999999"}
+		"100.0000", "0.999", "00012", "5", "0.1234567", "0.12345670", "99999999.999999",
+		"0.48000000000", "0.4800000009", "1.000000000000001", "0.", ".", "", "0.4800x", "0.48000x1"}
 	accepted := map[string]bool{}
 	for _, in := range inputs {
 		for _, dec := range []int{4, 6} {
-			for pad := 0; pad < 12; pad++ {
-				buf := []byte(in + `"` + strings.Repeat("x", pad))
+			for pad := -1; pad < 12; pad++ {
+				buf := []byte(in) // at the buffer's end
+				if pad >= 0 {
+					buf = []byte(in + `"` + strings.Repeat("x", pad))
+				}
 				v, end, ok := scanDec(buf, 0, dec)
 				want, err := book.ParseDecimal([]byte(in), uint8(dec))
 				if !ok || end != len(in) {

@@ -51,27 +51,31 @@ func scanDec(b []byte, i int, dec int) (v int64, end int, ok bool) {
 	if n > maxFastIntDigits {
 		return 0, i, false
 	}
-	f := 0
-	if i < len(b) && b[i] == '.' {
-		i++
-		fs := i
-		for i < len(b) {
-			c := b[i] - '0'
-			if c > 9 {
-				break
-			}
-			if f < dec {
-				v = v*10 + int64(c)
-				f++
-			} else if c != 0 {
-				return 0, i, false
-			}
-			i++
-		}
-		if i == fs {
+	if i >= len(b) || b[i] != '.' {
+		if n == 0 {
 			return 0, i, false
 		}
-	} else if n == 0 {
+		return v * pow10[dec], i, true
+	}
+	// The fraction: up to dec digits valued, then only zeros.
+	i++
+	fs := i
+	for lim := min(len(b), i+dec); i < lim; i++ {
+		c := b[i] - '0'
+		if c > 9 {
+			break
+		}
+		v = v*10 + int64(c)
+	}
+	f := i - fs
+	if f == dec {
+		for i < len(b) && b[i] == '0' {
+			i++
+		}
+		if i < len(b) && b[i]-'1' <= 8 {
+			return 0, i, false
+		}
+	} else if f == 0 {
 		return 0, i, false
 	}
 	return v * pow10[dec-f], i, true

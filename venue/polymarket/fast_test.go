@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -264,6 +265,24 @@ func TestDigitsAt(t *testing.T) {
 		}
 		if k != m || m <= 18 && v != want {
 			t.Fatalf("digitsAt(%q, %d) = %d, %d; want %d, %d", buf, j, v, k, want, m)
+		}
+	}
+	// Every run length around the word boundaries, at the end of the
+	// buffer and before a non-digit.
+	for n := 0; n <= 20; n++ {
+		for _, tail := range []string{"", `"`, "x", "/", ":"} {
+			digits := strings.Repeat("7", n)
+			if n > 1 {
+				digits = "1" + digits[2:] + "9"
+			}
+			for _, head := range []string{"", "ab"} {
+				buf := []byte(head + digits + tail)
+				v, k := digitsAt(buf, len(head))
+				want, _ := strconv.ParseUint(digits, 10, 64)
+				if k != n || n <= 18 && v != want {
+					t.Fatalf("digitsAt(%q, %d) = %d, %d; want %d, %d", buf, len(head), v, k, want, n)
+				}
+			}
 		}
 	}
 	for _, ts := range []string{`"1761177600857"`, `1761177600857`, `"0001"`, `"1"`, `1000000000000000`, `"123456789012345678"`, `"1234567890123456789"`, `"9223372036854775808"`} {

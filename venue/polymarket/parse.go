@@ -546,7 +546,7 @@ func (d *Decoder) fastTs(m *msg) bool {
 
 // digitsAt values the run of up to 18 ASCII digits at b[j:] and returns its
 // length (more than 18: the length only, v meaningless). A run of up to 16
-// digits with 16 bytes to read is valued a word at a time: a 13-digit
+// digits with 16 bytes to read (a ms or µs timestamp) is valued a word at a time: a 13-digit
 // timestamp one digit at a time is a chain of 13 multiply-adds, the costliest
 // part of a small frame's header.
 func digitsAt(b []byte, j int) (v uint64, n int) {
@@ -559,10 +559,13 @@ func digitsAt(b []byte, j int) (v uint64, n int) {
 			return digits8((w1 - ones*'0') << (64 - 8*n)), n
 		}
 		w2 := binary.LittleEndian.Uint64(b[j+8:])
-		if n = bits.TrailingZeros64(nonDigits(w2)) >> 3; n == 0 {
+		switch n = bits.TrailingZeros64(nonDigits(w2)) >> 3; {
+		case n == 0:
 			return digits8(w1 - ones*'0'), 8
-		} else if n < 8 {
+		case n < 8:
 			return digits8(w1-ones*'0')*uint64(pow10[n]) + digits8((w2-ones*'0')<<(64-8*n)), 8 + n
+		case len(b)-j == 16 || b[j+16]-'0' > 9: // 16 digits: a µs timestamp
+			return digits8(w1-ones*'0')*1e8 + digits8(w2-ones*'0'), 16
 		}
 	}
 	n = 0
