@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"runtime"
 	"testing"
 
 	"github.com/tapedeck/tapedeck/book"
@@ -43,37 +42,21 @@ func BenchmarkReaderUnderWriter(b *testing.B) {
 			p := book.NewPublisher(depth, 1)
 			p.Publish(bk, 0)
 			var out venue.Frame
-			top := book.Top{Bids: make([]book.Level, 0, depth), Asks: make([]book.Level, 0, depth)}
-			bids, asks := make([]book.Level, 0, 16), make([]book.Level, 0, 16)
 			write := func(i int) {
 				_ = d.Decode(s.frames[i%len(s.frames)], 0, &out)
 				p.Publish(bk, int64(i))
 			}
-			var last uint64 // the previous read's view
-			if design == "publisher" {
-				latency.ReaderUnderWriter(b, write, func() bool {
-					for !p.Load(&top) {
-						runtime.Gosched()
-					}
-					changed := top.Seq != last
-					last = top.Seq
-					return changed
-				})
+			if design == "publisher-view" {
+				latency.ReaderUnderWriter(b, write, latency.PinnedRead(p.Acquire, func(v *book.View) ([]book.Level, []book.Level, uint64) {
+					return v.Bids, v.Asks, v.Seq
+				}, (*book.View).Release))
 				return
 			}
-			latency.ReaderUnderWriter(b, write, func() bool {
-				for {
-					if v := p.Acquire(); v != nil {
-						bids = append(bids[:0], v.Bids...)
-						asks = append(asks[:0], v.Asks...)
-						changed := v.Seq != last
-						last = v.Seq
-						v.Release()
-						return changed
-					}
-					runtime.Gosched()
-				}
-			})
+			var top book.Top
+			latency.ReaderUnderWriter(b, write, latency.SeqRead(func() (uint64, bool) {
+				ok := p.Load(&top)
+				return top.Seq, ok
+			}))
 		})
 	}
 	for _, l := range latency.Locks() {

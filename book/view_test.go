@@ -422,46 +422,25 @@ func BenchmarkReaderUnderWriter(b *testing.B) {
 	const depth = 10
 	// publisher: Load (a copy of the current view); publisher-view:
 	// Acquire, copy the View's levels, Release.
-	b.Run("design=publisher", func(b *testing.B) {
-		p := NewPublisher(depth, 1)
-		f := newBenchFrames(100)
-		top := Top{Bids: make([]Level, 0, depth), Asks: make([]Level, 0, depth)}
-		var last uint64
-		latency.ReaderUnderWriter(b, func(i int) {
-			f.apply(i)
-			p.Publish(f.book, int64(i))
-		}, func() bool {
-			for !p.Load(&top) {
-				runtime.Gosched()
+	for _, design := range []string{"publisher", "publisher-view"} {
+		b.Run("design="+design, func(b *testing.B) {
+			p := NewPublisher(depth, 1)
+			f := newBenchFrames(100)
+			write := func(i int) {
+				f.apply(i)
+				p.Publish(f.book, int64(i))
 			}
-			changed := top.Seq != last
-			last = top.Seq
-			return changed
-		})
-	})
-	b.Run("design=publisher-view", func(b *testing.B) {
-		p := NewPublisher(depth, 1)
-		f := newBenchFrames(100)
-		bids, asks := make([]Level, 0, 16), make([]Level, 0, 16)
-		var last uint64
-		latency.ReaderUnderWriter(b, func(i int) {
-			f.apply(i)
-			p.Publish(f.book, int64(i))
-		}, func() bool {
-			for {
-				v := p.Acquire()
-				if v != nil {
-					bids = append(bids[:0], v.Bids...)
-					asks = append(asks[:0], v.Asks...)
-					changed := v.Seq != last
-					last = v.Seq
-					v.Release()
-					return changed
-				}
-				runtime.Gosched()
+			if design == "publisher-view" {
+				latency.ReaderUnderWriter(b, write, latency.PinnedRead(p.Acquire, viewLevels, (*View).Release))
+				return
 			}
+			var top Top
+			latency.ReaderUnderWriter(b, write, latency.SeqRead(func() (uint64, bool) {
+				ok := p.Load(&top)
+				return top.Seq, ok
+			}))
 		})
-	})
+	}
 	for _, l := range latency.Locks() {
 		b.Run("design="+l.Design, func(b *testing.B) {
 			f := newBenchFrames(100)
@@ -484,6 +463,9 @@ func BenchmarkReaderUnderWriter(b *testing.B) {
 		})
 	}
 }
+
+// viewLevels is what latency.PinnedRead copies from a View.
+func viewLevels(v *View) (bids, asks []Level, seq uint64) { return v.Bids, v.Asks, v.Seq }
 
 // The reader benchmark's frames move the top of the book: nearly every
 // frame makes a new view.
