@@ -21,9 +21,10 @@ import (
 // sample includes one reading of the clock (clock-p50-ns). new-% is the
 // share of reads that found a new view (for the locks: a new book
 // generation) and read-new-* their percentiles: those reads fetch from the
-// writer's core and make the tail. A run on a busy shared machine where the
-// writer's thread was mostly descheduled shows a tiny new-% and says little
-// about contention. A mutex reader's tail stays short because it keeps the
+// writer's core and make the tail; none can take less than xfer-p50-ns, one
+// cache-line transfer between the two CPUs, measured in the same run. A run
+// on a busy shared machine where the writer's thread was mostly descheduled
+// shows a tiny new-% and says little about contention. A mutex reader's tail stays short because it keeps the
 // lock: the writer then applies its frames in bursts between
 // millisecond-long waits, so few reads see new state and those wait about
 // a millisecond (new-%, read-new-p50-ns).

@@ -41,6 +41,14 @@ const soloFor = 20 * time.Millisecond
 //     the reader's cache);
 //   - the share of reads that found new state (new-%) and their p50, p99
 //     and p99.9 (read-new-p50-ns …);
+//   - where both threads were pinned, what one cache-line transfer from the
+//     writer's CPU to the reader's costs on this machine at this moment
+//     (xfer-p50-ns, xfer-p99-ns, clock included like every figure): after
+//     the reads, the writer hands the reader a freshly written line
+//     xferRounds times and the reader times its load. It is the floor of a
+//     read that finds new state, and it moves: on a VM two vCPUs may share
+//     a core complex (tens of ns) or not (over 100 ns), and the host may
+//     move them between runs;
 //   - the clock's own part of every figure (clock-p50-ns, clock-p99-ns):
 //     two back-to-back readings of the clock each sample takes, timed the
 //     same way after the reads;
@@ -54,7 +62,8 @@ const soloFor = 20 * time.Millisecond
 //     reader costs the writer, independent of how much of the shared
 //     machine the writer's thread got.
 func ReaderUnderWriter(b *testing.B, write func(i int), read func() bool) {
-	var start, stop, writerPinned atomic.Bool
+	var start, stop, writerPinned, readerPinnedToo atomic.Bool
+	x := new(xfer)
 	var soloFrames, frames, soloCPU, cpu, soloWall, wall int64
 	solo := make(chan struct{})
 	done := make(chan struct{})
@@ -91,10 +100,14 @@ func ReaderUnderWriter(b *testing.B, write func(i int), read func() bool) {
 			i++
 		}
 		frames, cpu, wall = int64(i-n0), threadCPU()-c0, nanotime()-t0
+		if ok && readerPinnedToo.Load() {
+			x.write()
+		}
 	}()
 	<-solo
 	runtime.LockOSThread()
 	restore, readerPinned := pinThread(0)
+	readerPinnedToo.Store(readerPinned)
 	h, hn := new(Histogram), new(Histogram)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -109,9 +122,14 @@ func ReaderUnderWriter(b *testing.B, write func(i int), read func() bool) {
 		}
 	}
 	b.StopTimer()
+	stop.Store(true)
+	pinned := readerPinned && writerPinned.Load()
+	var transfer *Histogram
+	if pinned {
+		transfer = x.read()
+	}
 	restore()
 	runtime.UnlockOSThread()
-	stop.Store(true)
 	<-done
 	clock := new(Histogram)
 	for i := 0; i < min(b.N, 1<<16); i++ {
@@ -123,8 +141,10 @@ func ReaderUnderWriter(b *testing.B, write func(i int), read func() bool) {
 	b.ReportMetric(float64(h.Quantile(0.999)), "read-p99.9-ns")
 	b.ReportMetric(float64(h.Quantile(0.9999)), "read-p99.99-ns")
 	b.ReportMetric(float64(h.Max()), "read-max-ns")
-	if readerPinned && writerPinned.Load() {
+	if pinned {
 		b.ReportMetric(1, "pinned")
+		b.ReportMetric(float64(transfer.Quantile(0.50)), "xfer-p50-ns")
+		b.ReportMetric(float64(transfer.Quantile(0.99)), "xfer-p99-ns")
 	} else {
 		b.ReportMetric(0, "pinned")
 	}
@@ -145,6 +165,57 @@ func ReaderUnderWriter(b *testing.B, write func(i int), read func() bool) {
 		b.ReportMetric(alone, "write-solo-cpu-ns/frame")
 		b.ReportMetric(with/alone, "write-slowdown")
 	}
+}
+
+// xferRounds is how many lines the writer hands the reader for the
+// transfer figure.
+const xferRounds = 4096
+
+// xfer is the writer's handing of fresh cache lines to the reader: it
+// writes data, then flag; the reader, seeing flag, times its load of data,
+// then acks. Each word has a line of its own, with a line between, so that
+// no adjacent-line prefetch brings data in with flag.
+type xfer struct {
+	_    [2 * cacheLine]byte
+	flag atomic.Int64
+	_    [2*cacheLine - 8]byte
+	ack  atomic.Int64
+	_    [2*cacheLine - 8]byte
+	data atomic.Int64
+	_    [2*cacheLine - 8]byte
+}
+
+const cacheLine = 64
+
+// write is the writer's side of the transfer rounds.
+func (x *xfer) write() {
+	for k := int64(1); k <= xferRounds; k++ {
+		x.data.Store(k)
+		x.flag.Store(k)
+		for n := 0; x.ack.Load() != k; n++ {
+			if n%4096 == 4095 {
+				runtime.Gosched() // should the two threads share a CPU after all
+			}
+		}
+	}
+}
+
+// read is the reader's side of the transfer rounds: the time each load of
+// the freshly written line took.
+func (x *xfer) read() *Histogram {
+	h := new(Histogram)
+	for k := int64(1); k <= xferRounds; k++ {
+		for n := 0; x.flag.Load() != k; n++ {
+			if n%4096 == 4095 {
+				runtime.Gosched()
+			}
+		}
+		t0 := nanotime()
+		v := x.data.Load()
+		h.Add(nanotime() - t0)
+		x.ack.Store(v)
+	}
+	return h
 }
 
 // Histogram counts durations in ns: one bucket per ns below exact, then 64

@@ -1,8 +1,10 @@
 package latency
 
 import (
+	"runtime"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // The histogram's quantiles are a sorted slice's elements at the same rank:
@@ -61,5 +63,29 @@ func TestHistogramBuckets(t *testing.T) {
 	}
 	if bucket(1<<63-1) != len(Histogram{}.counts)-1 {
 		t.Fatalf("largest value in bucket %d of %d", bucket(1<<63-1), len(Histogram{}.counts))
+	}
+}
+
+// The transfer rounds hand every line over and time each load, also when
+// the two sides share one CPU (they yield rather than spin forever), and
+// the three words never share a pair of lines.
+func TestXferRounds(t *testing.T) {
+	var x xfer
+	for _, w := range []uintptr{unsafe.Offsetof(x.ack) - unsafe.Offsetof(x.flag), unsafe.Offsetof(x.data) - unsafe.Offsetof(x.ack)} {
+		if w < 2*cacheLine {
+			t.Fatalf("words %d bytes apart", w)
+		}
+	}
+	for _, procs := range []int{2, 1} {
+		old := runtime.GOMAXPROCS(procs)
+		x := new(xfer)
+		done := make(chan struct{})
+		go func() { x.write(); close(done) }()
+		h := x.read()
+		<-done
+		runtime.GOMAXPROCS(old)
+		if h.Count() != xferRounds || x.ack.Load() != xferRounds || x.data.Load() != xferRounds {
+			t.Fatalf("GOMAXPROCS %d: %d timed loads, ack %d, data %d", procs, h.Count(), x.ack.Load(), x.data.Load())
+		}
 	}
 }
