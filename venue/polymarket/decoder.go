@@ -122,6 +122,7 @@ type Decoder struct {
 	hashDue []*instrument    // instruments given a pending hash by this frame
 	sc      [numKeyCodes]val // the parsed message's scalars given (bit kc of scSet)
 	scSet   uint32
+	pad     [16]byte // at16's bytes near the end of a frame
 
 	instHints   [1 << hintBits]instHint // hint.go
 	marketHints [1 << hintBits]marketHint

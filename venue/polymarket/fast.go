@@ -89,8 +89,8 @@ const (
 // scanLevel parses the wire's level object {"price":"P","size":"S"} (with
 // optional spaces after the comma, as some server paths write) at b[i:] and
 // returns the index after its closing brace.
-func scanLevel(b []byte, i int) (price, size int64, end int, ok bool) {
-	if len(b)-i < len(levelPrice) || string(b[i:i+len(levelPrice)]) != levelPrice {
+func (d *Decoder) scanLevel(b []byte, i int) (price, size int64, end int, ok bool) {
+	if string(d.at16(b, i)[:len(levelPrice)]) != levelPrice {
 		return 0, 0, 0, false
 	}
 	price, j, ok := scanDec(b, i+len(levelPrice), priceDecimals)
@@ -101,7 +101,7 @@ func scanLevel(b []byte, i int) (price, size int64, end int, ok bool) {
 	for j < len(b) && b[j] == ' ' {
 		j++
 	}
-	if len(b)-j < len(levelSize) || string(b[j:j+len(levelSize)]) != levelSize {
+	if string(d.at16(b, j)[:len(levelSize)]) != levelSize {
 		return 0, 0, 0, false
 	}
 	size, j, ok = scanDec(b, j+len(levelSize), sizeDecimals)
@@ -233,6 +233,27 @@ func win(b []byte, i, n int) []byte {
 	return b[i : i+n]
 }
 
+// at16 returns the 16 bytes at b[i:], zero-padded past its end (in
+// d.pad; no literal has a zero byte). A literal of up to 16 bytes compared
+// with a prefix of them, string(d.at16(b, i)[:len(lit)]) == lit, compiles to a
+// few wide loads and compares behind one bounds check, where win's slice
+// took some fifteen instructions a literal.
+func (d *Decoder) at16(b []byte, i int) *[16]byte {
+	if i >= 0 && i <= len(b)-16 {
+		return (*[16]byte)(b[i:])
+	}
+	return d.padded(b, i)
+}
+
+//go:noinline
+func (d *Decoder) padded(b []byte, i int) *[16]byte { // rare: keeps at16 small where inlined
+	d.pad = [16]byte{}
+	if i >= 0 && i < len(b) {
+		copy(d.pad[:], b[i:])
+	}
+	return &d.pad
+}
+
 // scanChange parses the wire's price_changes entry at b[i:] into c (every
 // field but start and end, which the caller sets) and returns the index
 // after its closing brace. Any other shape (key order, white space, an
@@ -242,7 +263,7 @@ func win(b []byte, i, n int) []byte {
 // same change.
 func (d *Decoder) scanChange(c *change, i int) (end int, ok bool) {
 	b := d.frame
-	if string(win(b, i, len(chAsset))) != chAsset {
+	if string(d.at16(b, i)[:len(chAsset)]) != chAsset {
 		return 0, false
 	}
 	in, lo, hi := d.knownID(i + len(chAsset) - 1)
@@ -251,37 +272,37 @@ func (d *Decoder) scanChange(c *change, i int) (end int, ok bool) {
 			return 0, false
 		}
 	}
-	if string(win(b, hi, len(chPrice))) != chPrice {
+	if string(d.at16(b, hi)[:len(chPrice)]) != chPrice {
 		return 0, false
 	}
 	c.asset, c.inst = b[lo:hi], in
 	j := hi + len(chPrice)
-	if c.price, j, ok = scanDec(b, j, priceDecimals); !ok || string(win(b, j, len(chSize))) != chSize {
+	if c.price, j, ok = scanDec(b, j, priceDecimals); !ok || string(d.at16(b, j)[:len(chSize)]) != chSize {
 		return 0, false
 	}
-	if c.size, j, ok = scanDec(b, j+len(chSize), sizeDecimals); !ok || string(win(b, j, len(chSide))) != chSide {
+	if c.size, j, ok = scanDec(b, j+len(chSize), sizeDecimals); !ok || string(d.at16(b, j)[:len(chSide)]) != chSide {
 		return 0, false
 	}
 	j += len(chSide)
 	switch {
-	case string(win(b, j, len(`BUY"`))) == `BUY"`:
+	case string(d.at16(b, j)[:len(`BUY"`)]) == `BUY"`:
 		c.side, j = book.Bid, j+4
-	case string(win(b, j, len(`SELL"`))) == `SELL"`:
+	case string(d.at16(b, j)[:len(`SELL"`)]) == `SELL"`:
 		c.side, j = book.Ask, j+5
 	default:
 		return 0, false
 	}
-	if string(win(b, j, len(chHash))) != chHash {
+	if string(d.at16(b, j)[:len(chHash)]) != chHash {
 		return 0, false
 	}
-	if lo, hi, ok = fastString(b, j+len(chHash)-1); !ok || string(win(b, hi, len(chBestBid))) != chBestBid {
+	if lo, hi, ok = fastString(b, j+len(chHash)-1); !ok || string(d.at16(b, hi)[:len(chBestBid)]) != chBestBid {
 		return 0, false
 	}
 	c.hash = b[lo:hi]
-	if c.bestBid, j, ok = scanDec(b, hi+len(chBestBid), priceDecimals); !ok || string(win(b, j, len(chBestAsk))) != chBestAsk {
+	if c.bestBid, j, ok = scanDec(b, hi+len(chBestBid), priceDecimals); !ok || string(d.at16(b, j)[:len(chBestAsk)]) != chBestAsk {
 		return 0, false
 	}
-	if c.bestAsk, j, ok = scanDec(b, j+len(chBestAsk), priceDecimals); !ok || string(win(b, j, len(`"}`))) != `"}` {
+	if c.bestAsk, j, ok = scanDec(b, j+len(chBestAsk), priceDecimals); !ok || j+1 >= len(b) || b[j] != '"' || b[j+1] != '}' {
 		return 0, false
 	}
 	c.bestAsk = emptyAsk(c.bestAsk)

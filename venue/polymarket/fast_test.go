@@ -416,3 +416,24 @@ func decodeSpaced(t *testing.T, frame []byte) (d, sd *Decoder, out, sout venue.F
 	}
 	return d, sd, out, sout, false
 }
+
+// at16 gives the 16 bytes at any offset, zero-padded past the end (and all
+// zeros outside the buffer), so a literal matches exactly where it stands.
+func TestAt16(t *testing.T) {
+	d := NewDecoder()
+	b := []byte(`","best_ask":"0.5"}]}0123456789abcdefghij`)
+	for n := 0; n <= len(b); n++ {
+		for i := -2; i <= n+2; i++ {
+			var want [16]byte
+			if i >= 0 && i < n {
+				copy(want[:], b[i:n])
+			}
+			if got := d.at16(b[:n], i); *got != want {
+				t.Fatalf("at16(%q, %d) = %q, want %q", b[:n], i, got[:], want[:])
+			}
+			if got := string(d.at16(b[:n], i)[:len(chBestAsk)]) == chBestAsk; got != (i == 0 && n >= len(chBestAsk)) {
+				t.Fatalf("at16(%q, %d) matches %s: %v", b[:n], i, chBestAsk, got)
+			}
+		}
+	}
+}

@@ -254,11 +254,11 @@ func (d *Decoder) parseMsg(newIDs *int) error {
 		switch kc {
 		case kcEventType:
 			// The two types of nearly every frame, matched as constants.
-			if b, off := d.frame, s.Offset(); string(win(b, off, len(`"book"`))) == `"book"` {
+			if off := s.Offset(); string(d.at16(b, off)[:len(`"book"`)]) == `"book"` {
 				m.typ, m.typKind = b[off+1:off+5], kBook
 				s.SetOffset(off + len(`"book"`))
 				break
-			} else if string(win(b, off, len(`"price_change"`))) == `"price_change"` {
+			} else if string(d.at16(b, off)[:len(`"price_change"`)]) == `"price_change"` {
 				m.typ, m.typKind = b[off+1:off+13], kPriceChange
 				s.SetOffset(off + len(`"price_change"`))
 				break
@@ -651,7 +651,7 @@ func (d *Decoder) parseSide(m *msg, name string) (lo, hi int, ord order, err err
 		return lo, lo, ord, nil
 	}
 	for j := at; ; idx++ {
-		price, size, end, ok := scanLevel(b, j)
+		price, size, end, ok := d.scanLevel(b, j)
 		if !ok || size == 0 || price <= 0 || price > maxPrice || size > maxSize {
 			break
 		}
@@ -691,7 +691,7 @@ func (d *Decoder) parseSide(m *msg, name string) (lo, hi int, ord order, err err
 		}
 		price, size, end, fast := int64(0), int64(0), 0, false
 		if first || off > s.Offset() {
-			price, size, end, fast = scanLevel(b, off)
+			price, size, end, fast = d.scanLevel(b, off)
 		}
 		if fast {
 			s.SetOffset(end)
