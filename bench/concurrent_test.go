@@ -33,9 +33,11 @@ func BenchmarkReaderUnderWriter(b *testing.B) {
 	s := loadSession(b, venue.Polymarket, streamFrames(b))
 	inst := busiest(b, s)
 	// publisher: Publisher.Load, the consistent copy of the current view
-	// (its header and top levels); publisher-view: Acquire, copy the View's
-	// levels, Release, as a reader that may hold the view would.
-	for _, design := range []string{"publisher", "publisher-view"} {
+	// (its header and top levels); publisher-refresh: Publisher.Refresh, the
+	// same unless the reader's copy is still the current view (then two
+	// atomic loads); publisher-view: Acquire, copy the View's levels,
+	// Release, as a reader that may hold the view would.
+	for _, design := range []string{"publisher", "publisher-refresh", "publisher-view"} {
 		b.Run("design="+design, func(b *testing.B) {
 			d := newDecoder(venue.Polymarket)
 			warm(b, d, s.frames)
@@ -53,9 +55,13 @@ func BenchmarkReaderUnderWriter(b *testing.B) {
 				}, (*book.View).Release))
 				return
 			}
+			read := p.Load
+			if design == "publisher-refresh" {
+				read = p.Refresh
+			}
 			var top book.Top
 			latency.ReaderUnderWriter(b, write, latency.SeqRead(func() (uint64, bool) {
-				ok := p.Load(&top)
+				ok := read(&top)
 				return top.Seq, ok
 			}))
 		})

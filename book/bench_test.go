@@ -100,6 +100,43 @@ func BenchmarkPublish(b *testing.B) {
 	})
 }
 
+// BenchmarkLoad is a reader's own cost of a consistent top-10 read with no
+// writer running: the part of every read in BenchmarkReaderUnderWriter that
+// does not wait for the writer's core. "refresh" is Refresh of a copy that
+// is still current; "view" is Acquire, a copy of the View's levels and
+// Release.
+func BenchmarkLoad(b *testing.B) {
+	f := newBenchFrames(100)
+	p := NewPublisher(10, 1)
+	p.Publish(f.book, 0)
+	b.Run("load", func(b *testing.B) {
+		var top Top
+		p.Load(&top)
+		b.ReportAllocs()
+		for b.Loop() {
+			p.Load(&top)
+		}
+	})
+	b.Run("refresh", func(b *testing.B) {
+		var top Top
+		p.Refresh(&top)
+		b.ReportAllocs()
+		for b.Loop() {
+			p.Refresh(&top)
+		}
+	})
+	b.Run("view", func(b *testing.B) {
+		bids, asks := make([]Level, 0, 16), make([]Level, 0, 16)
+		b.ReportAllocs()
+		for b.Loop() {
+			v := p.Acquire()
+			bids = append(bids[:0], v.Bids...)
+			asks = append(asks[:0], v.Asks...)
+			v.Release()
+		}
+	})
+}
+
 func BenchmarkParseDecimal(b *testing.B) {
 	for _, s := range []string{"0.48", "219.217767", "104250.5"} {
 		b.Run(s, func(b *testing.B) {

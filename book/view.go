@@ -34,6 +34,7 @@ type Publisher struct {
 	// Read-only after NewPublisher.
 	depth  int
 	stride int // levels from one slot's levels in store to the next's
+	lines  int // cache lines holding one slot's levels
 	slots  []*slot
 	// store holds the levels of all slots: slot i's bids from i*stride
 	// (depth of them), its asks right after; each slot's levels start on a
@@ -75,15 +76,17 @@ const (
 // scale differs from what the slot last held, so a reader that saw this slot
 // before still has that line, and the levels' address with it, in its
 // cache. The second holds what every refill writes (full level counts,
-// generation, sequence, stamp) and the pin count.
+// generation, sequence, stamp), the pin count, and seq: the view's Seq
+// again, for Refresh, which reads it unpinned.
 type slot struct {
 	view View
 	refs atomic.Int64
-	_    [2*cacheLine - unsafe.Sizeof(View{}) - 8]byte
+	seq  atomic.Uint64 // no padding: the two lines are full (TestPublisherLayout)
 }
 
 // Top is the content of a View: the top of a book at one instant. A reader
-// that wants its own copy to keep fills one with Publisher.Load.
+// that wants its own copy to keep fills one with Publisher.Load or
+// Publisher.Refresh.
 type Top struct {
 	// Bids and Asks hold up to the publisher's depth levels, best first.
 	Bids, Asks []Level
@@ -91,6 +94,11 @@ type Top struct {
 	Scale Scale
 	// Valid, Crossed and Locked are the book's flags at publish time.
 	Valid, Crossed, Locked bool
+	// pub and slot (below) say which view this is: the Publisher and
+	// 1-based slot of a View, or where Load or Refresh last copied this Top
+	// from (nil, 0: nowhere). pub sits here to share a slot's seldom
+	// written line (see slot).
+	pub *Publisher
 	// BidLevels and AskLevels are the book's full level counts per side,
 	// which may exceed len(Bids) and len(Asks).
 	BidLevels, AskLevels int
@@ -104,6 +112,8 @@ type Top struct {
 	// Stamp is the caller's value passed to the Publish that made this view
 	// (e.g. the receive time in ns of the frame just applied).
 	Stamp int64
+
+	slot uint64
 }
 
 // View is an immutable Top published by a Publisher. A View obtained from
@@ -111,9 +121,7 @@ type Top struct {
 // not touch it or any slice taken from it. Its fields are read-only: the
 // Publisher owns all of its memory.
 type View struct {
-	pub *Publisher // first, so that it shares the slot's seldom written line
-	Top
-	idx uint64 // 1-based slot index, as in Publisher.state
+	Top // its pub and slot are the View's own; slot is 1-based, as in Publisher.state
 }
 
 // NewPublisher returns a Publisher of views holding up to depth levels per
@@ -139,6 +147,7 @@ func NewPublisher(depth, readers int) *Publisher {
 	}
 	store := block[skip : skip+len(p.slots)*stride]
 	p.stride, p.store = stride, store
+	p.lines = (2*depth*int(unsafe.Sizeof(Level{})) + cacheLine - 1) / cacheLine
 	for i := range p.slots {
 		s := new(slot)
 		p.slots[i] = s
@@ -146,7 +155,7 @@ func NewPublisher(depth, readers int) *Publisher {
 		s.view.Bids = lv[0:0:depth]
 		s.view.Asks = lv[depth:depth]
 		s.view.pub = p
-		s.view.idx = uint64(i + 1)
+		s.view.slot = uint64(i + 1)
 	}
 	return p
 }
@@ -199,7 +208,8 @@ func (p *Publisher) Publish(b *Book, stamp int64) bool {
 		p.seq++
 		v.Seq = p.seq
 		v.Stamp = stamp
-		old := p.state.Swap(v.idx << idxShift)
+		s.seq.Store(p.seq)
+		old := p.state.Swap(v.slot << idxShift)
 		if p.cur >= 0 {
 			// The pins taken on the old slot while it was current; their
 			// Releases now find it not current and count down refs.
@@ -266,7 +276,7 @@ func (p *Publisher) unpinNone() {
 
 // Release unpins a View obtained from Acquire. The View must not be used
 // afterwards.
-func (v *View) Release() { v.pub.release(v.idx) }
+func (v *View) Release() { v.pub.release(v.slot) }
 
 // release unpins slot idx (1-based).
 func (p *Publisher) release(idx uint64) {
@@ -287,15 +297,21 @@ func (p *Publisher) release(idx uint64) {
 // allocation once they have the publisher's depth as capacity), and reports
 // whether there was one (false before the first Publish, dst's content
 // unchanged). dst is the caller's own: it needs no Release and stays as it
-// is until the next Load into it. It is the quickest consistent read of a
-// fresh view: one atomic add pins the current slot, then the view's header
-// and its levels are fetched together.
+// is until the next Load into it. One atomic add pins the current slot, the
+// copy follows, then the pin is taken back. Refresh is the cheaper call for
+// a reader that polls the same dst.
 //
 // Right after a Publish most lines a reader touches were last written by
-// the writer, on another core, so each dependent fetch costs a cache-line
-// transfer. Load takes two in a row: the pin word, then the view's header
-// and levels together, because the levels' address follows from the slot
-// index alone and it always copies the slot's full depth (dst's elements
+// the writer, on another core, and each wait for them costs a cache-line
+// transfer, which is anything from 20 to over 150 ns depending on where the
+// two cores sit. Load waits for one: it starts fetching, before the pin,
+// the pin word and the levels and header of the slot the writer fills
+// after the one dst was last loaded from (the writer takes its slots in
+// turn), so that when one view was published since, all of them arrive
+// together. Otherwise (the first Load into dst, several views since, or a
+// reader holding that slot) it waits for two: the pin word, then the
+// slot's header and levels together, since their addresses follow from the
+// slot index alone and Load copies the slot's full depth (dst's elements
 // beyond the view's levels are left as whatever the slot held), so no load
 // of the levels waits for the header. Acquire and a copy of View.Bids take
 // two as well while the view's level counts and flags are the slot's last
@@ -306,6 +322,56 @@ func (p *Publisher) Load(dst *Top) bool {
 	if cap(dst.Bids) < d || cap(dst.Asks) < d {
 		growTop(dst, d) // before the pin: nothing but the copy while pinned
 	}
+	p.prefetchNext(dst)
+	return p.load(dst)
+}
+
+// Refresh makes dst show the current View, like Load, and reports whether
+// there is one, but when dst already shows it (it was last filled by Load
+// or Refresh from this Publisher, and no view was published since) it
+// leaves dst as it is, having written no shared memory: two atomic loads,
+// which find their lines in the reader's cache until the writer publishes.
+// That is the cheap check of a reader polling for the current top. dst must
+// hold what the last Load or Refresh put there: Refresh cannot tell a Top
+// its caller changed since (Load copies every time). Each call returns the
+// current view, consistent, as Load's would: dst shows slot s with sequence
+// number q only while s is the current slot and holds q (a slot is refilled
+// only once it stopped being current, with a new number).
+func (p *Publisher) Refresh(dst *Top) bool {
+	if dst.pub == p {
+		// When the writer did publish, the lines a Load then needs are on
+		// their way while Refresh looks at the pin word.
+		p.prefetchNext(dst)
+		if g := p.state.Load(); g>>idxShift == dst.slot && p.slots[dst.slot-1].seq.Load() == dst.Seq {
+			return true
+		}
+	}
+	d := p.depth
+	if cap(dst.Bids) < d || cap(dst.Asks) < d {
+		growTop(dst, d)
+	}
+	return p.load(dst)
+}
+
+// prefetchNext starts fetching, for writing, the pin word, and the levels
+// and both lines of the slot the writer fills after the one dst was last
+// loaded from, if it was loaded from p: what a read finds new when the writer made
+// one view since. The writer tries its slots in turn (see Publish), so that
+// is the slot after dst's unless a reader held it.
+func (p *Publisher) prefetchNext(dst *Top) {
+	if dst.pub != p {
+		return
+	}
+	k := int(dst.slot) // 1-based: the next slot's 0-based index
+	if k >= len(p.slots) {
+		k = 0
+	}
+	prefetch(unsafe.Pointer(&p.store[k*p.stride]), p.lines, unsafe.Pointer(p.slots[k]), unsafe.Pointer(&p.state))
+}
+
+// load is Load once dst's slices have the capacity.
+func (p *Publisher) load(dst *Top) bool {
+	d := p.depth
 	g := p.state.Add(1)
 	i := int(g>>idxShift) - 1
 	if i < 0 {
@@ -320,6 +386,7 @@ func (p *Publisher) Load(dst *Top) bool {
 	dst.BidLevels, dst.AskLevels = v.BidLevels, v.AskLevels
 	dst.Valid, dst.Crossed, dst.Locked = v.Valid, v.Crossed, v.Locked
 	dst.Generation, dst.Seq, dst.Stamp, dst.Scale = v.Generation, v.Seq, v.Stamp, v.Scale
+	dst.pub, dst.slot = p, uint64(i+1)
 	p.release(uint64(i + 1))
 	return true
 }

@@ -1,6 +1,7 @@
 package book
 
 import (
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -149,16 +150,20 @@ func TestPublisherAllocs(t *testing.T) {
 		bids[i] = Level{Price: int64(i + 1), Size: 1}
 	}
 	_ = b.Replace(bids, nil)
-	var own Top
+	var own, polled Top
 	n := testing.AllocsPerRun(200, func() {
 		_ = b.Set(Bid, 50, 2, 0)
 		p.Publish(b, 0)
 		v := p.Acquire()
 		v.Release()
 		p.Load(&own)
+		p.Refresh(&polled)
 	})
 	if n != 0 {
-		t.Fatalf("Set+Publish+Acquire+Release+Load: %v allocs per run, want 0", n)
+		t.Fatalf("Set+Publish+Acquire+Release+Load+Refresh: %v allocs per run, want 0", n)
+	}
+	if polled.Seq != own.Seq || !equalLevels(polled.Bids, own.Bids) {
+		t.Fatalf("Refresh: seq %d bids %v, Load: seq %d bids %v", polled.Seq, polled.Bids, own.Seq, own.Bids)
 	}
 	if len(own.Bids) != 20 || own.Bids[0] != (Level{Price: 50, Size: 2}) || own.Seq != p.Published() {
 		t.Fatalf("Load: %d bids, best %v, seq %d of %d", len(own.Bids), own.Bids[0], own.Seq, p.Published())
@@ -172,8 +177,9 @@ func TestPublisherAllocs(t *testing.T) {
 // follow from it) that a torn view would break; a Load, which copies a
 // slot's full depth, must show exactly the view's levels. The readers start
 // before the first Publish, some hold their views across many publishes (so
-// their Releases find the slot no longer current), some copy with Load. At
-// the end every pin has been taken back. Run it under -race.
+// their Releases find the slot no longer current), one copies with Load, one
+// polls with Refresh. At the end every pin has been taken back. Run it under
+// -race.
 func TestPublisherConsistency(t *testing.T) {
 	const depth, readers = 8, 4
 	p := NewPublisher(depth, readers)
@@ -243,7 +249,11 @@ func TestPublisherConsistency(t *testing.T) {
 					close(started) // some Acquires came before any Publish
 				}
 				if r%2 == 1 {
-					if p.Load(&own) {
+					read := p.Load
+					if r == 3 {
+						read = p.Refresh
+					}
+					if read(&own) {
 						views.Add(1)
 						check(&own, &lastSeq)
 					} else {
@@ -346,6 +356,90 @@ func TestPublisherLoad(t *testing.T) {
 	}
 }
 
+// Refresh leaves a Top that shows the current view as it is, without
+// pinning, and otherwise copies the current view exactly as Load does:
+// after any number of publishes (a slot refilled with the same index is
+// not taken for the view it held), from a Top last filled by another
+// Publisher, or a zero Top.
+func TestPublisherRefresh(t *testing.T) {
+	const depth = 3
+	p, other := NewPublisher(depth, 1), NewPublisher(depth, 1) // 3 slots each
+	var own Top
+	if p.Refresh(&own) || len(own.Bids) != 0 {
+		t.Fatal("Refresh before the first Publish")
+	}
+	b := New(pmScale)
+	ob := New(pmScale)
+	k := int64(0)
+	publish := func(n int) {
+		for ; n > 0; n-- {
+			k++
+			_ = b.Replace(lv(k, 1, k+1, 2), lv(k+10, 3))
+			p.Publish(b, k)
+			_ = ob.Replace(lv(k, 7), nil)
+			other.Publish(ob, k)
+		}
+	}
+	same := func(what string) {
+		t.Helper()
+		v := p.Acquire()
+		defer v.Release()
+		if !equalLevels(own.Bids, v.Bids) || !equalLevels(own.Asks, v.Asks) || header(own) != header(v.Top) {
+			t.Fatalf("%s: Refresh %+v, view %+v", what, own, v.Top)
+		}
+	}
+	publish(1)
+	if !p.Refresh(&own) {
+		t.Fatal("no view")
+	}
+	same("first")
+	for _, n := range []int{0, 1, 2, 3, 4, 6, 0, 1} { // 3 and 6: back in the same slot
+		publish(n)
+		slot := own.slot
+		if !p.Refresh(&own) {
+			t.Fatal("no view")
+		}
+		same(fmt.Sprintf("%d publishes", n))
+		if n%3 == 0 && own.slot != slot {
+			t.Fatalf("%d publishes: slot %d after %d", n, own.slot, slot)
+		}
+	}
+	// Unchanged: nothing is written, not even a pin (so a Top changed by
+	// its caller stays changed: Refresh's contract says not to).
+	state := p.state.Load()
+	own.Bids[0].Size = -1
+	if !p.Refresh(&own) || own.Bids[0].Size != -1 || p.state.Load() != state {
+		t.Fatalf("unchanged view: bids %v, state %#x then %#x", own.Bids, state, p.state.Load())
+	}
+	own.Bids[0].Size = 2
+	// An unchanged book makes no new view.
+	p.Publish(b, 99)
+	if !p.Refresh(&own) || own.Stamp != k {
+		t.Fatalf("stamp %d, want %d", own.Stamp, k)
+	}
+	// other is at the same slot and sequence number: its view is copied.
+	if own.Seq != other.Published() {
+		t.Fatalf("seq %d and %d", own.Seq, other.Published())
+	}
+	if !other.Refresh(&own) || len(own.Bids) != 1 || own.Bids[0] != (Level{Price: k, Size: 7}) || own.pub != other {
+		t.Fatalf("Refresh from another publisher: %+v", own)
+	}
+	// Load then Refresh, and Refresh then Load, agree.
+	publish(1)
+	p.Load(&own)
+	if !p.Refresh(&own) {
+		t.Fatal("no view")
+	}
+	same("Load then Refresh")
+	publish(2)
+	p.Refresh(&own)
+	p.Load(&own)
+	same("Refresh then Load")
+	if g := p.state.Load(); g&countMask != 0 {
+		t.Fatalf("%d pins left", g&countMask)
+	}
+}
+
 // header is t without its levels, comparable.
 func header(t Top) [9]any {
 	return [9]any{t.BidLevels, t.AskLevels, t.Valid, t.Crossed, t.Locked, t.Generation, t.Seq, t.Stamp, t.Scale}
@@ -355,13 +449,14 @@ func header(t Top) [9]any {
 // one, whatever the depth, so a reader copying one slot never waits for a
 // line the writer is filling for the next.
 func TestPublisherLayout(t *testing.T) {
-	// A slot is two lines: the View's publisher, slices, scale and flags in
+	// A slot is two lines: the View's slices, scale, flags and publisher in
 	// the first (written only when they change), the rest in the second.
 	var v View // offsets of promoted fields are the View's
-	if unsafe.Sizeof(slot{}) != 2*cacheLine || unsafe.Offsetof(v.pub) != 0 ||
-		unsafe.Offsetof(v.Locked) >= cacheLine || unsafe.Offsetof(v.BidLevels) != cacheLine {
-		t.Fatalf("slot of %d bytes: Locked at %d, BidLevels at %d",
-			unsafe.Sizeof(slot{}), unsafe.Offsetof(v.Locked), unsafe.Offsetof(v.BidLevels))
+	if unsafe.Sizeof(slot{}) != 2*cacheLine || unsafe.Offsetof(v.Bids) != 0 ||
+		unsafe.Offsetof(v.Locked) >= cacheLine || unsafe.Offsetof(v.pub) >= cacheLine ||
+		unsafe.Offsetof(v.BidLevels) != cacheLine {
+		t.Fatalf("slot of %d bytes: Locked at %d, pub at %d, BidLevels at %d",
+			unsafe.Sizeof(slot{}), unsafe.Offsetof(v.Locked), unsafe.Offsetof(v.pub), unsafe.Offsetof(v.BidLevels))
 	}
 	for readers := 1; readers <= 40; readers++ {
 		for _, s := range NewPublisher(1, readers).slots {
@@ -420,9 +515,10 @@ func TestPublisherAcquireBeforePublish(t *testing.T) {
 // cost per frame, with the reader and alone (see latency.ReaderUnderWriter).
 func BenchmarkReaderUnderWriter(b *testing.B) {
 	const depth = 10
-	// publisher: Load (a copy of the current view); publisher-view:
-	// Acquire, copy the View's levels, Release.
-	for _, design := range []string{"publisher", "publisher-view"} {
+	// publisher: Load (a copy of the current view); publisher-refresh:
+	// Refresh (the same, unless the reader's copy is still current);
+	// publisher-view: Acquire, copy the View's levels, Release.
+	for _, design := range []string{"publisher", "publisher-refresh", "publisher-view"} {
 		b.Run("design="+design, func(b *testing.B) {
 			p := NewPublisher(depth, 1)
 			f := newBenchFrames(100)
@@ -434,9 +530,13 @@ func BenchmarkReaderUnderWriter(b *testing.B) {
 				latency.ReaderUnderWriter(b, write, latency.PinnedRead(p.Acquire, viewLevels, (*View).Release))
 				return
 			}
+			read := p.Load
+			if design == "publisher-refresh" {
+				read = p.Refresh
+			}
 			var top Top
 			latency.ReaderUnderWriter(b, write, latency.SeqRead(func() (uint64, bool) {
-				ok := p.Load(&top)
+				ok := read(&top)
 				return top.Seq, ok
 			}))
 		})
