@@ -62,6 +62,9 @@ const (
 	levelsPerLines = 8
 	idxShift       = 56
 	countMask      = 1<<idxShift - 1
+	// ofView marks a View's own slot number in Top.slot, which a copy of
+	// the View's Top keeps: such a Top's slices are the slot's.
+	ofView = 1 << 63
 )
 
 // slot is a View and the pins moved onto it when it stopped being current,
@@ -95,8 +98,8 @@ type Top struct {
 	// Valid, Crossed and Locked are the book's flags at publish time.
 	Valid, Crossed, Locked bool
 	// pub and slot (below) say which view this is: the Publisher and
-	// 1-based slot of a View, or where Load or Refresh last copied this Top
-	// from (nil, 0: nowhere). pub sits here to share a slot's seldom
+	// 1-based slot of a View (with ofView set), or where Load or Refresh
+	// last copied this Top from (nil, 0: nowhere). pub sits here to share a slot's seldom
 	// written line (see slot).
 	pub *Publisher
 	// BidLevels and AskLevels are the book's full level counts per side,
@@ -155,7 +158,7 @@ func NewPublisher(depth, readers int) *Publisher {
 		s.view.Bids = lv[0:0:depth]
 		s.view.Asks = lv[depth:depth]
 		s.view.pub = p
-		s.view.slot = uint64(i + 1)
+		s.view.slot = uint64(i+1) | ofView
 	}
 	return p
 }
@@ -209,7 +212,7 @@ func (p *Publisher) Publish(b *Book, stamp int64) bool {
 		v.Seq = p.seq
 		v.Stamp = stamp
 		s.seq.Store(p.seq)
-		old := p.state.Swap(v.slot << idxShift)
+		old := p.state.Swap(uint64(i+1) << idxShift)
 		if p.cur >= 0 {
 			// The pins taken on the old slot while it was current; their
 			// Releases now find it not current and count down refs.
@@ -276,7 +279,7 @@ func (p *Publisher) unpinNone() {
 
 // Release unpins a View obtained from Acquire. The View must not be used
 // afterwards.
-func (v *View) Release() { v.pub.release(v.slot) }
+func (v *View) Release() { v.pub.release(v.slot &^ ofView) }
 
 // release unpins slot idx (1-based).
 func (p *Publisher) release(idx uint64) {
@@ -297,7 +300,8 @@ func (p *Publisher) release(idx uint64) {
 // allocation once they have the publisher's depth as capacity), and reports
 // whether there was one (false before the first Publish, dst's content
 // unchanged). dst is the caller's own: it needs no Release and stays as it
-// is until the next Load into it. One atomic add pins the current slot, the
+// is until the next Load into it (a copy of a View's Top, whose slices are
+// the Publisher's, first gets slices of its own). One atomic add pins the current slot, the
 // copy follows, then the pin is taken back. Refresh is the cheaper call for
 // a reader that polls the same dst.
 //
@@ -318,10 +322,7 @@ func (p *Publisher) release(idx uint64) {
 // ones (the line holding the slices is then still in the reader's cache,
 // see slot), three otherwise.
 func (p *Publisher) Load(dst *Top) bool {
-	d := p.depth
-	if cap(dst.Bids) < d || cap(dst.Asks) < d {
-		growTop(dst, d) // before the pin: nothing but the copy while pinned
-	}
+	p.own(dst) // before the pin: nothing but the copy while pinned
 	p.prefetchNext(dst)
 	return p.load(dst)
 }
@@ -346,11 +347,20 @@ func (p *Publisher) Refresh(dst *Top) bool {
 			return true
 		}
 	}
-	d := p.depth
-	if cap(dst.Bids) < d || cap(dst.Asks) < d {
+	p.own(dst)
+	return p.load(dst)
+}
+
+// own makes sure dst's level slices are the caller's and hold the depth:
+// a copy of a View's Top has the slot's (Load must not write there), and a
+// new Top has none.
+func (p *Publisher) own(dst *Top) {
+	if dst.slot&ofView != 0 {
+		dst.Bids, dst.Asks, dst.pub, dst.slot = nil, nil, nil, 0
+	}
+	if d := p.depth; cap(dst.Bids) < d || cap(dst.Asks) < d {
 		growTop(dst, d)
 	}
-	return p.load(dst)
 }
 
 // prefetchNext starts fetching, for writing, the pin word, and the levels
@@ -362,11 +372,11 @@ func (p *Publisher) prefetchNext(dst *Top) {
 	if dst.pub != p {
 		return
 	}
-	k := int(dst.slot) // 1-based: the next slot's 0-based index
-	if k >= len(p.slots) {
-		k = 0
+	k := dst.slot // 1-based: the next slot's 0-based index
+	if k >= uint64(len(p.slots)) {
+		k = 0 // and a View's (ofView)
 	}
-	prefetch(unsafe.Pointer(&p.store[k*p.stride]), p.lines, unsafe.Pointer(p.slots[k]), unsafe.Pointer(&p.state))
+	prefetch(unsafe.Pointer(&p.store[int(k)*p.stride]), p.lines, unsafe.Pointer(p.slots[k]), unsafe.Pointer(&p.state))
 }
 
 // load is Load once dst's slices have the capacity.

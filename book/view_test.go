@@ -440,6 +440,42 @@ func TestPublisherRefresh(t *testing.T) {
 	}
 }
 
+// A copy of a View's Top has the slot's slices: Load and Refresh into it
+// give it slices of its own rather than write into the slot, which may be
+// pinned by other readers (here: the view itself) or refilled later.
+func TestPublisherLoadIntoViewCopy(t *testing.T) {
+	p := NewPublisher(2, 2)
+	b := New(pmScale)
+	_ = b.Replace(lv(1, 1, 2, 2), lv(5, 5))
+	p.Publish(b, 1)
+	v := p.Acquire()
+	held := slices.Clone(v.Bids)
+	inStore := func(l []Level) bool {
+		first, last := uintptr(unsafe.Pointer(&p.store[0])), uintptr(unsafe.Pointer(&p.store[len(p.store)-1]))
+		at := uintptr(unsafe.Pointer(&l[:1][0]))
+		return at >= first && at <= last
+	}
+	current := v.Top
+	if !p.Refresh(&current) || inStore(current.Bids) || !equalLevels(current.Bids, held) {
+		t.Fatalf("Refresh of the current view's Top: %v, in the store %v", current.Bids, inStore(current.Bids))
+	}
+	_ = b.Replace(lv(3, 3, 4, 4), lv(5, 5))
+	p.Publish(b, 2)
+	for _, read := range []func(*Top) bool{p.Load, p.Refresh} {
+		c := v.Top
+		if !read(&c) || c.Stamp != 2 || c.Bids[0].Price != 4 || inStore(c.Bids) || inStore(c.Asks) {
+			t.Fatalf("copy of the view: %+v", c)
+		}
+		if !equalLevels(v.Bids, held) {
+			t.Fatalf("the held view changed: %v, was %v", v.Bids, held)
+		}
+	}
+	v.Release()
+	if p.Acquire().Release(); p.state.Load()&countMask != 0 {
+		t.Fatal("pins left")
+	}
+}
+
 // header is t without its levels, comparable.
 func header(t Top) [9]any {
 	return [9]any{t.BidLevels, t.AskLevels, t.Valid, t.Crossed, t.Locked, t.Generation, t.Seq, t.Stamp, t.Scale}
