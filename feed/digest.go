@@ -43,15 +43,18 @@ type Digester struct {
 // NewDigester returns an empty Digester.
 func NewDigester() *Digester { return &Digester{h: xxhash.New()} }
 
-// item returns the next n bytes to fill completely.
-func (d *Digester) item(n int) []byte {
-	if d.n+n > len(d.buf) {
-		d.h.Write(d.buf[:d.n])
-		d.n = 0
+// room makes room for an item of n bytes in buf, hashing what it holds
+// when it is full; the item then starts at buf[d.n].
+func (d *Digester) room(n int) {
+	if d.n > len(d.buf)-n {
+		d.flush()
 	}
-	b := d.buf[d.n : d.n+n : d.n+n]
-	d.n += n
-	return b
+}
+
+// flush hashes what buf holds and empties it.
+func (d *Digester) flush() {
+	d.h.Write(d.buf[:d.n])
+	d.n = 0
 }
 
 var le = binary.LittleEndian
@@ -59,7 +62,9 @@ var le = binary.LittleEndian
 // Record adds the record item of e (one per delivered record, before its
 // events).
 func (d *Digester) Record(e *Event) {
-	b := d.item(digestRecordItem)
+	d.room(digestRecordItem)
+	b := (*[digestRecordItem]byte)(d.buf[d.n:]) // fixed size: no bounds check per field
+	d.n += digestRecordItem
 	b[0], b[1], b[2], b[3] = digestTagRecord, byte(e.Kind), 0, 0
 	le.PutUint32(b[4:], uint32(e.Dataset))
 	le.PutUint32(b[8:], e.Conn)
@@ -72,7 +77,9 @@ func (d *Digester) Record(e *Event) {
 // instKey is DigestKey(e.Instrument) and third is the venue event's
 // ExchangeNs, or for control events the XXH64 of the record's payload.
 func (d *Digester) Event(e *Event, v *venue.Event, instKey uint64, third int64) {
-	b := d.item(digestEventItem)
+	d.room(digestEventItem)
+	b := (*[digestEventItem]byte)(d.buf[d.n:])
+	d.n += digestEventItem
 	var flags byte
 	var bbp, bbs, bap, bas int64
 	if bk := e.Book; bk != nil {
@@ -118,7 +125,9 @@ func (d *Digester) Event(e *Event, v *venue.Event, instKey uint64, third int64) 
 	le.PutUint64(b[56:], uint64(bap))
 	le.PutUint64(b[64:], uint64(bas))
 	if v != nil && v.Type == venue.EventQuote {
-		q := d.item(digestQuoteItem)
+		d.room(digestQuoteItem)
+		q := (*[digestQuoteItem]byte)(d.buf[d.n:])
+		d.n += digestQuoteItem
 		le.PutUint64(q[0:], uint64(v.BidPrice))
 		le.PutUint64(q[8:], uint64(v.BidSize))
 		le.PutUint64(q[16:], uint64(v.AskPrice))
@@ -129,8 +138,7 @@ func (d *Digester) Event(e *Event, v *venue.Event, instKey uint64, third int64) 
 // Sum returns the digest of everything added so far ("xxh64:" and 16 hex
 // digits). Adding more afterwards goes on from there.
 func (d *Digester) Sum() string {
-	d.h.Write(d.buf[:d.n])
-	d.n = 0
+	d.flush()
 	return fmt.Sprintf("xxh64:%016x", d.h.Sum64())
 }
 

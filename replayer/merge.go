@@ -32,7 +32,8 @@ type Merger struct {
 	srcs    []recordSource
 	one     *datasets.Reader // the only source, read without the heap
 	heap    []mergeHead
-	cur     int // dataset of the record last returned; -1 before the first
+	cur     int              // dataset of the record last returned; -1 before the first
+	rec     *datasets.Record // that record; nil with cur -1
 	started bool
 	err     error
 }
@@ -66,10 +67,10 @@ func (m *Merger) Next() bool {
 	if m.one != nil {
 		// One input: its own order is the replay order.
 		if m.one.Next() {
-			m.cur = 0
+			m.cur, m.rec = 0, m.one.Record()
 			return true
 		}
-		m.cur = -1
+		m.cur, m.rec = -1, nil
 		if err := m.one.Err(); err != nil {
 			m.err = fmt.Errorf("replayer: read dataset %d: %w", 0, err)
 		}
@@ -100,10 +101,11 @@ func (m *Merger) Next() bool {
 		m.down(0)
 	}
 	if len(m.heap) == 0 {
-		m.cur = -1
+		m.cur, m.rec = -1, nil
 		return false
 	}
 	m.cur = m.heap[0].ds
+	m.rec = m.srcs[m.cur].Record()
 	return true
 }
 
@@ -114,7 +116,7 @@ func (m *Merger) advance(i int) bool {
 	}
 	if err := m.srcs[i].Err(); err != nil {
 		m.err = fmt.Errorf("replayer: read dataset %d: %w", i, err)
-		m.cur = -1
+		m.cur, m.rec = -1, nil
 	}
 	return false
 }
@@ -123,13 +125,7 @@ func (m *Merger) advance(i int) bool {
 // is borrowed from that dataset's reader until the next call to Next. Before
 // the first Next, after the end or after a read error, it returns -1 and nil.
 func (m *Merger) Record() (dataset int, rec *datasets.Record) {
-	if m.cur < 0 {
-		return -1, nil
-	}
-	if m.one != nil {
-		return 0, m.one.Record()
-	}
-	return m.cur, m.srcs[m.cur].Record()
+	return m.cur, m.rec
 }
 
 // Err returns the first read error, wrapped with the dataset index, or nil

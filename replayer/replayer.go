@@ -261,10 +261,28 @@ func (r *Replayer) checkInstruments(ds int) error {
 
 // route returns the resolved route of an instrument on cs.
 func (r *Replayer) route(cs *connState, inst string) *instRoute {
-	// Decoders intern instrument ids, so the same instrument comes back as
-	// the same string: a route whose id is that very string (same bytes in
-	// memory, same length, kept alive by the route) is the route, found
-	// with no byte of the id compared.
+	if rt := cs.cachedRoute(inst); rt != nil {
+		return rt
+	}
+	return r.routeMiss(cs, inst)
+}
+
+// cachedRoute returns the resolved route of inst from the address table, or
+// nil. Decoders intern instrument ids, so the same instrument comes back as
+// the same string: a route whose id is that very string (same bytes in
+// memory, same length, kept alive by the route) is the route, found with no
+// byte of the id compared. The table holds resolved routes only:
+// refreshSubs empties it when the subscriptions change.
+func (cs *connState) cachedRoute(inst string) *instRoute {
+	rt := cs.byPtr[ptrSlot(inst)]
+	if rt != nil && unsafe.StringData(rt.instrument) == unsafe.StringData(inst) && len(rt.instrument) == len(inst) {
+		return rt
+	}
+	return nil
+}
+
+// routeMiss is route when the address table has no resolved route of inst.
+func (r *Replayer) routeMiss(cs *connState, inst string) *instRoute {
 	ps := ptrSlot(inst)
 	rt := cs.byPtr[ps]
 	if rt == nil || unsafe.StringData(rt.instrument) != unsafe.StringData(inst) || len(rt.instrument) != len(inst) {
@@ -349,6 +367,9 @@ func (r *Replayer) refreshSubs() {
 		r.run.subs = append(r.run.subs[:0], r.subs...)
 		r.run.gen = r.subGen.Load()
 		r.subMu.Unlock()
+		for _, cs := range r.run.conns {
+			clear(cs.byPtr[:]) // its routes resolve again on their next event
+		}
 	}
 }
 
@@ -723,7 +744,10 @@ func (r *Replayer) emitFrame(cs *connState, ds int, kind datasets.Kind, seq uint
 	st.digest.Record(e)
 	for i := range evs {
 		v := &evs[i]
-		rt := r.route(cs, v.Instrument)
+		rt := cs.cachedRoute(v.Instrument)
+		if rt == nil {
+			rt = r.routeMiss(cs, v.Instrument)
+		}
 		bk := v.Book
 		if bk != nil {
 			rt.book = bk

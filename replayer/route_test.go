@@ -150,3 +150,34 @@ func TestConnectionsKeepTheirBooks(t *testing.T) {
 		}
 	}
 }
+
+// A subscriber added while Run is in progress gets the events of its
+// instruments from the next record on, although their routes were
+// resolved before it came.
+func TestSubscribeDuringRun(t *testing.T) {
+	var recs []rec
+	for i := range 40 {
+		recs = append(recs, frame(uint32(i%2), int64(i+1), fmt.Sprintf("lvl a b %d 1;lvl b b %d 1", 100+i, 200+i)))
+	}
+	r := newFakeReplayer(t, []string{writeDataset(t, "fakevenue", recs)})
+	var late []uint64
+	r.Subscribe(Key{}, SubscriberFunc(func(e *Event) error {
+		if e.Seq == 20 && e.Instrument == "a" {
+			r.Subscribe(Key{Instrument: "b", Channel: ChannelBook}, SubscriberFunc(func(e *Event) error {
+				if e.Instrument != "b" {
+					return fmt.Errorf("instrument %q", e.Instrument)
+				}
+				late = append(late, e.Seq)
+				return nil
+			}))
+		}
+		return nil
+	}))
+	s := run(t, r)
+	if len(s.SubscriberFailures) > 0 {
+		t.Fatal(s.SubscriberFailures[0].Err)
+	}
+	if len(late) != 20 || late[0] != 21 || late[19] != 40 {
+		t.Fatalf("the late subscriber got records %v, want 21 to 40", late)
+	}
+}
