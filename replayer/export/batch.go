@@ -192,9 +192,8 @@ func (b *batch) i64(col int, v int64) {
 	}
 }
 
-// lvl64 and lvl32 set a level column; its nullness is the side's count.
-func (b *batch) lvl64(col int, v int64) { b.cols[col].i64[b.rows] = v }
-func (b *batch) lvl32(col int, v int32) { b.cols[col].i32[b.rows] = v }
+// A level column is set directly (depthTable.side); its nullness is the
+// side's count.
 
 func (b *batch) i64Null(col int) {
 	c := &b.cols[col]

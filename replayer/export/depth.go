@@ -252,10 +252,12 @@ func (t *depthTable) row(s *Sink, in *depthInst, exch, local int64, bids, asks [
 	b.setBook(in.id)
 	b.setLevelCount(t.nBids, int32(min(len(bids), t.levels)))
 	b.setLevelCount(t.nAsks, int32(min(len(asks), t.levels)))
-	c := t.cLevel0
+	// The hundred level stores of a row, from locals: through b, each
+	// store would reload the batch's columns and row for fear of aliasing.
+	cols, r, c := b.cols, b.rows, t.cLevel0
 	for i := 0; i < t.levels; i++ {
-		c = t.side(b, c, bids, i)
-		c = t.side(b, c, asks, i)
+		c = t.side(cols, r, c, bids, i)
+		c = t.side(cols, r, c, asks, i)
 	}
 	b.bool(t.cFlags, f.valid)
 	b.bool(t.cFlags+1, f.afterGap)
@@ -266,20 +268,19 @@ func (t *depthTable) row(s *Sink, in *depthInst, exch, local int64, bids, asks [
 	return s.endRow()
 }
 
-// side sets level i of one side at column c and returns the next column.
+// side sets level i of one side in row r at column c of cols (the batch's)
+// and returns the next column.
 // A missing level is null through the side's count; its slots are zeroed so
 // that no value of an earlier batch reaches an Arrow buffer.
-func (t *depthTable) side(b *batch, c int, lv []book.Level, i int) int {
+func (t *depthTable) side(cols []column, r, c int, lv []book.Level, i int) int {
 	var l book.Level
 	if i < len(lv) {
 		l = lv[i]
 	}
-	b.lvl64(c, l.Price)
-	b.lvl64(c+1, l.Size)
+	cols[c].i64[r] = l.Price
+	cols[c+1].i64[r] = l.Size
 	if t.counts {
-		b.lvl32(c+2, l.Count)
-	}
-	if t.counts {
+		cols[c+2].i32[r] = l.Count
 		return c + 3
 	}
 	return c + 2

@@ -82,6 +82,15 @@ type pqScratch struct {
 	defBuf   []uint8
 	defCol   int
 	defNulls int
+	defGen   uint64 // counts the definition levels computed
+	// Those levels encoded page by page (pageLevels), for pages of pgPer
+	// rows of the levels of generation pgGen (0: none): page k's are
+	// pgLv[pgOff[k]:pgOff[k+1]], pgNulls[k] of them 0.
+	pgGen   uint64
+	pgPer   int
+	pgLv    []byte
+	pgOff   []int
+	pgNulls []int
 	// Dictionary-encoded columns: the index of each non-null value and the
 	// dictionary (fixed-point values, or strings).
 	idx    []int32
@@ -388,7 +397,7 @@ func (p *parquetWriter) encodeColumn(b *batch, i int, sc *pqScratch, c *pqChunk)
 	switch col.kind {
 	case kInt64, kTime:
 		v := col.i64[:n]
-		p.pages(c, sc, n, p.page/8, def, parquet.Encodings.Plain, func(dst []byte, from, to, _ int) []byte {
+		p.pages(c, sc, n, p.page/8, def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {
 			for r := from; r < to; r++ {
 				if def == nil || def[r] != 0 {
 					dst = binary.LittleEndian.AppendUint64(dst, uint64(v[r]))
@@ -408,7 +417,7 @@ func (p *parquetWriter) encodeColumn(b *batch, i int, sc *pqScratch, c *pqChunk)
 		}
 	case kInt32:
 		v := col.i32[:n]
-		p.pages(c, sc, n, p.page/4, def, parquet.Encodings.Plain, func(dst []byte, from, to, _ int) []byte {
+		p.pages(c, sc, n, p.page/4, def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {
 			for r := from; r < to; r++ {
 				if def == nil || def[r] != 0 {
 					dst = binary.LittleEndian.AppendUint32(dst, uint32(v[r]))
@@ -418,7 +427,7 @@ func (p *parquetWriter) encodeColumn(b *batch, i int, sc *pqScratch, c *pqChunk)
 		})
 	case kBool:
 		v := col.b[:n]
-		p.pages(c, sc, n, p.page, def, parquet.Encodings.Plain, func(dst []byte, from, to, _ int) []byte {
+		p.pages(c, sc, n, p.page, def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {
 			var acc byte
 			k := 0
 			for r := from; r < to; r++ {
@@ -451,7 +460,7 @@ func (p *parquetWriter) encodeColumn(b *batch, i int, sc *pqScratch, c *pqChunk)
 		if p.exact || col.kind == kDecimal {
 			// Parquet's decimal is a big-endian two's complement of 16 bytes
 			// at precision 38, as pqarrow writes an Arrow decimal128.
-			p.pages(c, sc, n, p.page/16, def, parquet.Encodings.Plain, func(dst []byte, from, to, _ int) []byte {
+			p.pages(c, sc, n, p.page/16, def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {
 				for r := from; r < to; r++ {
 					if def == nil || def[r] != 0 {
 						dst = binary.BigEndian.AppendUint64(dst, uint64(v[r]>>63))
@@ -465,7 +474,7 @@ func (p *parquetWriter) encodeColumn(b *batch, i int, sc *pqScratch, c *pqChunk)
 		if dictLevels(col, p.exact) && p.encodeDictFixed(c, sc, v, def, b.bookRows(), dec, descr) {
 			return nil
 		}
-		p.pages(c, sc, n, p.page/8, def, parquet.Encodings.Plain, func(dst []byte, from, to, _ int) []byte {
+		p.pages(c, sc, n, p.page/8, def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {
 			// A level's value is mostly the one of the row before (a book
 			// change moves one level), and a division per value is most of
 			// the conversion: convert each run once (0 needs none: its
@@ -529,7 +538,7 @@ func (p *parquetWriter) encodeStrings(c *pqChunk, sc *pqScratch, col *column, n 
 		p.dictPage(c, sc, len(dic), plain)
 		p.dictPages(c, sc, n, per, def, idx, len(dic))
 	} else {
-		p.pages(c, sc, n, per, def, parquet.Encodings.Plain, func(dst []byte, from, to, _ int) []byte {
+		p.pages(c, sc, n, per, def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {
 			for r := from; r < to; r++ {
 				if def == nil || def[r] != 0 {
 					dst = binary.LittleEndian.AppendUint32(dst, uint32(len(v[r])))
@@ -639,6 +648,7 @@ func (p *pqScratch) defLevels(b *batch, i int) ([]uint8, int) {
 			return def, p.defNulls
 		}
 		p.defCol = i
+		p.defGen++
 		lv, nulls := int32(c.level), 0
 		for r, k := range b.levelCounts[c.levelOf][:len(def)] {
 			if lv < k {
@@ -652,6 +662,7 @@ func (p *pqScratch) defLevels(b *batch, i int) ([]uint8, int) {
 		return def, nulls
 	}
 	p.defCol = -1
+	p.defGen++
 	nulls := 0
 	for r, isNull := range c.null[:len(def)] {
 		if isNull {

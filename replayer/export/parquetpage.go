@@ -48,26 +48,51 @@ func (c *pqChunk) setStats(st metadata.TypedStatistics, props *parquet.WriterPro
 
 // pages appends rows [0, n) as data pages of at most per rows (at least
 // one), with definition levels def (nil: a required column) and values
-// encoded by values(dst, from, to, vfrom): those of rows [from, to), the
-// first of them being non-null value vfrom.
-func (p *parquetWriter) pages(c *pqChunk, sc *pqScratch, n, per int, def []uint8, enc parquet.Encoding, values func(dst []byte, from, to, vfrom int) []byte) {
+// encoded by values(dst, from, to, vfrom, nn): those of rows [from, to), nn
+// of them non-null, the first being non-null value vfrom.
+func (p *parquetWriter) pages(c *pqChunk, sc *pqScratch, n, per int, def []uint8, enc parquet.Encoding, values func(dst []byte, from, to, vfrom, nn int) []byte) {
 	per = max(1, per)
 	c.enc = enc
+	if def != nil {
+		sc.pageLevels(def, n, per)
+	}
 	vfrom := 0
-	for from := 0; from < n; from += per {
+	for pg, from := 0, 0; from < n; pg, from = pg+1, from+per {
 		to := min(n, from+per)
 		nulls := 0
 		var lv []byte
 		if def != nil {
-			for _, d := range def[from:to] {
-				nulls += int(1 - d)
-			}
-			lv = rleAppend(sc.lv[:0], def[from:to], 1)
-			sc.lv = lv
+			nulls = sc.pgNulls[pg]
+			lv = sc.pgLv[sc.pgOff[pg]:sc.pgOff[pg+1]]
 		}
-		sc.vals = values(sc.vals[:0], from, to, vfrom)
+		nn := to - from - nulls
+		sc.vals = values(sc.vals[:0], from, to, vfrom, nn)
 		p.dataPage(c, sc, to-from, nulls, lv, sc.vals)
-		vfrom += to - from - nulls
+		vfrom += nn
+	}
+}
+
+// pageLevels encodes def's levels page by page (pages of per rows), unless
+// they are those of the definition levels last encoded at the same page
+// size: a depth level's price, size and count columns share them.
+func (sc *pqScratch) pageLevels(def []uint8, n, per int) {
+	if sc.pgGen == sc.defGen && sc.pgPer == per && sc.pgGen != 0 {
+		return
+	}
+	sc.pgGen, sc.pgPer = sc.defGen, per
+	sc.pgLv, sc.pgOff, sc.pgNulls = sc.pgLv[:0], append(sc.pgOff[:0], 0), sc.pgNulls[:0]
+	for from := 0; from < n; from += per {
+		to := min(n, from+per)
+		nulls := 0
+		for _, d := range def[from:to] {
+			nulls += int(1 - d)
+		}
+		sc.pgLv = rleAppend(sc.pgLv, def[from:to], 1)
+		sc.pgOff = append(sc.pgOff, len(sc.pgLv))
+		sc.pgNulls = append(sc.pgNulls, nulls)
+	}
+	if sc.defCol < 0 {
+		sc.pgGen = 0 // levels of a column of their own: not shared
 	}
 }
 
@@ -75,16 +100,9 @@ func (p *parquetWriter) pages(c *pqChunk, sc *pqScratch, n, per int, def []uint8
 // dictionary index of each non-null value, entries the dictionary's size.
 func (p *parquetWriter) dictPages(c *pqChunk, sc *pqScratch, n, per int, def []uint8, idx []int32, entries int) {
 	bw := max(1, bits.Len32(uint32(entries-1)))
-	p.pages(c, sc, n, per, def, p.props.DictionaryIndexEncoding(), func(dst []byte, from, to, vfrom int) []byte {
-		k := to - from
-		if def != nil {
-			k = 0
-			for _, d := range def[from:to] {
-				k += int(d)
-			}
-		}
+	p.pages(c, sc, n, per, def, p.props.DictionaryIndexEncoding(), func(dst []byte, _, _, vfrom, nn int) []byte {
 		dst = append(dst, byte(bw))
-		return rleAppend(dst, idx[vfrom:vfrom+k], bw)
+		return rleAppend(dst, idx[vfrom:vfrom+nn], bw)
 	})
 }
 
