@@ -437,3 +437,36 @@ func TestAt16(t *testing.T) {
 		}
 	}
 }
+
+// fastString finds the closing quote of every string without escapes or
+// control characters, and declines the others, wherever they sit: bytes of
+// every class (punctuation below '0', the quote, the backslash, control
+// characters, UTF-8) at every offset of a word.
+func TestFastString(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	alphabet := []byte("0123456789abcdefx_ -.,:!#\"\\\x00\x1f\x7f\xc3\xa9")
+	for n := 0; n < 200000; n++ {
+		buf := make([]byte, 1+r.IntN(40))
+		buf[0] = '"'
+		for i := 1; i < len(buf); i++ {
+			if r.IntN(4) == 0 {
+				buf[i] = alphabet[r.IntN(len(alphabet))]
+			} else {
+				buf[i] = alphabet[r.IntN(16)]
+			}
+		}
+		wantHi, wantOK := 0, false
+		for j := 1; j < len(buf); j++ {
+			if c := buf[j]; c == '"' {
+				wantHi, wantOK = j, true
+				break
+			} else if c == '\\' || c < 0x20 {
+				break
+			}
+		}
+		lo, hi, ok := fastString(buf, 0)
+		if ok != wantOK || ok && (lo != 1 || hi != wantHi) {
+			t.Fatalf("fastString(%q) = %d, %d, %v; want 1, %d, %v", buf, lo, hi, ok, wantHi, wantOK)
+		}
+	}
+}
