@@ -231,7 +231,7 @@ func (d *Decoder) apply(out *venue.Frame) error {
 			in.q.AfterGap, in.gap, in.snapped = in.gap, false, true
 			in.q.Crossed = in.book.Crossed()
 			d.checkHash(in, m.ts.b, m.hash, m.tsMs)
-			d.bookEvent(out, venue.EventSnapshot, m, in)
+			d.bookEvent(out, venue.EventSnapshot, m, in, d.frame[m.start:m.end])
 		case kPriceChange:
 			for j := m.chLo; j < m.chHi; j++ {
 				c := &d.changes[j]
@@ -251,17 +251,17 @@ func (d *Decoder) apply(out *venue.Frame) error {
 				// Set fails only on negative values, which parse rejects.
 				g0 := in.book.Generation()
 				_ = in.book.Set(c.side, c.price, c.size, 0)
-				if d.opts.hashEvery == 0 {
+				if d.opts.hashEvery == 0 && in.hc.valid {
 					// Every hash is checked: keep the serialized sides in
-					// step. Sampled checks rebuild them (cheaply) instead.
+					// step (afterSet leaves a cache not built as it is).
+					// Sampled checks rebuild them (cheaply) instead.
 					in.hc.afterSet(in.book, g0, c.side, c.price, c.size)
 				}
 				if in.book.Valid() {
 					d.checkHash(in, m.ts.b, c.hash, m.tsMs)
 				}
-				ev := d.bookEvent(out, venue.EventLevel, m, in)
+				ev := d.bookEvent(out, venue.EventLevel, m, in, d.frame[c.start:c.end])
 				ev.Side, ev.Price, ev.Size = c.side, c.price, c.size
-				ev.Raw = d.frame[c.start:c.end]
 			}
 		case kTrade:
 			in := d.instrumentOf(m.inst, m.asset.b, m.market)
@@ -338,10 +338,10 @@ func (d *Decoder) eventSlot(out *venue.Frame, t venue.EventType) *venue.Event {
 	return &out.Events[n]
 }
 
-// bookEvent is newEvent for an event of in's book, written in one go.
-func (d *Decoder) bookEvent(out *venue.Frame, t venue.EventType, m *msg, in *instrument) *venue.Event {
+// bookEvent is newEvent for an event of in's book whose Raw is raw.
+func (d *Decoder) bookEvent(out *venue.Frame, t venue.EventType, m *msg, in *instrument, raw []byte) *venue.Event {
 	ev := d.eventSlot(out, t)
-	ev.Type, ev.ExchangeNs, ev.Raw, ev.Text = t, m.tsNs, d.frame[m.start:m.end], m.typ
+	ev.Type, ev.ExchangeNs, ev.Raw, ev.Text = t, m.tsNs, raw, m.typ
 	ev.Instrument, ev.Market, ev.Book = in.id, in.market, in.book
 	return ev
 }
