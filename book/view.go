@@ -40,13 +40,18 @@ type Publisher struct {
 	// (depth of them), its asks right after; each slot's levels start on a
 	// cache line of their own.
 	store []Level
-	_     [cacheLine]byte
+	_     [cacheLine - 8]byte // state at a multiple of 16 bytes
 
 	// state is the current slot (1-based; 0 before the first Publish) in its
 	// top byte and the number of pins taken on it since it became current
 	// below. It is the only word of the Publisher that readers write.
-	state atomic.Uint64
-	_     [cacheLine]byte
+	// curSeq, in the same cache line (the Publisher is 16-byte aligned), is
+	// the current view's Seq, which the writer stores just before it swaps
+	// state, so that Refresh checks for a new view in that one line and the
+	// writer waits for that line once per publish, not for it and another.
+	state  atomic.Uint64
+	curSeq atomic.Uint64
+	_      [cacheLine]byte
 
 	// The writer's own.
 	cur  int    // index of the current slot, -1 before the first Publish
@@ -79,12 +84,11 @@ const (
 // scale differs from what the slot last held, so a reader that saw this slot
 // before still has that line, and the levels' address with it, in its
 // cache. The second holds what every refill writes (full level counts,
-// generation, sequence, stamp), the pin count, and seq: the view's Seq
-// again, for Refresh, which reads it unpinned.
+// generation, sequence, stamp) and the pin count.
 type slot struct {
 	view View
 	refs atomic.Int64
-	seq  atomic.Uint64 // no padding: the two lines are full (TestPublisherLayout)
+	_    [2*cacheLine - unsafe.Sizeof(View{}) - 8]byte
 }
 
 // Top is the content of a View: the top of a book at one instant. A reader
@@ -211,7 +215,7 @@ func (p *Publisher) Publish(b *Book, stamp int64) bool {
 		p.seq++
 		v.Seq = p.seq
 		v.Stamp = stamp
-		s.seq.Store(p.seq)
+		p.curSeq.Store(p.seq)
 		old := p.state.Swap(uint64(i+1) << idxShift)
 		if p.cur >= 0 {
 			// The pins taken on the old slot while it was current; their
@@ -330,20 +334,22 @@ func (p *Publisher) Load(dst *Top) bool {
 // Refresh makes dst show the current View, like Load, and reports whether
 // there is one, but when dst already shows it (it was last filled by Load
 // or Refresh from this Publisher, and no view was published since) it
-// leaves dst as it is, having written no shared memory: two atomic loads,
-// which find their lines in the reader's cache until the writer publishes.
+// leaves dst as it is, having written no shared memory: two atomic loads
+// from one cache line, which stays in the reader's cache until the writer
+// publishes.
 // That is the cheap check of a reader polling for the current top. dst must
 // hold what the last Load or Refresh put there: Refresh cannot tell a Top
 // its caller changed since (Load copies every time). Each call returns the
-// current view, consistent, as Load's would: dst shows slot s with sequence
-// number q only while s is the current slot and holds q (a slot is refilled
-// only once it stopped being current, with a new number).
+// current view, consistent, as Load's would: it leaves dst only when it
+// reads the pin word and then the current Seq (which the writer stores
+// before the pin word) and finds dst's slot and Seq, so that dst's view was
+// current when the pin word was read (Seqs only grow).
 func (p *Publisher) Refresh(dst *Top) bool {
 	if dst.pub == p {
 		// When the writer did publish, the lines a Load then needs are on
 		// their way while Refresh looks at the pin word.
 		p.prefetchNext(dst)
-		if g := p.state.Load(); g>>idxShift == dst.slot && p.slots[dst.slot-1].seq.Load() == dst.Seq {
+		if g := p.state.Load(); g>>idxShift == dst.slot && p.curSeq.Load() == dst.Seq {
 			return true
 		}
 	}

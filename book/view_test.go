@@ -494,6 +494,17 @@ func TestPublisherLayout(t *testing.T) {
 		t.Fatalf("slot of %d bytes: Locked at %d, pub at %d, BidLevels at %d",
 			unsafe.Sizeof(slot{}), unsafe.Offsetof(v.Locked), unsafe.Offsetof(v.pub), unsafe.Offsetof(v.BidLevels))
 	}
+	// The pin word and the current Seq share a line that nothing else of
+	// the Publisher's is on.
+	line := func(p unsafe.Pointer) uintptr { return uintptr(p) / cacheLine }
+	for readers := 1; readers <= 40; readers++ {
+		p := NewPublisher(readers, readers)
+		l := line(unsafe.Pointer(&p.state))
+		if line(unsafe.Pointer(&p.curSeq)) != l || line(unsafe.Add(unsafe.Pointer(&p.store), 23)) == l ||
+			line(unsafe.Pointer(&p.cur)) == l {
+			t.Fatalf("%d readers: state at %p, curSeq at %p, store at %p, cur at %p", readers, &p.state, &p.curSeq, &p.store, &p.cur)
+		}
+	}
 	for readers := 1; readers <= 40; readers++ {
 		for _, s := range NewPublisher(1, readers).slots {
 			if uintptr(unsafe.Pointer(s))%cacheLine != 0 {
