@@ -209,7 +209,7 @@ func (r *Reader) checkBlock() bool {
 			d.Records = p.hdrRecs
 		}
 		d.ToNs = h.FirstWall
-	case known && h.FirstSeq != expect && !r.lastGap && Kind(r.sr.cKind[0]) != KindGap:
+	case known && h.FirstSeq != expect && !r.lastGap && Kind(r.sr.recs[0].kind) != KindGap:
 		d = &Damage{File: s.path, Offset: r.sr.blockOff, Records: h.FirstSeq - expect, RecordsKnown: true,
 			FirstSeq: expect, LastSeq: h.FirstSeq - 1, ToNs: h.FirstWall,
 			Reason: fmt.Sprintf("%v: seq jumps from %d to %d%s", ErrMissingRecords, expect-1, h.FirstSeq, r.missingSegments())}
@@ -222,7 +222,7 @@ func (r *Reader) checkBlock() bool {
 	lastWall, lastOK := r.lastWall, r.lastOK
 	r.lastOK, r.fromStart = true, false
 	r.lastSeq, r.lastWall, r.lastFile = h.LastSeq, h.LastWall, s.path
-	r.lastGap = r.sr.n > 0 && Kind(r.sr.cKind[r.sr.n-1]) == KindGap
+	r.lastGap = len(r.sr.recs) > 0 && Kind(r.sr.recs[len(r.sr.recs)-1].kind) == KindGap
 	if d == nil {
 		return false
 	}

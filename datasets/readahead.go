@@ -38,8 +38,9 @@ type aheadBlock struct {
 	notRecords bool
 	// cols and colErr: the block's columns and the framing check of them
 	// (parseColumns), done here so the consumer only takes them.
-	cols   blockColumns
-	colErr error
+	cols    blockColumns
+	colErr  error
+	recsBuf []packedRecord // owns cols.recs' array
 	// last: read-ahead stopped after this block, the stream just past it
 	// (WithReadUntil: the block reaches the end of what will be read).
 	last bool
@@ -98,7 +99,7 @@ func (ra *readAhead) run(w segmentReader, untilNs int64) {
 			return
 		}
 		// The sequential code, on the slot's buffers.
-		w.comp, w.rawBuf = b.comp, b.rawBuf
+		w.comp, w.rawBuf, w.recsBuf = b.comp, b.rawBuf, b.recsBuf
 		err := w.readBlockContent()
 		b.notRecords = err == nil && w.h.Type != blockTypeRecords
 		if err == nil && !b.notRecords {
@@ -110,7 +111,7 @@ func (ra *readAhead) run(w segmentReader, untilNs int64) {
 			b.cols = w.blockColumns
 		}
 		b.h, b.blockOff, b.next, b.err = w.h, w.blockOff, w.off, err
-		b.comp, b.rawBuf, b.raw = w.comp, w.rawBuf, w.raw
+		b.comp, b.rawBuf, b.raw, b.recsBuf = w.comp, w.rawBuf, w.raw, w.recsBuf
 		// Nothing past untilNs will be read: reading on would fetch blocks
 		// (from a remote store) that nobody wants.
 		b.last = err == nil && !b.notRecords && untilNs != 0 && w.h.LastWall >= untilNs
@@ -153,13 +154,12 @@ func (r *Reader) nextAheadBlock() (ok bool, err error) {
 	}
 	ra.cur = b
 	s := &r.sr
-	s.i, s.n = 0, 0
+	s.i, s.recs = 0, nil
 	s.h, s.blockOff, s.off, s.raw = b.h, b.blockOff, b.next, b.raw
 	if b.colErr != nil {
 		return true, b.colErr
 	}
 	s.blockColumns = b.cols
-	s.startColumns()
 	return true, nil
 }
 

@@ -206,7 +206,7 @@ func (r *Reader) Next() bool {
 			}
 			return true
 		}
-		r.seeking = r.seeking && r.f != nil && r.sr.n == 0 // only the first block after Seek is filtered
+		r.seeking = r.seeking && r.f != nil && len(r.sr.recs) == 0 // only the first block after Seek is filtered
 		if r.f == nil {
 			if !r.openSegment(r.si+1, 0) {
 				return r.done && r.err == nil && r.endDamage()
@@ -346,7 +346,7 @@ func (r *Reader) closeFile() {
 		r.f.Close()
 		r.f = nil
 	}
-	r.sr.n, r.sr.i = 0, 0
+	r.sr.recs, r.sr.i = nil, 0
 }
 
 // Record returns the current record, borrowed until the next call to Next,

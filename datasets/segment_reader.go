@@ -28,16 +28,26 @@ type segmentReader struct {
 	dict []byte // the segment's dictionary, nil if none
 
 	blockColumns
-	i, n       int
-	payOff     int
-	seq        uint64
-	wall, mono int64
+	recsBuf []packedRecord // owns the array parseColumns fills (recs may be read-ahead's)
+	i       int
 }
 
-// blockColumns are a decoded block's columns, sliced from its content by
-// parseColumns.
+// blockColumns is a checked block's records (parseColumns): each record's
+// header values, absolute, and the payload section its payloads alias.
 type blockColumns struct {
-	cSeq, cWall, cMono, cLen, cConn, cKind, cFlags, pay []byte
+	recs []packedRecord
+	pay  []byte
+}
+
+// packedRecord is one record's header, read from the block's columns into
+// one place: a record is then one load from one array, not a delta from
+// each of seven columns.
+type packedRecord struct {
+	seq         uint64
+	wall, mono  int64
+	off, len    uint32 // of its payload in the payload section
+	conn        uint32
+	kind, flags uint8
 }
 
 // Decoders and block buffers outlive readers: a replay opening many
@@ -89,8 +99,8 @@ func (s *segmentReader) release() {
 	putBuffer(&rawPool, s.rawBuf)
 	putBuffer(&compPool, s.comp)
 	s.raw, s.rawBuf, s.comp = nil, nil, nil
-	s.blockColumns = blockColumns{}
-	s.i, s.n = 0, 0
+	s.blockColumns, s.recsBuf = blockColumns{}, nil
+	s.i, s.recs = 0, nil
 }
 
 // reset points s at r, whose next byte is at offset off of file and whose
@@ -98,7 +108,7 @@ func (s *segmentReader) release() {
 // caught before anything is allocated for it.
 func (s *segmentReader) reset(r io.Reader, file string, off, end int64) {
 	s.r, s.file, s.off, s.end = r, file, off, end
-	s.i, s.n = 0, 0
+	s.i, s.recs = 0, nil
 }
 
 func (s *segmentReader) corrupt(off int64, format string, a ...any) error {
@@ -200,7 +210,7 @@ func (s *segmentReader) setDict(d []byte) error {
 // io.EOF at a clean end (no byte of a further block), *CorruptionError for
 // damage, or a wrapped I/O error of the underlying reader.
 func (s *segmentReader) nextBlock() error {
-	s.i, s.n = 0, 0
+	s.i, s.recs = 0, nil
 	if err := s.readBlockContent(); err != nil {
 		return err
 	}
@@ -297,64 +307,63 @@ func (s *segmentReader) decodeContent(withDict bool) error {
 // decodeSlack is zstd's largest block (128 KiB) plus its over-copy margin.
 const decodeSlack = 128<<10 + 64
 
-// parseColumns slices the decoded content into columns and checks framing:
-// lengths add up to the payload section, sequence numbers increase and the
-// first/last values match the header.
+// parseColumns reads the decoded content's columns into records and checks
+// framing: lengths add up to the payload section, sequence numbers increase
+// and the first/last values match the header.
 func (s *segmentReader) parseColumns() error {
 	n := int(s.h.Count)
 	b := s.raw
-	s.cSeq, b = b[:8*n], b[8*n:]
-	s.cWall, b = b[:8*n], b[8*n:]
-	s.cMono, b = b[:8*n], b[8*n:]
-	s.cLen, b = b[:4*n], b[4*n:]
-	s.cConn, b = b[:4*n], b[4*n:]
-	s.cKind, b = b[:n], b[n:]
-	s.cFlags, s.pay = b[:n], b[n:]
+	cSeq, b := b[:8*n], b[8*n:]
+	cWall, b := b[:8*n], b[8*n:]
+	cMono, b := b[:8*n], b[8*n:]
+	cLen, b := b[:4*n], b[4*n:]
+	cConn, b := b[:4*n], b[4*n:]
+	cKind, b := b[:n], b[n:]
+	cFlags, pay := b[:n], b[n:]
+	if cap(s.recsBuf) < n {
+		// Headroom, as for block buffers: the next block holds a few more.
+		s.recsBuf = make([]packedRecord, n+n/4+64)
+	}
+	recs := s.recsBuf[:n]
 	var total uint64
-	seq, wall := s.h.FirstSeq, s.h.FirstWall
-	for i := 0; i < n; i++ {
-		total += uint64(binary.LittleEndian.Uint32(s.cLen[4*i:]))
-		d := binary.LittleEndian.Uint64(s.cSeq[8*i:])
+	seq, wall, mono := s.h.FirstSeq, s.h.FirstWall, int64(0)
+	for i := range recs {
+		l := binary.LittleEndian.Uint32(cLen[4*i:])
+		d := binary.LittleEndian.Uint64(cSeq[8*i:])
 		if (i == 0) != (d == 0) {
 			return s.corrupt(s.blockOff, "%w: record %d has seq delta %d", ErrFraming, i, d)
 		}
 		seq += d
-		wall += int64(binary.LittleEndian.Uint64(s.cWall[8*i:]))
+		wall += int64(binary.LittleEndian.Uint64(cWall[8*i:]))
+		mono += int64(binary.LittleEndian.Uint64(cMono[8*i:]))
+		// An offset past 4 GiB is wrong and caught below: the payload
+		// section is at most MaxBlockSize.
+		recs[i] = packedRecord{seq: seq, wall: wall, mono: mono, off: uint32(total), len: l,
+			conn: binary.LittleEndian.Uint32(cConn[4*i:]), kind: cKind[i], flags: cFlags[i]}
+		total += uint64(l)
 	}
-	if total != uint64(len(s.pay)) {
-		return s.corrupt(s.blockOff, "%w: record lengths add up to %d, payload section holds %d", ErrFraming, total, len(s.pay))
+	if total != uint64(len(pay)) {
+		return s.corrupt(s.blockOff, "%w: record lengths add up to %d, payload section holds %d", ErrFraming, total, len(pay))
 	}
 	if seq != s.h.LastSeq || wall != s.h.LastWall {
 		return s.corrupt(s.blockOff, "%w: last record seq %d wall %d, header says %d and %d", ErrFraming, seq, wall, s.h.LastSeq, s.h.LastWall)
 	}
-	s.startColumns()
+	s.blockColumns = blockColumns{recs: recs, pay: pay}
+	s.i = 0
 	return nil
-}
-
-// startColumns positions s before the first record of the block whose
-// columns (checked by parseColumns) s holds.
-func (s *segmentReader) startColumns() {
-	s.i, s.n, s.payOff = 0, int(s.h.Count), 0
-	s.seq, s.wall, s.mono = s.h.FirstSeq, s.h.FirstWall, 0
 }
 
 // nextRecord fills rec with the next record of the current block; false when
 // the block is exhausted. rec.Payload aliases s's buffer.
 func (s *segmentReader) nextRecord(rec *Record) bool {
-	if s.i >= s.n {
+	if s.i >= len(s.recs) {
 		return false
 	}
-	i := s.i
-	s.seq += binary.LittleEndian.Uint64(s.cSeq[8*i:])
-	s.wall += int64(binary.LittleEndian.Uint64(s.cWall[8*i:]))
-	s.mono += int64(binary.LittleEndian.Uint64(s.cMono[8*i:]))
-	l := int(binary.LittleEndian.Uint32(s.cLen[4*i:]))
-	rec.Kind = Kind(s.cKind[i])
-	rec.Flags = s.cFlags[i]
-	rec.Conn = binary.LittleEndian.Uint32(s.cConn[4*i:])
-	rec.Seq, rec.WallNs, rec.MonoNs = s.seq, s.wall, s.mono
-	rec.Payload = s.pay[s.payOff : s.payOff+l : s.payOff+l]
-	s.payOff += l
+	p := &s.recs[s.i]
 	s.i++
+	rec.Kind, rec.Flags, rec.Conn = Kind(p.kind), p.flags, p.conn
+	rec.Seq, rec.WallNs, rec.MonoNs = p.seq, p.wall, p.mono
+	end := uint64(p.off) + uint64(p.len)
+	rec.Payload = s.pay[p.off:end:end]
 	return true
 }
