@@ -215,17 +215,26 @@ func (d *Decoder) str() ([]byte, error) {
 	return d.s.String()
 }
 
-// The wire's price_changes entry, as every server path writes it:
+// The wire's price_changes entry, compact as in older frames, or with a
+// space after each comma as live frames have it since 2025 (PROTOCOLS.md
+// §1.9): each field's key with the separator before it, in both forms.
 //
 //	{"asset_id":"A","price":"P","size":"S","side":"BUY","hash":"H","best_bid":"B","best_ask":"A"}
+//	{"asset_id":"A", "price":"P", "size":"S", "side":"BUY", "hash":"H", "best_bid":"B", "best_ask":"A"}
 const (
-	chAsset   = `{"asset_id":"`
-	chPrice   = `","price":"`
-	chSize    = `","size":"`
-	chSide    = `","side":"`
-	chHash    = `,"hash":"`
-	chBestBid = `","best_bid":"`
-	chBestAsk = `","best_ask":"`
+	chAsset    = `{"asset_id":"`
+	chPrice    = `","price":"`
+	chSize     = `","size":"`
+	chSide     = `","side":"`
+	chHash     = `","hash":"`
+	chBestBid  = `","best_bid":"`
+	chBestAsk  = `","best_ask":"`
+	chsPrice   = `", "price":"`
+	chsSize    = `", "size":"`
+	chsSide    = `", "side":"`
+	chsHash    = `", "hash":"`
+	chsBestBid = `", "best_bid":"`
+	chsBestAsk = `", "best_ask":"`
 )
 
 // win returns b[i:i+n], or nil when that is not inside b. Callers compare
@@ -279,37 +288,72 @@ func (d *Decoder) scanChange(c *change, i int) (end int, ok bool) {
 			return 0, false
 		}
 	}
-	if string(d.at16(b, hi)[:len(chPrice)]) != chPrice {
+	j := 0
+	if k := d.at16(b, hi); string(k[:len(chPrice)]) == chPrice {
+		j = hi + len(chPrice)
+	} else if string(k[:len(chsPrice)]) == chsPrice {
+		j = hi + len(chsPrice)
+	} else {
 		return 0, false
 	}
 	c.asset, c.inst = b[lo:hi], in
-	j := hi + len(chPrice)
-	if c.price, j, ok = scanDec(b, j, priceDecimals); !ok || string(d.at16(b, j)[:len(chSize)]) != chSize {
+	if c.price, j, ok = scanDec(b, j, priceDecimals); !ok {
 		return 0, false
 	}
-	if c.size, j, ok = scanDec(b, j+len(chSize), sizeDecimals); !ok || string(d.at16(b, j)[:len(chSide)]) != chSide {
+	if k := d.at16(b, j); string(k[:len(chSize)]) == chSize {
+		j += len(chSize)
+	} else if string(k[:len(chsSize)]) == chsSize {
+		j += len(chsSize)
+	} else {
 		return 0, false
 	}
-	j += len(chSide)
-	switch {
-	case string(d.at16(b, j)[:len(`BUY"`)]) == `BUY"`:
-		c.side, j = book.Bid, j+4
-	case string(d.at16(b, j)[:len(`SELL"`)]) == `SELL"`:
-		c.side, j = book.Ask, j+5
+	if c.size, j, ok = scanDec(b, j, sizeDecimals); !ok {
+		return 0, false
+	}
+	if k := d.at16(b, j); string(k[:len(chSide)]) == chSide {
+		j += len(chSide)
+	} else if string(k[:len(chsSide)]) == chsSide {
+		j += len(chsSide)
+	} else {
+		return 0, false
+	}
+	switch k := d.at16(b, j); {
+	case string(k[:len(`BUY`)]) == `BUY`:
+		c.side, j = book.Bid, j+3
+	case string(k[:len(`SELL`)]) == `SELL`:
+		c.side, j = book.Ask, j+4
 	default:
 		return 0, false
 	}
-	if string(d.at16(b, j)[:len(chHash)]) != chHash {
+	if k := d.at16(b, j); string(k[:len(chHash)]) == chHash {
+		j += len(chHash) - 1
+	} else if string(k[:len(chsHash)]) == chsHash {
+		j += len(chsHash) - 1
+	} else {
 		return 0, false
 	}
-	if lo, hi, ok = fastString(b, j+len(chHash)-1); !ok || string(d.at16(b, hi)[:len(chBestBid)]) != chBestBid {
+	if lo, hi, ok = fastString(b, j); !ok {
 		return 0, false
 	}
 	c.hash = b[lo:hi]
-	if c.bestBid, j, ok = scanDec(b, hi+len(chBestBid), priceDecimals); !ok || string(d.at16(b, j)[:len(chBestAsk)]) != chBestAsk {
+	if k := d.at16(b, hi); string(k[:len(chBestBid)]) == chBestBid {
+		j = hi + len(chBestBid)
+	} else if string(k[:len(chsBestBid)]) == chsBestBid {
+		j = hi + len(chsBestBid)
+	} else {
 		return 0, false
 	}
-	if c.bestAsk, j, ok = scanDec(b, j+len(chBestAsk), priceDecimals); !ok || j+1 >= len(b) || b[j] != '"' || b[j+1] != '}' {
+	if c.bestBid, j, ok = scanDec(b, j, priceDecimals); !ok {
+		return 0, false
+	}
+	if k := d.at16(b, j); string(k[:len(chBestAsk)]) == chBestAsk {
+		j += len(chBestAsk)
+	} else if string(k[:len(chsBestAsk)]) == chsBestAsk {
+		j += len(chsBestAsk)
+	} else {
+		return 0, false
+	}
+	if c.bestAsk, j, ok = scanDec(b, j, priceDecimals); !ok || j+1 >= len(b) || b[j] != '"' || b[j+1] != '}' {
 		return 0, false
 	}
 	c.bestAsk = emptyAsk(c.bestAsk)

@@ -111,6 +111,10 @@ func TestScanChangeAgrees(t *testing.T) {
 		if !checkScanChange(t, e) {
 			t.Errorf("fast path declined the real entry %s", e)
 		}
+		// Live frames put a space after each comma (PROTOCOLS.md §1.9).
+		if spaced := bytes.ReplaceAll(e, []byte(`,"`), []byte(`, "`)); !checkScanChange(t, spaced) {
+			t.Errorf("fast path declined the spaced entry %s", spaced)
+		}
 		for n := range len(e) {
 			if checkScanChange(t, e[:n]) {
 				t.Fatalf("fast path accepted the truncated entry %s", e[:n])
@@ -120,16 +124,21 @@ func TestScanChangeAgrees(t *testing.T) {
 	e := realEntries(t)[0]
 	declined := map[string][]byte{
 		"lower-case side": bytes.Replace(e, []byte(`"side":"BUY"`), []byte(`"side":"buy"`), 1),
-		"spaces":          bytes.ReplaceAll(e, []byte(`,"`), []byte(`, "`)),
-		"key order":       bytes.Replace(e, []byte(`{"asset_id"`), []byte(`{"x":1,"asset_id"`), 1),
-		"null hash":       bytes.Replace(e, []byte(`"hash":"eb10ffd5c6ab383af860ca60a1ceb6e59b7a53ef"`), []byte(`"hash":null`), 1),
-		"no best_ask":     bytes.Replace(e, []byte(`,"best_ask":"0.67"`), nil, 1),
-		"too precise":     bytes.Replace(e, []byte(`"price":"0.08"`), []byte(`"price":"0.08001"`), 1),
-		"number price":    bytes.Replace(e, []byte(`"price":"0.08"`), []byte(`"price":0.08`), 1),
-		"negative size":   bytes.Replace(e, []byte(`"size":"0"`), []byte(`"size":"-1"`), 1),
-		"empty asset":     append([]byte(`{"asset_id":""`), e[bytes.Index(e, []byte(`,"price"`)):]...),
-		"escaped asset":   bytes.Replace(e, []byte(`{"asset_id":"3`), []byte(`{"asset_id":"\u0033`), 1),
-		"trailing key":    bytes.Replace(e, []byte(`"}`), []byte(`","x":1}`), 1),
+		"two spaces":      bytes.ReplaceAll(e, []byte(`,"`), []byte(`,  "`)),
+		"space before":    bytes.ReplaceAll(e, []byte(`,"`), []byte(` ,"`)),
+		"tab":             bytes.ReplaceAll(e, []byte(`,"`), []byte(`,	"`)),
+		"newline": bytes.Replace(e, []byte(`,"side"`), []byte(`,
+"side"`), 1),
+		"space in key":  bytes.Replace(e, []byte(`"side":`), []byte(`"side" :`), 1),
+		"key order":     bytes.Replace(e, []byte(`{"asset_id"`), []byte(`{"x":1,"asset_id"`), 1),
+		"null hash":     bytes.Replace(e, []byte(`"hash":"eb10ffd5c6ab383af860ca60a1ceb6e59b7a53ef"`), []byte(`"hash":null`), 1),
+		"no best_ask":   bytes.Replace(e, []byte(`,"best_ask":"0.67"`), nil, 1),
+		"too precise":   bytes.Replace(e, []byte(`"price":"0.08"`), []byte(`"price":"0.08001"`), 1),
+		"number price":  bytes.Replace(e, []byte(`"price":"0.08"`), []byte(`"price":0.08`), 1),
+		"negative size": bytes.Replace(e, []byte(`"size":"0"`), []byte(`"size":"-1"`), 1),
+		"empty asset":   append([]byte(`{"asset_id":""`), e[bytes.Index(e, []byte(`,"price"`)):]...),
+		"escaped asset": bytes.Replace(e, []byte(`{"asset_id":"3`), []byte(`{"asset_id":"\u0033`), 1),
+		"trailing key":  bytes.Replace(e, []byte(`"}`), []byte(`","x":1}`), 1),
 	}
 	for name, in := range declined {
 		if bytes.Equal(in, e) {
@@ -321,6 +330,8 @@ func TestParseSideLoops(t *testing.T) {
 		`[` + lv("0.1", "1") + `,` + lv("0.2", "2") + ` ]`,
 		`[` + lv("0.1", "1") + `,` + lv("0.2", "2") + `,]`,
 		`[` + lv("0.1", "1") + `,` + lv("0.2", "x") + `]`,
+		`[` + lv("0.1", "1") + `,  ` + lv("0.2", "2") + `, ` + lv("0.3", "3") + `]`,
+		`[` + lv("0.1", "1") + `, ` + lv("0.2", "2") + `, ` + lv("0.3", "0") + `]`,
 	}
 	frame := func(side string) []byte {
 		return []byte(`{"event_type":"book","asset_id":"a","bids":` + side + `,"asks":[]}`)
@@ -346,6 +357,7 @@ func TestParseChangesLoops(t *testing.T) {
 		return `{"asset_id":"` + a + `","price":"` + p + `","size":"` + s + `","side":"` + side +
 			`","hash":"h","best_bid":"0.1","best_ask":"0.9"}`
 	}
+	spacedCh := func(a, p, s, side string) string { return strings.ReplaceAll(ch(a, p, s, side), `,"`, `, "`) }
 	x, y := "1111111111111111111111111", "2222222222222222222222222"
 	arrays := []string{
 		`[]`, `[ ]`, `[` + ch(x, "0.1", "1", "BUY") + `]`,
@@ -361,6 +373,9 @@ func TestParseChangesLoops(t *testing.T) {
 		`[` + ch(x, "0.1", "1", "BUY") + `,` + ch("", "0.2", "2", "SELL") + `]`,
 		`[` + ch(x, "0.1", "1", "BUY") + `,7]`,
 		`[` + ch(x, "0.1", "1", "BUY") + `,` + ch(y, "0.2", "2", "SELL") + `, ` + ch(y, "1.2", "2", "SELL") + `]`,
+		`[` + ch(x, "0.1", "1", "BUY") + `,  ` + ch(y, "0.2", "2", "SELL") + `, ` + ch(x, "0.3", "3", "BUY") + `]`,
+		`[` + spacedCh(x, "0.1", "1", "BUY") + `, ` + spacedCh(y, "0.2", "2", "SELL") + `, ` + spacedCh(y, "1.2", "2", "SELL") + `]`,
+		`[` + spacedCh(x, "0.1", "1", "BUY") + `, ` + ch(y, "0.2", "2", "SELL") + `, ` + spacedCh(x, "0.3", "3", "BUY") + `]`,
 	}
 	frame := func(arr string) []byte {
 		return []byte(`{"event_type":"price_change","market":"m","timestamp":"1","price_changes":` + arr + `}`)
@@ -376,7 +391,7 @@ func TestParseChangesLoops(t *testing.T) {
 		for i, e := range out.Events {
 			s := sout.Events[i]
 			if e.Type != s.Type || e.Instrument != s.Instrument || e.Side != s.Side || e.Price != s.Price || e.Size != s.Size ||
-				strings.ReplaceAll(string(e.Raw), " ", "") != strings.ReplaceAll(string(s.Raw), " ", "") {
+				strings.ReplaceAll(string(e.Raw), "\n", "") != strings.ReplaceAll(string(s.Raw), "\n", "") {
 				t.Fatalf("%s: event %d %+v; spaced %+v", arr, i, e, s)
 			}
 		}
@@ -393,13 +408,14 @@ func TestParseChangesLoops(t *testing.T) {
 	}
 }
 
-// decodeSpaced decodes frame, and frame with a space before every object
-// of an array (which no back-to-back loop takes), on two new decoders. When
+// decodeSpaced decodes frame, and frame with a line break before every
+// object of an array (which no back-to-back loop takes), on two new
+// decoders. When
 // either fails, both must fail with the same DecodeError (field, asset,
 // cause, and an offset that names the same text) and ok is false.
 func decodeSpaced(t *testing.T, frame []byte) (d, sd *Decoder, out, sout venue.Frame, ok bool) {
 	t.Helper()
-	spaced := []byte(strings.ReplaceAll(strings.ReplaceAll(string(frame), `[{`, `[ {`), `,{`, `, {`))
+	spaced := []byte(strings.ReplaceAll(strings.ReplaceAll(string(frame), `[{`, "[\n{"), `,{`, ",\n{"))
 	d, sd = NewDecoder(), NewDecoder()
 	err, serr := d.Decode(frame, 0, &out), sd.Decode(spaced, 0, &sout)
 	if err == nil && serr == nil {
@@ -407,7 +423,7 @@ func decodeSpaced(t *testing.T, frame []byte) (d, sd *Decoder, out, sout venue.F
 	}
 	var de, sde *DecodeError
 	same := func(f []byte, off int) string {
-		t := strings.ReplaceAll(string(f[off:]), " ", "")
+		t := strings.ReplaceAll(string(f[off:]), "\n", "")
 		return t[:min(12, len(t))]
 	}
 	if !errors.As(err, &de) || !errors.As(serr, &sde) || de.Field != sde.Field || de.Asset != sde.Asset ||
@@ -431,8 +447,9 @@ func TestAt16(t *testing.T) {
 			if got := d.at16(b[:n], i); *got != want {
 				t.Fatalf("at16(%q, %d) = %q, want %q", b[:n], i, got[:], want[:])
 			}
-			if got := string(d.at16(b[:n], i)[:len(chBestAsk)]) == chBestAsk; got != (i == 0 && n >= len(chBestAsk)) {
-				t.Fatalf("at16(%q, %d) matches %s: %v", b[:n], i, chBestAsk, got)
+			const lit = `","best_ask":"`
+			if got := string(d.at16(b[:n], i)[:len(lit)]) == lit; got != (i == 0 && n >= len(lit)) {
+				t.Fatalf("at16(%q, %d) matches %s: %v", b[:n], i, lit, got)
 			}
 		}
 	}

@@ -233,6 +233,9 @@ func (d *Decoder) parseMsg(newIDs *int) error {
 			switch b[i] {
 			case ',':
 				i, at = i+1, true
+				if i < len(b) && b[i] == ' ' { // live frames: PROTOCOLS.md §1.9
+					i++
+				}
 			case '}':
 				s.SetOffset(i + 1)
 				goto end
@@ -734,15 +737,21 @@ func (d *Decoder) parseSide(m *msg, name string) (lo, hi int, ord order, err err
 }
 
 // backToBack reads what follows an array element that ends at b[end]: the
-// array's closing bracket (closed), or a comma and the next object right
-// after it (next, its opening brace); anything else is next = -1, for the
-// general loop to read.
+// array's closing bracket (closed), or a comma, at most one space and the
+// next object (next, its opening brace); anything else is next = -1, for
+// the general loop to read.
 func backToBack(b []byte, end int) (next int, closed bool) {
+	if end < 0 || end >= len(b) {
+		return -1, false
+	}
 	switch {
-	case end < len(b) && b[end] == ']':
+	case b[end] == ']':
 		return 0, true
-	case end+1 < len(b) && b[end] == ',' && b[end+1] == '{':
+	case b[end] != ',' || end+1 >= len(b):
+	case b[end+1] == '{':
 		return end + 1, false
+	case b[end+1] == ' ' && end+2 < len(b) && b[end+2] == '{': // live frames: PROTOCOLS.md §1.9
+		return end + 2, false
 	}
 	return -1, false
 }
