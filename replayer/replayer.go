@@ -173,7 +173,7 @@ type connState struct {
 	last    *instRoute // the route used last, and the one before
 	prev    *instRoute
 	hints   [routeHints]*instRoute // by routeSlot: a candidate, checked against the id
-	byPtr   [routeHints]*instRoute // by ptrSlot: a candidate, checked against the id's address
+	byPtr   *[ptrSlots]*instRoute  // by ptrSlot: a candidate, checked against the id's address; nil below ptrTableRoutes routes
 	lastSeq uint64
 	lastNs  int64
 	nframes uint32 // frames decoded, for the periodic instrument bound check
@@ -274,7 +274,11 @@ func (r *Replayer) route(cs *connState, inst string) *instRoute {
 // byte of the id compared. The table holds resolved routes only:
 // refreshSubs empties it when the subscriptions change.
 func (cs *connState) cachedRoute(inst string) *instRoute {
-	rt := cs.byPtr[ptrSlot(inst)]
+	t := cs.byPtr
+	if t == nil {
+		return nil
+	}
+	rt := t[ptrSlot(inst)]
 	if rt != nil && unsafe.StringData(rt.instrument) == unsafe.StringData(inst) && len(rt.instrument) == len(inst) {
 		return rt
 	}
@@ -283,6 +287,16 @@ func (cs *connState) cachedRoute(inst string) *instRoute {
 
 // routeMiss is route when the address table has no resolved route of inst.
 func (r *Replayer) routeMiss(cs *connState, inst string) *instRoute {
+	if cs.byPtr == nil {
+		rt := r.routeByID(cs, inst)
+		if len(cs.routes) >= ptrTableRoutes {
+			cs.byPtr = new([ptrSlots]*instRoute)
+		}
+		if rt.gen != r.run.gen {
+			r.resolve(rt, cs.venue)
+		}
+		return rt
+	}
 	ps := ptrSlot(inst)
 	rt := cs.byPtr[ps]
 	if rt == nil || unsafe.StringData(rt.instrument) != unsafe.StringData(inst) || len(rt.instrument) != len(inst) {
@@ -323,11 +337,23 @@ func (r *Replayer) routeByID(cs *connState, inst string) *instRoute {
 	return rt
 }
 
-// ptrSlot is the slot of a connection's byPtr table for the string s: a
-// hash of where its bytes are.
+// ptrSlot is the slot of the string s in a connection's byPtr table: a hash
+// of where its bytes are.
 func ptrSlot(s string) uint {
-	return uint((uint64(uintptr(unsafe.Pointer(unsafe.StringData(s)))) * 0x9e3779b97f4a7c15) >> (64 - routeHintBits))
+	return uint((uint64(uintptr(unsafe.Pointer(unsafe.StringData(s)))) * 0x9e3779b97f4a7c15) >> (64 - ptrSlotBits))
 }
+
+// A connection's address table: 2048 slots, so that few of a few hundred
+// instruments share one (a shared slot costs a lookup by id at each
+// alternation) while only the slots in use are read; made once the
+// connection has ptrTableRoutes routes (with fewer, the two last routes and
+// the hints serve), so connections with a handful of instruments, or a
+// file of thousands of connections, do not hold 16 KiB each.
+const (
+	ptrSlotBits    = 11
+	ptrSlots       = 1 << ptrSlotBits
+	ptrTableRoutes = 4
+)
 
 // routeHints is the size of a connection's route hint table.
 const (
@@ -368,7 +394,9 @@ func (r *Replayer) refreshSubs() {
 		r.run.gen = r.subGen.Load()
 		r.subMu.Unlock()
 		for _, cs := range r.run.conns {
-			clear(cs.byPtr[:]) // its routes resolve again on their next event
+			if cs.byPtr != nil {
+				clear(cs.byPtr[:]) // its routes resolve again on their next event
+			}
 		}
 	}
 }

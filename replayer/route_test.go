@@ -74,6 +74,9 @@ func TestRouteByAddress(t *testing.T) {
 	if len(cs.routes) != 2*len(ids) {
 		t.Fatalf("%d routes for %d ids and their prefixes", len(cs.routes), len(ids))
 	}
+	if cs.byPtr == nil {
+		t.Fatalf("no address table for %d routes", len(cs.routes))
+	}
 	// A lookup allocates nothing.
 	id := ids[3]
 	r.route(cs, id)
