@@ -9,9 +9,11 @@ const DefaultReadAhead = 3
 
 // WithReadAhead makes the reader read, check and decompress the next n
 // blocks of a segment on a second goroutine while the caller consumes the
-// current one (n < 0: DefaultReadAhead; 0: none, the default). Memory stays
-// bounded: n block buffers, reused block after block, no allocation per
-// block in steady state. What the reader returns is the same record for
+// current one (n < 0: DefaultReadAhead; 0: none, the default). The
+// framing of each block is checked and its record headers unpacked there
+// too, so Next only copies one. Memory stays bounded: n block buffers (and
+// their record arrays, at most about 1.5x a block's decoded size), reused block
+// after block, no allocation per block in steady state. What the reader returns is the same record for
 // record as without it, damage and its reports included: read-ahead stops
 // at the first block that is not intact and the reader reads that one
 // itself, as it would have (read-ahead then resumes after it). Close (or
