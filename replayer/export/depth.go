@@ -54,9 +54,8 @@ type depthTable struct {
 	cFlags                       int // first of the six flag columns
 	nBids, nAsks                 int // level counts of the two sides
 
-	insts  map[instKey]*depthInst
-	recent [recentSlots]*depthInst // by recentSlot
-	order  []*depthInst            // sorted by (dataset, instrument): deterministic bucket flushes
+	insts  instIndex[depthInst]
+	order  []*depthInst // sorted by (dataset, instrument): deterministic bucket flushes
 	bucket int64
 	inBkt  bool
 	bids   []book.Level // scratch for every-event rows
@@ -64,7 +63,7 @@ type depthTable struct {
 }
 
 func newDepthTable(levels int, intervalNs int64, byExchange bool) *depthTable {
-	return &depthTable{levels: levels, intervalNs: intervalNs, byExchange: byExchange, insts: make(map[instKey]*depthInst),
+	return &depthTable{levels: levels, intervalNs: intervalNs, byExchange: byExchange,
 		bids: make([]book.Level, 0, levels), asks: make([]book.Level, 0, levels)}
 }
 
@@ -99,25 +98,17 @@ func (t *depthTable) columns(b *batch, _ string, counts bool) {
 }
 
 func (t *depthTable) inst(e *replayer.Event) *depthInst {
-	// Comparing the key of a recent book beats hashing an instrument id of
-	// up to 78 digits on every event.
-	h := recentSlot(e.Dataset, e.Instrument)
-	if in := t.recent[h]; in != nil && in.key.dataset == e.Dataset && in.key.instrument == e.Instrument {
+	in, h := t.insts.get(e.Dataset, e.Instrument)
+	if in != nil {
 		return in
 	}
-	k := instKey{e.Dataset, e.Instrument}
-	if in := t.insts[k]; in != nil {
-		t.recent[h] = in
-		return in
-	}
-	k.instrument = strings.Clone(k.instrument)
-	in := &depthInst{key: k, venue: strings.Clone(e.Venue), id: int32(len(t.insts))}
+	k := instKey{e.Dataset, strings.Clone(e.Instrument)}
+	in = &depthInst{key: k, venue: strings.Clone(e.Venue), id: int32(t.insts.len())}
 	if t.intervalNs > 0 {
 		in.bids = make([]book.Level, 0, t.levels)
 		in.asks = make([]book.Level, 0, t.levels)
 	}
-	t.insts[k] = in
-	t.recent[h] = in
+	t.insts.add(k, in, h)
 	i := sort.Search(len(t.order), func(i int) bool { return !keyLess(t.order[i].key, k) })
 	t.order = append(t.order, nil)
 	copy(t.order[i+1:], t.order[i:])

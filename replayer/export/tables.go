@@ -48,8 +48,47 @@ func (n *interned) get(s string) string {
 	return v
 }
 
+// instIndex maps a book, (dataset, instrument), to a table's state for it,
+// with a direct-mapped cache of recent books in front of the map: rows of a
+// few dozen instruments interleave, and comparing a recent key beats
+// hashing an instrument id of up to 78 digits on every event.
+type instIndex[T any] struct {
+	m      map[instKey]instEntry[T]
+	recent [recentSlots]instEntry[T]
+}
+
+type instEntry[T any] struct {
+	k instKey // its instrument interned
+	v *T
+}
+
+// get returns the state of the book, nil if it has none, and the cache
+// slot to hand add.
+func (x *instIndex[T]) get(dataset int, inst string) (*T, int) {
+	h := recentSlot(dataset, inst)
+	if r := &x.recent[h]; r.v != nil && r.k.dataset == dataset && r.k.instrument == inst {
+		return r.v, h
+	}
+	en, ok := x.m[instKey{dataset, inst}]
+	if ok {
+		x.recent[h] = en
+	}
+	return en.v, h
+}
+
+// add sets the state of book k (its instrument interned), got at slot h.
+func (x *instIndex[T]) add(k instKey, v *T, h int) {
+	if x.m == nil {
+		x.m = make(map[instKey]instEntry[T])
+	}
+	x.m[k] = instEntry[T]{k, v}
+	x.recent[h] = x.m[k]
+}
+
+func (x *instIndex[T]) len() int { return len(x.m) }
+
 // recentSlots is the size of the direct-mapped caches in front of the
-// per-instrument maps (interned, changesTable.inst, depthTable.inst).
+// per-instrument maps (interned, instIndex).
 const recentSlots = 512
 
 // recentSlot is the cache slot of instrument s of dataset: ids of one
@@ -90,8 +129,7 @@ type changesTable struct {
 	cSnap, cSide, cPrice, cSize  int
 	cCount                       int
 	names                        interned
-	insts                        map[instKey]*changesInst
-	recent                       [recentSlots]*changesInst // by recentSlot
+	insts                        instIndex[changesInst]
 	old, cur                     []book.Level
 }
 
@@ -104,7 +142,7 @@ type changesInst struct {
 }
 
 func (t *changesTable) columns(b *batch, _ string, counts bool) {
-	t.counts, t.names, t.insts = counts, interned{}, map[instKey]*changesInst{}
+	t.counts, t.names, t.insts = counts, interned{}, instIndex[changesInst]{}
 	t.cExch = b.add("exchange_ts_ns", kTime, true)
 	t.cLocal = b.add("local_ts_ns", kTime, false)
 	t.cVenue = b.add("venue", kString, false)
@@ -119,21 +157,13 @@ func (t *changesTable) columns(b *batch, _ string, counts bool) {
 }
 
 func (t *changesTable) inst(e *replayer.Event) (*changesInst, bool) {
-	// Comparing the key of a recent book beats hashing an instrument id of
-	// up to 78 digits on every event.
-	h := recentSlot(e.Dataset, e.Instrument)
-	if in := t.recent[h]; in != nil && in.key.dataset == e.Dataset && in.key.instrument == e.Instrument {
+	in, h := t.insts.get(e.Dataset, e.Instrument)
+	if in != nil {
 		return in, false
 	}
-	k := instKey{e.Dataset, e.Instrument}
-	if in := t.insts[k]; in != nil {
-		t.recent[h] = in
-		return in, false
-	}
-	k.instrument = t.names.get(k.instrument)
-	in := &changesInst{key: k, venue: t.names.get(e.Venue), mirror: book.New(e.Scale)}
-	t.insts[k] = in
-	t.recent[h] = in
+	k := instKey{e.Dataset, t.names.get(e.Instrument)}
+	in = &changesInst{key: k, venue: t.names.get(e.Venue), mirror: book.New(e.Scale)}
+	t.insts.add(k, in, h)
 	return in, true
 }
 
@@ -142,7 +172,7 @@ func (t *changesTable) onEvent(s *Sink, e *replayer.Event) error {
 		return nil
 	}
 	if e.Kind.IsLoss() {
-		if in := t.insts[instKey{e.Dataset, e.Instrument}]; in != nil {
+		if in, _ := t.insts.get(e.Dataset, e.Instrument); in != nil {
 			in.loss = true
 		}
 		return nil
@@ -155,7 +185,7 @@ func (t *changesTable) onEvent(s *Sink, e *replayer.Event) error {
 	case venue.EventReject:
 		// A rejected message invalidated the book: like a loss, the next
 		// snapshot is written as a full block.
-		if in := t.insts[instKey{e.Dataset, e.Instrument}]; in != nil {
+		if in, _ := t.insts.get(e.Dataset, e.Instrument); in != nil {
 			in.loss = true
 		}
 		return nil
@@ -398,7 +428,7 @@ type quotesTable struct {
 	cBidP, cBidS, cAskP, cAskS   int
 	cValid, cSource              int
 	names                        interned
-	last                         map[instKey]quoteState
+	last                         instIndex[quoteState] // each book's last row
 }
 
 type quoteState struct {
@@ -407,7 +437,7 @@ type quoteState struct {
 	valid          bool
 }
 
-func newQuotesTable() *quotesTable { return &quotesTable{last: make(map[instKey]quoteState)} }
+func newQuotesTable() *quotesTable { return &quotesTable{} }
 
 func (t *quotesTable) columns(b *batch, _ string, _ bool) {
 	t.names = interned{}
@@ -438,13 +468,14 @@ func (t *quotesTable) onEvent(s *Sink, e *replayer.Event) error {
 	q.ask, q.hasAsk = e.Book.Best(book.Ask)
 	q.bid.Count, q.ask.Count = 0, 0
 	q.valid = e.Book.Valid()
-	k := instKey{e.Dataset, e.Instrument}
-	if old, ok := t.last[k]; ok && old == q {
+	if old, h := t.last.get(e.Dataset, e.Instrument); old == nil {
+		first := q // on the heap once per book, not per event
+		t.last.add(instKey{e.Dataset, t.names.get(e.Instrument)}, &first, h)
+	} else if *old == q {
 		return nil
-	} else if !ok {
-		k.instrument = t.names.get(k.instrument)
+	} else {
+		*old = q
 	}
-	t.last[k] = q
 	b := &s.b
 	appendTimes(b, t.cExch, t.cLocal, e)
 	b.str(t.cVenue, t.names.get(e.Venue))
