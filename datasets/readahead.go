@@ -184,6 +184,7 @@ func (r *Reader) releaseSlots() {
 		b := &r.slots[i]
 		putBuffer(&rawPool, b.rawBuf)
 		putBuffer(&compPool, b.comp)
+		putRecords(b.recsBuf)
 		*b = aheadBlock{}
 	}
 }

@@ -57,7 +57,23 @@ var (
 	decoderPool sync.Pool // *zstd.Decoder
 	compPool    sync.Pool // *[]byte, stored block contents
 	rawPool     sync.Pool // *[]byte, decoded block contents
+	recsPool    sync.Pool // *[]packedRecord, a block's records
 )
+
+// getRecords returns a record array of capacity at least n from the pool.
+func getRecords(n int) []packedRecord {
+	if p, ok := recsPool.Get().(*[]packedRecord); ok && cap(*p) >= n {
+		return (*p)[:cap(*p)]
+	}
+	// Headroom, as for block buffers: the next block holds a few more.
+	return make([]packedRecord, n+n/4+64)
+}
+
+func putRecords(r []packedRecord) {
+	if cap(r) > 0 {
+		recsPool.Put(&r)
+	}
+}
 
 func newDecoder() (*zstd.Decoder, error) {
 	if d, ok := decoderPool.Get().(*zstd.Decoder); ok {
@@ -99,6 +115,7 @@ func (s *segmentReader) release() {
 	putBuffer(&rawPool, s.rawBuf)
 	putBuffer(&compPool, s.comp)
 	s.raw, s.rawBuf, s.comp = nil, nil, nil
+	putRecords(s.recsBuf)
 	s.blockColumns, s.recsBuf = blockColumns{}, nil
 	s.i, s.recs = 0, nil
 }
@@ -311,6 +328,7 @@ const decodeSlack = 128<<10 + 64
 // framing: lengths add up to the payload section, sequence numbers increase
 // and the first/last values match the header.
 func (s *segmentReader) parseColumns() error {
+	s.blockColumns, s.i = blockColumns{}, 0 // nothing of the last block, whatever the outcome
 	n := int(s.h.Count)
 	b := s.raw
 	cSeq, b := b[:8*n], b[8*n:]
@@ -321,8 +339,8 @@ func (s *segmentReader) parseColumns() error {
 	cKind, b := b[:n], b[n:]
 	cFlags, pay := b[:n], b[n:]
 	if cap(s.recsBuf) < n {
-		// Headroom, as for block buffers: the next block holds a few more.
-		s.recsBuf = make([]packedRecord, n+n/4+64)
+		putRecords(s.recsBuf)
+		s.recsBuf = getRecords(n)
 	}
 	recs := s.recsBuf[:n]
 	var total uint64
