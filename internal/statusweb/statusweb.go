@@ -23,7 +23,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/tapedeck/tapedeck/internal/units"
@@ -237,12 +236,10 @@ func (s *Server) disk() Disk {
 		return d
 	}
 	d.UsedBytes = used
-	var fsst syscall.Statfs_t
-	if err := syscall.Statfs(s.cfg.Dir, &fsst); err != nil {
+	if free, total, err := diskSpace(s.cfg.Dir); err != nil {
 		d.Err = err.Error()
 	} else {
-		d.FreeBytes = int64(fsst.Bavail) * int64(fsst.Bsize)
-		d.TotalBytes = int64(fsst.Blocks) * int64(fsst.Bsize)
+		d.FreeBytes, d.TotalBytes = free, total
 	}
 	now := time.Now()
 	s.mu.Lock()
