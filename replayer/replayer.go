@@ -285,23 +285,15 @@ func (cs *connState) cachedRoute(inst string) *instRoute {
 	return nil
 }
 
-// routeMiss is route when the address table has no resolved route of inst.
+// routeMiss is route once cachedRoute has found nothing: the route by id,
+// kept in the address table (made once the connection has enough routes).
 func (r *Replayer) routeMiss(cs *connState, inst string) *instRoute {
-	if cs.byPtr == nil {
-		rt := r.routeByID(cs, inst)
-		if len(cs.routes) >= ptrTableRoutes {
-			cs.byPtr = new([ptrSlots]*instRoute)
-		}
-		if rt.gen != r.run.gen {
-			r.resolve(rt, cs.venue)
-		}
-		return rt
-	}
-	ps := ptrSlot(inst)
-	rt := cs.byPtr[ps]
-	if rt == nil || unsafe.StringData(rt.instrument) != unsafe.StringData(inst) || len(rt.instrument) != len(inst) {
-		rt = r.routeByID(cs, inst)
-		cs.byPtr[ps] = rt
+	rt := r.routeByID(cs, inst)
+	switch {
+	case cs.byPtr != nil:
+		cs.byPtr[ptrSlot(inst)] = rt
+	case len(cs.routes) >= ptrTableRoutes:
+		cs.byPtr = new([ptrSlots]*instRoute)
 	}
 	if rt.gen != r.run.gen {
 		r.resolve(rt, cs.venue)
