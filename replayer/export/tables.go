@@ -81,8 +81,9 @@ func (x *instIndex[T]) add(k instKey, v *T, h int) {
 	if x.m == nil {
 		x.m = make(map[instKey]instEntry[T])
 	}
-	x.m[k] = instEntry[T]{k, v}
-	x.recent[h] = x.m[k]
+	en := instEntry[T]{k, v}
+	x.m[k] = en
+	x.recent[h] = en
 }
 
 func (x *instIndex[T]) len() int { return len(x.m) }
