@@ -40,7 +40,7 @@ type Publisher struct {
 	// (depth of them), its asks right after; each slot's levels start on a
 	// cache line of their own.
 	store []Level
-	_     [cacheLine - 8]byte // state at a multiple of 16 bytes
+	_     [cacheLine - 8]byte // state at a multiple of 16 bytes (with 64-bit field sizes)
 
 	// state is the current slot (1-based; 0 before the first Publish) in its
 	// top byte and the number of pins taken on it since it became current
@@ -63,8 +63,12 @@ type Publisher struct {
 
 const (
 	cacheLine = 64
-	// levelsPerLines is the fewest Levels that fill whole cache lines.
-	levelsPerLines = 8
+	// levelsPerLines is the fewest Levels that fill whole cache lines: 8
+	// of 24 bytes where int64 is 8-byte aligned, 16 of 20 bytes on 32-bit
+	// platforms, where it is 4-byte aligned. (A power of two's greatest
+	// common divisor with n is n's lowest set bit, or the power itself.)
+	levelSize      = int(unsafe.Sizeof(Level{}))
+	levelsPerLines = cacheLine / min(levelSize&-levelSize, cacheLine)
 	idxShift       = 56
 	countMask      = 1<<idxShift - 1
 	// ofView marks a View's own slot number in Top.slot, which a copy of
@@ -88,7 +92,7 @@ const (
 type slot struct {
 	view View
 	refs atomic.Int64
-	_    [2*cacheLine - unsafe.Sizeof(View{}) - 8]byte
+	_    [2*cacheLine - (unsafe.Sizeof(View{})+7)&^7 - 8]byte // refs is 8-byte aligned
 }
 
 // Top is the content of a View: the top of a book at one instant. A reader
@@ -144,8 +148,8 @@ func NewPublisher(depth, readers int) *Publisher {
 	p := &Publisher{depth: depth, slots: make([]*slot, readers+2), cur: -1}
 	// The levels of all slots in one block, each slot's levels on cache
 	// lines of their own: a stride of whole lines (8 levels are 3 lines)
-	// from a line boundary (a Level is 24 bytes, so one of the first 8
-	// levels of the block starts a line).
+	// from a line boundary (the block starts at a multiple of the Level's
+	// alignment, so one of its first levelsPerLines levels starts a line).
 	stride := (2*depth + levelsPerLines - 1) / levelsPerLines * levelsPerLines
 	block := make([]Level, len(p.slots)*stride+levelsPerLines-1)
 	skip := 0

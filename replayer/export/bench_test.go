@@ -139,7 +139,7 @@ func maxRSS() int64 {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
 	}
-	return ru.Maxrss * 1024 // Linux reports KiB
+	return int64(ru.Maxrss) * 1024 // Linux reports KiB
 }
 
 // BenchmarkExportMemory replays a generated Polymarket session of 1× and 10×

@@ -49,7 +49,7 @@ func ptr[T any](v T) *T { return &v }
 func typedRows(n int) []typedRow {
 	rows := make([]typedRow, n)
 	for i := range rows {
-		r := typedRow{seq: int64(i + 1), inst: fmt.Sprintf("%d7106", 52114319501245915+i%3), maker: i%2 == 0,
+		r := typedRow{seq: int64(i + 1), inst: fmt.Sprintf("%d7106", 52114319501245915+int64(i%3)), maker: i%2 == 0,
 			local: 1_700_000_000_123_456_789 + int64(i)*1e6, price: int64(5000 + i)}
 		if i%3 != 0 {
 			r.exch = ptr(r.local - 42)

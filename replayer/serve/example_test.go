@@ -25,7 +25,7 @@ func ExampleServer() {
 		`{"channel":"trades","data":[{"coin":"BTC","side":"A","px":"84143.0","sz":"0.00036","time":1790232216193}]}`,
 		`{"channel":"l2Book","data":{"coin":"BTC","time":1790232236546,"levels":[[{"px":"84143.0","sz":"10.25923","n":36}],[{"px":"84144.0","sz":"50.66449","n":18}]]}}`,
 	} {
-		wall := int64(1790232236600000000 + i)
+		wall := 1790232236600000000 + int64(i)
 		_, _ = w.Append(&datasets.Record{Kind: datasets.KindFrame, WallNs: wall, MonoNs: wall, Payload: []byte(f)})
 	}
 	_ = w.Close()

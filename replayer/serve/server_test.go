@@ -266,7 +266,7 @@ func TestServeManyClients(t *testing.T) {
 	var frames [][]byte
 	for i := range 200 {
 		f := bytes.Replace(base, []byte(`"coin":"BTC"`), []byte(`"coin":"`+coins[i%len(coins)]+`"`), 1)
-		frames = append(frames, bytes.Replace(f, []byte(`"time":1751427259657`), []byte(fmt.Sprintf(`"time":%d`, 1751427259657+i)), 1))
+		frames = append(frames, bytes.Replace(f, []byte(`"time":1751427259657`), []byte(fmt.Sprintf(`"time":%d`, 1751427259657+int64(i))), 1))
 	}
 	ds := serveFramesDataset(t, venue.Hyperliquid, frames)
 	s, url := serveStart(t, []string{ds}, WithSpeed(replayer.SpeedMax), WithCloseAtEnd(), WithSubscribeWindow(0))

@@ -147,7 +147,7 @@ func BenchmarkPolyfill(b *testing.B) {
 		b.Run(fmt.Sprintf("levels_per_side_%d", n), func(b *testing.B) {
 			frame := bytes.Clone(readFile(b, fmt.Sprintf("bench/book_%d_levels_per_side.json", n)))
 			const start = 1000000000000000
-			at := bytes.Index(frame, []byte(strconv.Itoa(start)))
+			at := bytes.Index(frame, []byte(strconv.FormatInt(start, 10)))
 			if at < 0 {
 				b.Fatal("timestamp not found")
 			}

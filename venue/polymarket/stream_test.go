@@ -96,7 +96,7 @@ func TestModelStream(t *testing.T) {
 	}
 	d := NewDecoder(WithInstrumentInfo(InstrumentInfo{AssetID: tA, MinOrderSize: "5"}, InstrumentInfo{AssetID: tB, MinOrderSize: "5"}))
 	var out venue.Frame
-	ts := 1761179949000
+	ts := int64(1761179949000)
 	var entries, hashes int
 	for i := 0; i < 1000; i++ {
 		if rng.IntN(3) > 0 {
