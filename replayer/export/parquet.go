@@ -154,7 +154,7 @@ func parquetProps(s *Sink) *parquet.WriterProperties {
 		if c.kind == kTime {
 			opts = append(opts, parquet.WithStatsFor(c.name, true))
 		}
-		if dictLevels(c, s.cfg.exact) {
+		if dictFixed(c, s.cfg.exact) {
 			opts = append(opts, parquet.WithDictionaryFor(c.name, true))
 		}
 	}
@@ -471,7 +471,7 @@ func (p *parquetWriter) encodeColumn(b *batch, i int, sc *pqScratch, c *pqChunk)
 			})
 			return nil
 		}
-		if dictLevels(col, p.exact) && p.encodeDictFixed(c, sc, v, def, b.bookRows(), dec, descr) {
+		if dictFixed(col, p.exact) && p.encodeDictFixed(c, sc, v, def, b.bookRows(), dec, descr) {
 			return nil
 		}
 		p.pages(c, sc, n, p.page/8, def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {

@@ -220,7 +220,7 @@ func chunkedAt(c *arrow.Chunked, r int) string {
 
 // viaPqarrow writes the record batches of an Arrow IPC file with pqarrow and
 // the Parquet properties of s, one row group per batch. The columns the sink
-// dictionary-encodes itself (dictLevels) are handed to pqarrow as Arrow
+// dictionary-encodes itself (dictFixed) are handed to pqarrow as Arrow
 // dictionary arrays, dictionary in order of first appearance, which pqarrow
 // writes through the same column writer calls (PutDictionary,
 // WriteDictIndices).
@@ -244,7 +244,7 @@ func viaPqarrow(t *testing.T, s *Sink, ipcFile []byte) []byte {
 		}
 		fw.NewRowGroup()
 		for c, col := range rec.Columns() {
-			if !dictLevels(&s.b.cols[c], s.cfg.exact) {
+			if !dictFixed(&s.b.cols[c], s.cfg.exact) {
 				if err := fw.WriteColumnData(col); err != nil {
 					t.Fatal(err)
 				}
