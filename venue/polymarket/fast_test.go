@@ -458,12 +458,12 @@ func TestAt16(t *testing.T) {
 // fastString finds the closing quote of every string without escapes or
 // control characters, and declines the others, wherever they sit: bytes of
 // every class (punctuation below '0', the quote, the backslash, control
-// characters, UTF-8) at every offset of a word.
+// characters, UTF-8) at every offset of a word, in strings of up to 12 words.
 func TestFastString(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	alphabet := []byte("0123456789abcdefx_ -.,:!#\"\\\x00\x1f\x7f\xc3\xa9")
 	for n := 0; n < 200000; n++ {
-		buf := make([]byte, 1+r.IntN(40))
+		buf := make([]byte, 1+r.IntN(100))
 		buf[0] = '"'
 		for i := 1; i < len(buf); i++ {
 			if r.IntN(4) == 0 {
