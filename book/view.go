@@ -148,8 +148,10 @@ func NewPublisher(depth, readers int) *Publisher {
 	p := &Publisher{depth: depth, slots: make([]*slot, readers+2), cur: -1}
 	// The levels of all slots in one block, each slot's levels on cache
 	// lines of their own: a stride of whole lines (8 levels are 3 lines)
-	// from a line boundary (the block starts at a multiple of the Level's
-	// alignment, so one of its first levelsPerLines levels starts a line).
+	// from a line boundary (the block starts at a multiple of 8 bytes, as
+	// any allocation of 8 bytes or more does, and its first levelsPerLines
+	// levels start at every multiple of gcd(levelSize, cacheLine) below a
+	// line from there, so one of them starts a line).
 	stride := (2*depth + levelsPerLines - 1) / levelsPerLines * levelsPerLines
 	block := make([]Level, len(p.slots)*stride+levelsPerLines-1)
 	skip := 0
