@@ -24,9 +24,11 @@ import (
 // (that word, then the slot's header and levels together, their addresses
 // known from the slot index); Acquire and a copy of View.Bids as many, or
 // three when the number of levels shown or a flag changed since the slot's
-// last view (the View holds the levels' address; see slot). When the writer makes another slot current it swaps
-// the word and moves the old slot's pin count onto that slot, where late
-// Releases take it back.
+// last view (the View holds the levels' address; see slot). When the writer
+// makes another slot current it swaps the word and moves the old slot's pin
+// count onto that slot, where late Releases take it back. (Load and Refresh
+// pin only where they must: on amd64 they copy without a pin and check that
+// the writer did not overtake the copy; see Load.)
 //
 // Publish must be called only from the goroutine that owns the Book. Acquire,
 // Release, Load, Published and Skipped are safe from any goroutine.
@@ -311,9 +313,13 @@ func (p *Publisher) release(idx uint64) {
 // whether there was one (false before the first Publish, dst's content
 // unchanged). dst is the caller's own: it needs no Release and stays as it
 // is until the next Load into it (a copy of a View's Top, whose slices are
-// the Publisher's, first gets slices of its own). One atomic add pins the current slot, the
-// copy follows, then the pin is taken back. Refresh is the cheaper call for
-// a reader that polls the same dst.
+// the Publisher's, first gets slices of its own). On amd64 the copy takes
+// no pin: Load reads the pin word and the current Seq, copies the slot, and
+// reads them again, copying again should the writer have refilled the slot
+// meanwhile (see load), so a reader writes no shared memory; in race
+// builds and elsewhere one atomic add pins the current slot, the copy
+// follows, then the pin is taken back. Refresh is the cheaper call for a
+// reader that polls the same dst.
 //
 // Right after a Publish most lines a reader touches were last written by
 // the writer, on another core, and each wait for them costs a cache-line
@@ -392,16 +398,62 @@ func (p *Publisher) prefetchNext(dst *Top) {
 }
 
 // load is Load once dst's slices have the capacity.
+//
+// Where optimistic (amd64, outside race builds) it first copies the
+// current slot without pinning it: it reads the pin word and the current
+// Seq, copies the slot, and reads both again. The writer refills only a
+// slot that is not current, and before it writes one it has stored, in
+// this order, a new current Seq and the pin word that makes another slot
+// current; x86 makes stores visible in order and keeps loads in order, so a
+// copy that read any of a refill's writes then reads a changed Seq or slot
+// and is done again. A copy that finds both unchanged holds the view that
+// was current when the pin word was first read. The reader then writes no
+// shared memory, which saves two atomic read-modify-writes of the pin word
+// (and the writer the wait for that word's line when it next swaps it).
+// After optimisticTries copies that the writer overtook (a reader
+// descheduled mid-copy, say), or elsewhere, it pins the slot as Acquire
+// does.
 func (p *Publisher) load(dst *Top) bool {
-	d := p.depth
+	if optimistic {
+		for try := 0; try < optimisticTries; try++ {
+			g, cs := p.state.Load(), p.curSeq.Load()
+			i := int(g>>idxShift) - 1
+			if i < 0 {
+				return false
+			}
+			p.copySlot(dst, i)
+			if p.state.Load()>>idxShift == g>>idxShift && p.curSeq.Load() == cs {
+				return true
+			}
+		}
+	}
 	g := p.state.Add(1)
 	i := int(g>>idxShift) - 1
 	if i < 0 {
 		p.unpinNone()
 		return false
 	}
+	p.copySlot(dst, i)
+	p.release(uint64(i + 1))
+	return true
+}
+
+// optimisticTries bounds the unpinned copies of one load.
+const optimisticTries = 4
+
+// copyHook, when set (by tests), runs in copySlot between the copy of the
+// bids and that of the asks: a test makes the writer overtake a copy there.
+var copyHook func()
+
+// copySlot copies slot i's view into dst (whose slices have the depth as
+// capacity): its full depth of levels per side, then the header.
+func (p *Publisher) copySlot(dst *Top, i int) {
+	d := p.depth
 	lv := p.store[i*p.stride : i*p.stride+2*d]
 	copy(dst.Bids[:d], lv[:d])
+	if copyHook != nil {
+		copyHook()
+	}
 	copy(dst.Asks[:d], lv[d:])
 	v := &p.slots[i].view
 	dst.Bids, dst.Asks = dst.Bids[:len(v.Bids)], dst.Asks[:len(v.Asks)]
@@ -409,8 +461,6 @@ func (p *Publisher) load(dst *Top) bool {
 	dst.Valid, dst.Crossed, dst.Locked = v.Valid, v.Crossed, v.Locked
 	dst.Generation, dst.Seq, dst.Stamp, dst.Scale = v.Generation, v.Seq, v.Stamp, v.Scale
 	dst.pub, dst.slot = p, uint64(i+1)
-	p.release(uint64(i + 1))
-	return true
 }
 
 // growTop gives t's level slices a capacity of at least n, keeping their

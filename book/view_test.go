@@ -715,3 +715,80 @@ func benchOps(n, count int) []benchOp {
 	}
 	return ops
 }
+
+// A Load or Refresh that the writer overtakes mid-copy (the slot it copies
+// is refilled between its bids and its asks) copies again and returns the
+// view current after the refill, never the bids of one view with the asks
+// of another; one overtaken on every unpinned try ends pinned and
+// consistent, and no pin is left behind.
+func TestPublisherLoadOvertaken(t *testing.T) {
+	if !optimistic {
+		t.Skip("Load and Refresh pin in this build (the race detector, or not amd64)")
+	}
+	p := NewPublisher(4, 1) // three slots
+	b := New(pmScale)
+	k := int64(0)
+	publish := func() { // every level's size is the view's stamp
+		k++
+		if err := b.Replace(lv(2, k, 1, k), lv(3, k, 4, k, 5, k)); err != nil {
+			t.Fatal(err)
+		}
+		if !p.Publish(b, k) {
+			t.Fatal("publish skipped")
+		}
+	}
+	publish()
+	defer func() { copyHook = nil }()
+	for _, overtakes := range []int{1, 2, optimisticTries - 1, optimisticTries, 50} {
+		for _, name := range []string{"Load", "Refresh"} {
+			var top Top
+			p.Load(&top) // Refresh finds a copy to refresh
+			publish()    // and a new view to copy
+			calls := 0
+			copyHook = func() {
+				if calls++; calls <= overtakes {
+					for range 3 { // every slot refilled, the one being copied too
+						publish()
+					}
+				}
+			}
+			read := p.Load
+			if name == "Refresh" {
+				read = p.Refresh
+			}
+			if !read(&top) {
+				t.Fatalf("%s: no view", name)
+			}
+			copyHook = nil
+			if want := min(overtakes, optimisticTries) + 1; calls != want {
+				t.Fatalf("%s overtaken %d times: %d copies, want %d", name, overtakes, calls, want)
+			}
+			for _, l := range append(append([]Level(nil), top.Bids...), top.Asks...) {
+				if l.Size != top.Stamp {
+					t.Fatalf("%s overtaken %d times: torn view: stamp %d, levels %v %v", name, overtakes, top.Stamp, top.Bids, top.Asks)
+				}
+			}
+			if len(top.Bids) != 2 || len(top.Asks) != 3 || top.Seq != uint64(top.Stamp) {
+				t.Fatalf("%s overtaken %d times: view %+v", name, overtakes, top)
+			}
+			// The copy that succeeds is of the view current at its start: the
+			// last one, unless it was pinned and overtaken too (the writer
+			// then went on publishing into the other slots while the copy
+			// held its slot).
+			if overtakes <= optimisticTries && top.Stamp != k {
+				t.Fatalf("%s overtaken %d times: stamp %d, the current view is %d", name, overtakes, top.Stamp, k)
+			}
+			if overtakes > optimisticTries && top.Stamp != k-3 {
+				t.Fatalf("%s overtaken %d times, pinned: stamp %d, want the view of the pin, %d", name, overtakes, top.Stamp, k-3)
+			}
+		}
+	}
+	if g := p.state.Load(); g&countMask != 0 {
+		t.Fatalf("%d pins left on the current slot", g&countMask)
+	}
+	for i := range p.slots {
+		if n := p.slots[i].refs.Load(); n != 0 {
+			t.Fatalf("slot %d keeps %d pins", i, n)
+		}
+	}
+}
