@@ -19,12 +19,12 @@ import (
 // Pinning is one atomic add on a single word that holds both the current
 // slot and how many readers pinned it (the split reference count of
 // ArcSwap-like designs): a reader learns which slot is current and pins it in
-// the same instruction, with no pointer to chase and no re-check. A Load
-// that follows a new publish waits for two cache-line transfers in a row
-// (that word, then the slot's header and levels together, their addresses
-// known from the slot index); Acquire and a copy of View.Bids as many, or
-// three when the number of levels shown or a flag changed since the slot's
-// last view (the View holds the levels' address; see slot). When the writer
+// the same instruction, with no pointer to chase and no re-check. An
+// Acquire and a copy of View.Bids that follow a new publish wait for two
+// cache-line transfers in a row (that word, then the slot's header and
+// levels), or three when the number of levels shown or a flag changed since
+// the slot's last view (the View holds the levels' address; see slot); a
+// Load after one publish waits for one (see Load). When the writer
 // makes another slot current it swaps the word and moves the old slot's pin
 // count onto that slot, where late Releases take it back. (Load and Refresh
 // pin only where they must: on amd64 they copy without a pin and check that
