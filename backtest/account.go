@@ -5,32 +5,37 @@ import (
 	"slices"
 )
 
-// fund pays perpetual funding at each multiple of the venue's funding
-// interval on the exchange clock: payment = position × mark price × rate
-// (a long pays a positive rate), from the latest recorded asset context.
-// Checked at every event of the instrument, on its latest exchange time;
-// the first only starts the clock.
-func (e *Engine) fund(in *Instrument, exNs int64) {
-	iv := int64(in.rules.t.FundingInterval)
-	if exNs <= 0 || iv <= 0 {
-		return
-	}
-	period := exNs / iv
-	if in.lastPeriod == 0 || period <= in.lastPeriod {
-		if in.lastPeriod == 0 {
-			in.lastPeriod = period
+// fundAt pays perpetual funding at boundary h of venue r's funding
+// interval on its exchange clock, for every position held then: payment =
+// position × oracle price × the funding rate in force (the latest the
+// recording stated, received at or before h: asset contexts carry no
+// exchange time; a long pays a positive rate). Hyperliquid
+// "Funding": the hourly payment is position size × oracle price × funding
+// rate. Without a recorded oracle price the mark price stands in.
+func (e *Engine) fundAt(r *venueRules, h int64) {
+	for _, in := range e.instList {
+		if in.rules != r {
+			continue
 		}
-		return
+		px, rate := in.boundOracle, in.boundRate
+		// What was received since is in force at the next boundary.
+		in.boundRate, in.boundOracle = in.FundRate, in.oraclePx
+		if px == 0 {
+			px = in.MarkPx
+		}
+		if in.Position == 0 || px == 0 {
+			continue
+		}
+		notional := Notional(px, in.Position, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
+		pay := int64(math.Round(float64(notional) * rate))
+		if pay == 0 {
+			continue
+		}
+		e.cash -= pay
+		e.funding += pay
+		in.Funding += pay
+		e.noteAccount(in, -pay, 0)
 	}
-	in.lastPeriod = period
-	if in.Position == 0 || in.MarkPx == 0 {
-		return
-	}
-	notional := Notional(in.MarkPx, in.Position, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
-	pay := int64(math.Round(float64(notional) * in.FundRate))
-	e.cash -= pay
-	e.funding += pay
-	in.Funding += pay
 }
 
 // settle closes a resolved Polymarket token at 1 or 0: open orders are
@@ -46,6 +51,8 @@ func (e *Engine) settle(in *Instrument, wins bool) {
 	for _, o := range slices.Clone(in.open) {
 		e.finish(in, o, StatusCancelled, "market resolved")
 	}
-	e.cash += Notional(in.Settle, in.Position, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
+	pay := Notional(in.Settle, in.Position, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
+	e.cash += pay
+	e.noteAccount(in, pay, -in.Position)
 	in.Position = 0
 }

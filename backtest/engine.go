@@ -117,14 +117,15 @@ type Engine struct {
 	markets  map[string][]*Instrument
 	venues   map[string]*venueRules // by venue name; nil: not tradable
 
-	orders  []*Order // by ID − 1
-	fills   []Fill
-	actions queue[action]
-	notes   queue[note]
-	timers  queue[timer]
-	seq     uint64
+	orders []*Order // the exchange's orders, by ID − 1
+	fills  []Fill
+	notes  queue[note]
+	timers queue[timer]
+	seq    uint64
+	view   accountView // what the strategy has been told
 
-	nowNs    int64
+	nowNs    int64 // the local (receive) clock
+	xNs      int64 // the exchange time of what is being applied
 	startNs  int64
 	cash     int64
 	fees     int64
@@ -132,11 +133,12 @@ type Engine struct {
 	funding  int64
 	turnover int64
 
-	stratDead bool
-	stratErr  *StrategyError
-	rejects   uint64
-	errs      []error
-	problems  int // problems found in the recording (bounded in errs)
+	stratDead     bool
+	stratErr      *StrategyError
+	rejects       uint64
+	cancelRejects uint64 // cancels and amends the venue refused (unknown order)
+	errs          []error
+	problems      int // problems found in the recording (bounded in errs)
 
 	feeIn     FeeInput               // the fee models' argument, reused (no allocation per fill)
 	pending   map[string]listedRules // rules listed for instruments no event has named yet
@@ -256,6 +258,7 @@ func NewEngine(s Strategy, cfg Config) *Engine {
 	}
 	e := &Engine{cfg: cfg, strat: s, insts: map[string]*Instrument{}, markets: map[string][]*Instrument{},
 		venues: map[string]*venueRules{}, cash: cfg.Cash, feeStates: map[string]*feeState{}, feeUse: map[feeUseKey]int{}}
+	e.view.cash = cfg.Cash
 	e.ctx.e = e
 	return e
 }
@@ -296,6 +299,9 @@ func (e *Engine) pair(in *Instrument, market string) {
 	e.markets[market] = l
 	if len(l) == 2 && in.Outcomes() {
 		l[0].Complement, l[1].Complement = l[1], l[0]
+		if l[0].xb != nil || l[1].xb != nil {
+			e.track(l[0])
+		}
 	} else if len(l) > 2 {
 		for _, x := range l {
 			x.Complement = nil // not a binary market: no mirror
@@ -321,35 +327,53 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 		}
 	}
 	var in *Instrument
-	if d := ev.Decoded; d != nil {
-		if d.Instrument != "" {
-			in = e.instrument(ev.Venue, d.Instrument, ev.Scale)
-			if ev.Book != nil {
-				in.Book = ev.Book
-			}
-			if d.ExchangeNs > in.ExchangeNs {
-				in.ExchangeNs = d.ExchangeNs
-			}
-			e.pair(in, d.Market)
+	d := ev.Decoded
+	if d != nil && d.Instrument != "" {
+		in = e.instrument(ev.Venue, d.Instrument, ev.Scale)
+		if ev.Book != nil {
+			in.Book = ev.Book
 		}
+		if d.ExchangeNs > in.ExchangeNs {
+			in.ExchangeNs = d.ExchangeNs
+		}
+		e.pair(in, d.Market)
+	} else if ev.Instrument != "" && ev.Book != nil {
+		in = e.insts[ev.Instrument] // a loss record invalidating the book
+	}
+	// The exchange first catches up with the time this event is stamped:
+	// actions and expiries due before it, against the book before it.
+	var r *venueRules
+	if in != nil {
+		r = in.rules
+	}
+	x := e.exchangeTime(ev)
+	if r == nil && x > 0 {
+		r = e.rulesOf(ev.Venue, nil)
+	}
+	e.xNs = ev.RecvNs
+	if r != nil {
+		if x > 0 {
+			e.advance(r, x)
+			e.xNs = x
+		} else if r.clockNs > 0 {
+			e.xNs = r.clockNs
+		}
+	}
+	if in != nil && in.xb != nil {
+		e.follow(in, ev)
+	}
+	if d != nil {
 		e.metadata(ev, d, in)
-		if in != nil && in.rules != nil && in.rules.t.FundingInterval > 0 {
-			e.fund(in, in.ExchangeNs)
+		if in != nil {
+			e.market(in, ev)
 		}
 	} else if ev.Kind == datasets.KindRESTResponse && ev.Control != nil {
 		e.restBody(ev)
-	}
-	e.activate(ev)
-	if in != nil {
-		e.market(in, ev)
 	}
 	e.deliver()
 	if !e.stratDead && e.wants(ev, in) {
 		e.guard(ev, func() { e.strat.OnEvent(&e.ctx, ev) })
 	}
-	// Orders sent in the callbacks that are due already (no latency, and
-	// the exchange's clock at or past their arrival) meet this book.
-	e.activate(ev)
 	e.sample(ev.RecvNs)
 	return nil
 }
@@ -443,6 +467,20 @@ func (e *Engine) metadata(ev *feed.Event, d *venue.Event, in *Instrument) {
 		if f := in.rules.t.FundingRate; f != nil {
 			if v, ok := f(d.Raw); ok {
 				in.FundRate = v
+			}
+		}
+		if f := in.rules.t.OraclePrice; f != nil {
+			if txt, ok := f(d.Raw); ok {
+				if v, err := book.ParseDecimal(txt, in.Scale.PriceDecimals); err == nil && v > 0 {
+					in.oraclePx = v
+				}
+			}
+		}
+		// Contexts carry no exchange time: one received after the next
+		// funding boundary is not the one in force at it.
+		if iv := int64(in.rules.t.FundingInterval); iv > 0 {
+			if c := in.rules.clockNs; c == 0 || ev.RecvNs <= (c/iv+1)*iv {
+				in.boundRate, in.boundOracle = in.FundRate, in.oraclePx
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package backtest
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/tapedeck/tapedeck/book"
@@ -11,28 +10,20 @@ import (
 )
 
 // enter validates and matches an order arriving at the exchange.
-func (e *Engine) enter(in *Instrument, o *Order, ev *feed.Event) {
-	o.ActiveNs = ev.RecvNs
+func (e *Engine) enter(in *Instrument, o *Order) {
+	o.ActiveNs = e.xNs
 	r := in.rules
-	var t *venue.Trading
-	if r != nil {
-		t = r.t
-	}
-	exNs := ev.RecvNs
-	if ev.Decoded != nil && ev.Decoded.ExchangeNs != 0 {
-		exNs = ev.Decoded.ExchangeNs
-	}
+	t := r.t
+	exNs := e.xNs
+	xb := in.xbook()
 	switch {
-	case r == nil:
-		e.reject(in, o, "no simulated exchange for venue "+strconv.Quote(in.Venue))
-		return
 	case in.Resolved:
 		e.reject(in, o, t.Reasons.Resolved)
 		return
 	case !r.accepts(o.TIF):
 		e.reject(in, o, fmt.Sprintf("time in force %s not offered by %s (it offers %s)", o.TIF, r.name, strings.Join(t.OrderTypes, ", ")))
 		return
-	case in.Book == nil || !in.Book.Valid():
+	case xb == nil || !xb.Valid():
 		e.reject(in, o, "book not valid (before the first snapshot or after a gap): order not simulated")
 		return
 	}
@@ -56,8 +47,8 @@ func (e *Engine) enter(in *Instrument, o *Order, ev *feed.Event) {
 	if (o.PostOnly || o.TIF == ALO) && marketable {
 		reason := t.Reasons.PostOnlyCrosses
 		if o.TIF == ALO {
-			b, _ := in.Book.Best(book.Bid)
-			a, _ := in.Book.Best(book.Ask)
+			b, _ := xb.Best(book.Bid)
+			a, _ := xb.Best(book.Ask)
 			reason += ", bbo was " + book.FormatDecimal(b.Price, in.Scale.PriceDecimals) + "@" + book.FormatDecimal(a.Price, in.Scale.PriceDecimals)
 		}
 		e.reject(in, o, reason)
@@ -68,7 +59,7 @@ func (e *Engine) enter(in *Instrument, o *Order, ev *feed.Event) {
 		return
 	}
 	if marketable {
-		e.take(in, o, opp, ev)
+		e.take(in, o, opp)
 	}
 	if o.Status.Done() {
 		return
@@ -82,11 +73,15 @@ func (e *Engine) enter(in *Instrument, o *Order, ev *feed.Event) {
 		return
 	}
 	o.Status = StatusOpen
-	lv, _ := in.Book.Level(bs, o.Price)
+	lv, _ := xb.Level(bs, o.Price)
 	o.Queue, o.prevLevel, o.tradedHere = lv, lv, 0
 	o.unit = float64(pow10(in.Scale.SizeDecimals))
 	in.open = append(in.open, o)
-	e.note(o, nil)
+	if o.TIF == GTD {
+		// Gone at the venue's threshold before the stated time, exactly.
+		e.push(action{atNs: o.ExpireNs - int64(t.GTDThreshold), kind: actExpire, order: o})
+	}
+	e.note(o)
 }
 
 func (e *Engine) sellingRest(in *Instrument, skip *Order) int64 {
@@ -119,10 +114,24 @@ func better(s Side, p, limit int64) bool {
 // from the other side (a BUY YES at p meets SELL YES at p and BUY NO at
 // 1 − p). The venue publishes the same resting orders in both books, so a
 // price's liquidity is the larger of the two, never their sum.
-func (e *Engine) levels(in *Instrument, opp book.Side) []book.Level {
-	in.scratch = in.Book.Top(opp, in.scratch[:0], -1)
+//
+// local selects the books as the strategy received them (Context.Take,
+// Available) instead of the exchange's (matching).
+func (e *Engine) levels(in *Instrument, opp book.Side, local bool) []book.Level {
+	b := in.xbook()
+	if local {
+		b = in.Book
+	}
+	in.scratch = b.Top(opp, in.scratch[:0], -1)
 	c := in.Complement
-	if c == nil || c.Book == nil || !c.Book.Valid() {
+	if c == nil {
+		return in.scratch
+	}
+	cb := c.xbook()
+	if local {
+		cb = c.Book
+	}
+	if cb == nil || !cb.Valid() || (local && cb.Crossed()) {
 		return in.scratch
 	}
 	one := pow10(in.Scale.PriceDecimals)
@@ -130,9 +139,9 @@ func (e *Engine) levels(in *Instrument, opp book.Side) []book.Level {
 	if opp == book.Bid {
 		mside = book.Ask
 	}
-	n := c.Book.Len(mside)
+	n := cb.Len(mside)
 	base := len(in.scratch)
-	in.scratch = c.Book.Top(mside, in.scratch, n)
+	in.scratch = cb.Top(mside, in.scratch, n)
 	own, mir := in.scratch[:base], in.scratch[base:]
 	for i := range mir {
 		mir[i].Price = one - mir[i].Price
@@ -167,7 +176,7 @@ func (e *Engine) levels(in *Instrument, opp book.Side) []book.Level {
 }
 
 func (e *Engine) crosses(in *Instrument, o *Order, opp book.Side) bool {
-	for _, l := range e.levels(in, opp) {
+	for _, l := range e.levels(in, opp, false) {
 		if !better(o.Side, l.Price, o.Price) {
 			return false
 		}
@@ -181,7 +190,7 @@ func (e *Engine) crosses(in *Instrument, o *Order, opp book.Side) bool {
 // canFill reports whether a FOK can fill completely now.
 func (e *Engine) canFill(in *Instrument, o *Order, opp book.Side) bool {
 	need, amt := o.Size, o.Amount
-	for _, l := range e.levels(in, opp) {
+	for _, l := range e.levels(in, opp, false) {
 		if !better(o.Side, l.Price, o.Price) {
 			break
 		}
@@ -206,11 +215,11 @@ func (e *Engine) canFill(in *Instrument, o *Order, opp book.Side) bool {
 }
 
 // take walks the levels visible at arrival.
-func (e *Engine) take(in *Instrument, o *Order, opp book.Side, ev *feed.Event) {
+func (e *Engine) take(in *Instrument, o *Order, opp book.Side) {
 	sc := in.Scale
 	cashUnit := pow10(CashDecimals - sc.PriceDecimals)
 	amtLeft := o.Amount * cashUnit // dollars at CashDecimals
-	for _, l := range e.levels(in, opp) {
+	for _, l := range e.levels(in, opp, false) {
 		if !better(o.Side, l.Price, o.Price) {
 			break
 		}
@@ -223,18 +232,19 @@ func (e *Engine) take(in *Instrument, o *Order, opp book.Side, ev *feed.Event) {
 			// shares = dollars / price, floored to the size scale.
 			q = mulDivFloor(amtLeft, pow10(sc.SizeDecimals), l.Price*cashUnit)
 			q = min(q, avail)
+			q -= q % in.Lot()
 			if q <= 0 {
 				break
 			}
 		} else {
 			q = min(avail, o.Leaves())
 		}
-		in.take(opp, l.Price, q)
+		e.consume(in, opp, l.Price, q)
 		if o.Amount > 0 {
 			o.Size += q
 			amtLeft -= Notional(l.Price, q, sc.PriceDecimals, sc.SizeDecimals)
 		}
-		e.fill(in, o, l.Price, q, Taker, 0, ev)
+		e.fill(in, o, l.Price, q, Taker, 0)
 		if o.Amount == 0 && o.Leaves() == 0 {
 			break
 		}
@@ -245,8 +255,21 @@ func (e *Engine) take(in *Instrument, o *Order, opp book.Side, ev *feed.Event) {
 	}
 }
 
-// fill books one execution.
-func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, queue int64, ev *feed.Event) {
+// consume records q taken at price on side opp of in's book and, for a
+// mirrored pair, at 1 − price on the other side of the complement's: the
+// venue shows the same resting orders in both books, so what one token's
+// taker consumed is gone for the other token's too.
+func (e *Engine) consume(in *Instrument, opp book.Side, price, q int64) {
+	in.take(opp, price, q)
+	if c := in.Complement; c != nil {
+		c.take(1-opp, pow10(in.Scale.PriceDecimals)-price, q)
+	}
+}
+
+// fill books one execution at the exchange (e.xNs); the report reaches
+// the strategy after the acknowledgement latency, and only then does its
+// view (Context.Position, Cash, Fills) change.
+func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, queue int64) {
 	sc := in.Scale
 	o.Filled += q
 	notional := Notional(price, q, sc.PriceDecimals, sc.SizeDecimals)
@@ -254,16 +277,17 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 	if fm := in.rules.fees; fm != nil {
 		fi := e.feeInput(in, price, q, liq)
 		fee = fm.Fee(fi)
-		e.noteFeeRate(fm, fi, fee, ev.RecvNs)
+		e.noteFeeRate(fm, fi, fee, e.nowNs)
 	}
+	delta := notional
 	if o.Side == Buy {
-		e.cash -= notional
+		delta = -notional
 		in.Position += q
 	} else {
-		e.cash += notional
 		in.Position -= q
 	}
-	e.cash -= fee
+	delta -= fee
+	e.cash += delta
 	if fee >= 0 {
 		e.fees += fee
 	} else {
@@ -271,23 +295,22 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 	}
 	e.turnover += notional
 	in.LastTrade = price
-	var exNs int64
-	if ev.Decoded != nil {
-		exNs = ev.Decoded.ExchangeNs
-	}
+	at := e.noteAt()
 	e.fills = append(e.fills, Fill{Seq: uint64(len(e.fills) + 1), OrderID: o.ID, Venue: in.Venue, Instrument: in.ID,
-		Side: o.Side, Price: price, Size: q, Liquidity: liq, Queue: queue, Fee: fee, ExchangeNs: exNs, RecvNs: ev.RecvNs, Tag: o.Tag})
-	f := &e.fills[len(e.fills)-1]
+		Side: o.Side, Price: price, Size: q, Liquidity: liq, Queue: queue, Fee: fee, ExchangeNs: e.xNs, RecvNs: at,
+		Tag: o.Tag, cashDelta: delta, filled: o.Filled})
 	for _, h := range e.cfg.MarkoutsNs {
-		in.marks = append(in.marks, markout{fill: len(e.fills) - 1, atNs: ev.RecvNs + h, horizon: h})
+		in.marks = append(in.marks, markout{fill: len(e.fills) - 1, atNs: e.xNs + h, horizon: h})
 	}
+	e.seq++
+	e.notes.push(note{atNs: at, seq: e.seq, kind: noteFill, fill: len(e.fills) - 1, in: in})
 	if o.Amount == 0 && o.Leaves() == 0 {
 		e.finish(in, o, StatusFilled, "")
 	}
-	e.noteFill(f)
 }
 
-// market applies one event to the strategy's resting orders of in.
+// market applies one event to the strategy's resting orders of in, at the
+// exchange (e.xNs), against the exchange's book after the event.
 func (e *Engine) market(in *Instrument, ev *feed.Event) {
 	d := ev.Decoded
 	switch d.Type {
@@ -296,14 +319,11 @@ func (e *Engine) market(in *Instrument, ev *feed.Event) {
 	case venue.EventLevel:
 		in.untake(d.Side, d.Price)
 	}
-	e.markouts(in, ev.RecvNs)
+	e.markouts(in, e.xNs)
 	if len(in.open) == 0 {
 		return
 	}
-	exNs := d.ExchangeNs
-	if exNs == 0 {
-		exNs = ev.RecvNs
-	}
+	xb := in.xbook()
 	q := e.cfg.Queue
 	switch d.Type {
 	case venue.EventTrade:
@@ -324,14 +344,20 @@ func (e *Engine) market(in *Instrument, ev *feed.Event) {
 			before := len(in.open)
 			if d.Price != o.Price {
 				// Traded through our price: we were ahead of it.
-				e.fill(in, o, o.Price, o.Leaves(), Maker, max(o.Queue, 0), ev)
+				e.fill(in, o, o.Price, o.Leaves(), Maker, max(o.Queue, 0))
 			} else {
 				ahead := max(o.Queue, 0)
 				q.Trade(o, d.Size)
 				if o.Queue < 0 {
-					x := min(-o.Queue, o.Leaves())
+					// What traded beyond the queue ahead, never more than
+					// the trade (hftbacktest: exec_qty = min(filled, qty,
+					// leaves), partialfillexchange.rs), in whole lots.
+					x := min(-o.Queue, d.Size, o.Leaves())
+					x -= x % in.Lot()
 					o.Queue = 0
-					e.fill(in, o, o.Price, x, Maker, ahead, ev)
+					if x > 0 {
+						e.fill(in, o, o.Price, x, Maker, ahead)
+					}
 				}
 			}
 			if len(in.open) < before {
@@ -347,7 +373,7 @@ func (e *Engine) market(in *Instrument, ev *feed.Event) {
 		}
 	case venue.EventSnapshot:
 		for _, o := range in.open {
-			lv, _ := in.Book.Level(o.Side.bookSide(), o.Price)
+			lv, _ := xb.Level(o.Side.bookSide(), o.Price)
 			if lv != o.prevLevel {
 				q.Depth(o, o.prevLevel, lv)
 				o.prevLevel = lv
@@ -356,26 +382,18 @@ func (e *Engine) market(in *Instrument, ev *feed.Event) {
 	}
 	// The book moved through a resting order (best opposite strictly better
 	// than its price): it was hit as a maker, at its price.
-	if in.Book != nil && in.Book.Valid() && (d.Type == venue.EventLevel || d.Type == venue.EventSnapshot) && !in.Book.Crossed() {
+	if xb != nil && xb.Valid() && (d.Type == venue.EventLevel || d.Type == venue.EventSnapshot) && !xb.Crossed() {
 		for i := 0; i < len(in.open); i++ {
 			o := in.open[i]
 			opp := book.Ask
 			if o.Side == Sell {
 				opp = book.Bid
 			}
-			b, ok := in.Book.Best(opp)
+			b, ok := xb.Best(opp)
 			if ok && ((o.Side == Buy && b.Price < o.Price) || (o.Side == Sell && b.Price > o.Price)) {
-				e.fill(in, o, o.Price, o.Leaves(), Maker, max(o.Queue, 0), ev)
+				e.fill(in, o, o.Price, o.Leaves(), Maker, max(o.Queue, 0))
 				i--
 			}
-		}
-	}
-	// GTD expiry, the venue's threshold before the stated time.
-	for i := 0; i < len(in.open); i++ {
-		o := in.open[i]
-		if o.TIF == GTD && exNs >= o.ExpireNs-int64(in.rules.t.GTDThreshold) {
-			e.finish(in, o, StatusExpired, "expired")
-			i--
 		}
 	}
 }
