@@ -126,8 +126,7 @@ directory per account when there are several), and the summaries are printed;
   # Trade the Hyperliquid sample with an unchanged SDK bot (HttpTransport apiUrl
   # http://127.0.0.1:8765, WebSocketTransport url ws://127.0.0.1:8765/ws),
   # deterministic, the tables written when the recording ends
-  $ replay serve datasets/samples/hyperliquid --trading --deterministic --cash 10000 \
-      --exit-at-end --out fills/`,
+  $ replay serve datasets/samples/hyperliquid --trading --deterministic --exit-at-end --out fills/`,
 		Args: cli.AtLeastOne("DATASET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Paths = args

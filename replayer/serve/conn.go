@@ -344,14 +344,8 @@ func (c *conn) finish() {
 // subscribed to, paced by a clock of its own.
 func (c *conn) replay() {
 	defer c.wg.Done()
-	if w := c.s.opts.window; w > 0 {
-		t := time.NewTimer(w)
-		select {
-		case <-t.C:
-		case <-c.ctx.Done():
-			t.Stop()
-			return
-		}
+	if !c.waitWindow() {
+		return
 	}
 	err := c.replayFrames()
 	if err != nil {
@@ -420,21 +414,9 @@ func (c *conn) replayFrames() error {
 // that replay if it has not started.
 func (c *conn) joinHub() {
 	defer c.wg.Done()
-	if w := c.s.opts.window; w > 0 {
-		t := time.NewTimer(w)
-		select {
-		case <-t.C:
-		case <-c.ctx.Done():
-			t.Stop()
-			return
-		}
-	}
-	c.mu.Lock()
-	if c.ctx.Err() != nil {
-		c.mu.Unlock()
+	if !c.waitWindow() {
 		return
 	}
-	c.mu.Unlock()
 	un := c.s.hub.AddClient(hubClient{c})
 	c.mu.Lock()
 	c.unhub = un
@@ -473,4 +455,18 @@ func (h hubClient) Flushed() bool {
 	default:
 	}
 	return len(c.out) == 0 && len(c.ctrl) == 0 && c.queued.Load() == 0
+}
+
+// waitWindow waits out the subscribe window; false: the connection ended.
+func (c *conn) waitWindow() bool {
+	if w := c.s.opts.window; w > 0 {
+		t := time.NewTimer(w)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			return false
+		}
+	}
+	return c.ctx.Err() == nil
 }

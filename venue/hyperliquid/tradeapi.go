@@ -130,29 +130,20 @@ func deserializeError(body []byte) *apiError {
 }
 
 func (t *trader) serveInfo(w http.ResponseWriter, r *http.Request) {
-	body, ok := readBody(w, r)
-	if !ok {
-		return
-	}
-	v, err := t.info(body)
-	if err != nil {
-		var ae *apiError
-		if errors.As(err, &ae) {
-			http.Error(w, ae.text, ae.status)
-			return
-		}
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
+	serveJSON(w, r, func(body []byte) (any, error) { return t.info(body) })
 }
 
 func (t *trader) serveExchange(w http.ResponseWriter, r *http.Request) {
+	serveJSON(w, r, func(body []byte) (any, error) { return t.exchange(r.Context(), body) })
+}
+
+// serveJSON answers a POST with f's value as JSON, or its apiError.
+func serveJSON(w http.ResponseWriter, r *http.Request, f func(body []byte) (any, error)) {
 	body, ok := readBody(w, r)
 	if !ok {
 		return
 	}
-	v, err := t.exchange(r.Context(), body)
+	v, err := f(body)
 	if err != nil {
 		var ae *apiError
 		if errors.As(err, &ae) {
