@@ -368,6 +368,11 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 	if in != nil && in.xb != nil {
 		e.follow(in, ev)
 	}
+	if in != nil && (in.Position != 0 || len(in.open) > 0) && ev.Book != nil {
+		if m, ok := in.Mid(); ok {
+			in.lastMid = m
+		}
+	}
 	if d != nil {
 		e.metadata(ev, d, in)
 		if in != nil {

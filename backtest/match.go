@@ -295,6 +295,9 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 	}
 	e.turnover += notional
 	in.LastTrade = price
+	if m, ok := in.Mid(); ok {
+		in.lastMid = m // marks start from the book the fill met
+	}
 	at := e.noteAt()
 	e.fills = append(e.fills, Fill{Seq: uint64(len(e.fills) + 1), OrderID: o.ID, Venue: in.Venue, Instrument: in.ID,
 		Side: o.Side, Price: price, Size: q, Liquidity: liq, Queue: queue, Fee: fee, ExchangeNs: e.xNs, RecvNs: at,

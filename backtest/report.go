@@ -79,12 +79,17 @@ func (e *Engine) markouts(in *Instrument, nowNs int64) {
 	in.marks = in.marks[:k]
 }
 
+// value is the position at its mark: the settlement once resolved, else
+// the mid of the book as it last stood uncrossed with both sides (a crossed
+// book is a batch of the venue in progress), else the last fill's price.
 func (in *Instrument) value() (int64, int64) {
 	px := in.LastTrade
 	if in.Resolved {
 		px = in.Settle
 	} else if m, ok := in.Mid(); ok {
 		px = m
+	} else if in.lastMid > 0 {
+		px = in.lastMid
 	}
 	return Notional(px, in.Position, in.Scale.PriceDecimals, in.Scale.SizeDecimals), px
 }

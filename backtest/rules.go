@@ -232,6 +232,7 @@ type Instrument struct {
 	oraclePx    int64      // latest recorded oracle price (funding)
 	boundRate   float64    // the funding rate in force at the next boundary
 	boundOracle int64      // the oracle price then
+	lastMid     int64      // the mid when the book last had one (marks)
 	taken       []takenLevel
 	scratch     []book.Level
 	marks       []markout
@@ -275,14 +276,15 @@ func (in *Instrument) untake(side book.Side, price int64) {
 	}
 }
 
-// Mid returns the book's mid price and whether both sides exist.
+// Mid returns the book's mid price and whether it has one: both sides,
+// not crossed (a crossed book is a batch of the venue in progress).
 func (in *Instrument) Mid() (int64, bool) {
-	if in.Book == nil {
+	if in.Book == nil || !in.Book.Valid() {
 		return 0, false
 	}
 	b, ok1 := in.Book.Best(book.Bid)
 	a, ok2 := in.Book.Best(book.Ask)
-	if !ok1 || !ok2 {
+	if !ok1 || !ok2 || b.Price > a.Price {
 		return 0, false
 	}
 	return (b.Price + a.Price) / 2, true
