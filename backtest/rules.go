@@ -206,9 +206,10 @@ type Instrument struct {
 	Scale  book.Scale
 	Book   *book.Book // last book the feed delivered (read-only)
 
-	Tick       int64 // tick size (price units; tick_size_change and book summaries update it); 0 none
-	MinSize    int64 // minimum order size (size units); 0 none
-	SzDecimals int   // size decimals (Hyperliquid szDecimals); -1 unknown
+	Tick        int64 // tick size (price units; tick_size_change and book summaries update it); 0 none
+	MinSize     int64 // minimum order size (size units); 0 none
+	SzDecimals  int   // size decimals (Hyperliquid szDecimals); -1 unknown
+	MaxLeverage int   // cross-margin venues: max leverage from the recorded listing; 0 unknown (1 is used)
 
 	Complement *Instrument // the other outcome token of a binary market
 	Resolved   bool
@@ -233,6 +234,7 @@ type Instrument struct {
 	boundRate   float64    // the funding rate in force at the next boundary
 	boundOracle int64      // the oracle price then
 	lastMid     int64      // the mid when the book last had one (marks)
+	cashFlow    int64      // cash its fills, funding and settlement moved (PnL by instrument)
 	taken       []takenLevel
 	scratch     []book.Level
 	marks       []markout
