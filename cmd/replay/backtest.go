@@ -148,6 +148,9 @@ tables.`,
 			if err != nil {
 				return err
 			}
+			if err := outsideInputs("backtest", out, args); err != nil {
+				return err
+			}
 			fromNs, toNs, err := parseWindow(args, from, to)
 			if err != nil {
 				return err
