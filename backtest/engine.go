@@ -264,6 +264,12 @@ func NewEngine(s Strategy, cfg Config) *Engine {
 	return e
 }
 
+// Context returns the engine's Context, the handle its strategy trades
+// through, for a caller that drives the strategy's orders from outside the
+// callbacks (replay serve --trading reads the account's state with it). It
+// must not be used concurrently with OnEvent or Finish.
+func (e *Engine) Context() *Context { return &e.ctx }
+
 // instrument returns (creating) the state of an instrument.
 func (e *Engine) instrument(ven, id string, sc book.Scale) *Instrument {
 	if in := e.insts[id]; in != nil {
