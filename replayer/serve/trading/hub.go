@@ -79,7 +79,7 @@ type Hub struct {
 	list     []*account
 	clients  map[Client]struct{}
 	recorded []recordedREST
-	preview  [][]byte // REST bodies recorded before the first frame, read at NewHub
+	preview  [][]byte              // REST bodies recorded before the first frame, read at NewHub
 	books    map[string]*book.Book // borrowed from the replayer; read under mu
 	exNs     map[string]int64
 	facts    map[string]instFact // what an account opened later must know
