@@ -26,7 +26,7 @@ import (
 func newBacktestCmd() *cobra.Command {
 	var (
 		strategy, queue, latencyCSV, from, to, out, resolve, format string
-		force                                                       bool
+		force, tradesAtPrice                                        bool
 		shard, compression                                          string
 		params, fees, feeCats, instruments                          []string
 		entry, ack, cancelLat                                       time.Duration
@@ -138,7 +138,7 @@ tables.`,
 			}
 			cfg := backtest.Config{Queue: qm, Latency: lat, Cash: int64(math.Round(cash * 1e10)),
 				FeeRate: feeRate, FeeRates: rates, FeeCategories: cats, MakerRebateShare: rebateShare, RecordedRebates: recordedRebates, FeeTier: feeTier,
-				UseBackfill: useBackfill, AllowShort: allowShort, IgnoreExchangeTime: noExchTime, Instruments: instruments}
+				UseBackfill: useBackfill, AllowShort: allowShort, TradesAtPrice: tradesAtPrice, IgnoreExchangeTime: noExchTime, Instruments: instruments}
 			if resolve != "" {
 				cfg.Resolutions = map[string]bool{}
 				for _, r := range strings.Split(resolve, ",") {
@@ -237,6 +237,7 @@ tables.`,
 	f.StringVar(&to, "to", "", "end of the window, exclusive (`T`, as --from)")
 	f.StringVar(&out, "out", "", "write orders, fills, positions, equity and markouts into `DIR` (see --format); never inside an input dataset")
 	f.BoolVarP(&force, "force", "f", false, "overwrite the tables of an earlier run in --out")
+	f.BoolVar(&tradesAtPrice, "trades-at-price", false, "a trade printed at a resting order's price fills it up to the trade's size, whatever the queue ahead (optimistic; default: the queue model, fills only beyond the queue ahead or when trades or the book go through the price)")
 	f.StringVar(&format, "format", "csv", "format of the --out tables: csv (exact decimals, ns), parquet or arrow (decimal128, timestamp[ns, UTC])")
 	f.StringVar(&compression, "compression", "", "--out parquet or arrow: zstd, snappy (Parquet only) or none; default snappy for Parquet, none for Arrow")
 	f.IntVar(&batchRows, "batch-rows", 0, "--out parquet or arrow: rows per row group or record batch (default: about 24 MiB of rows)")
