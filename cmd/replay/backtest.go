@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tapedeck/tapedeck/backtest"
+	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/replayer/export"
@@ -204,6 +206,9 @@ func runBacktest(ctx context.Context, o *backtestOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := outsideInputs("backtest", o.Out, o.Datasets); err != nil {
+		return err
+	}
 	fromNs, toNs, err := parseWindow(o.Datasets, o.From, o.To)
 	if err != nil {
 		return err
@@ -223,7 +228,7 @@ func runBacktest(ctx context.Context, o *backtestOptions) error {
 	cfg.Shard = sh
 	res, _, err := backtest.Run(ctx, o.Datasets, strat, cfg, backtest.RunOptions{Name: o.Strategy, Params: ps, Replay: replay})
 	if err != nil {
-		return err
+		return backtestError(err)
 	}
 	for _, id := range o.Instruments {
 		_, seen := res.Scales[id]
@@ -240,6 +245,16 @@ func runBacktest(ctx context.Context, o *backtestOptions) error {
 		}
 	}
 	return printBacktest(o.Stdout, o.Stderr, res, o.JSON)
+}
+
+// backtestError makes damaged data a problem of the input (exit 3), as for
+// every replaying verb, not a failure of the command.
+func backtestError(err error) error {
+	var ce *datasets.CorruptionError
+	if errors.Is(err, replayer.ErrDamaged) || errors.As(err, &ce) {
+		return damagedError("backtest", nil, err)
+	}
+	return err
 }
 
 // backtestOutput checks the --out table flags: the format and the export
