@@ -142,10 +142,8 @@ func runResearch(ctx context.Context, o *backtestOptions, cfg backtest.Config, g
 	if n := len(job.Strategies) * max(1, len(job.Points)); job.Workers == 0 && n >= 8 {
 		job.Workers = 2
 	}
-	for _, p := range []string{o.Out, rf.report} {
-		if err := outsideInputs("backtest", p, o.Datasets); err != nil {
-			return err
-		}
+	if err := outsideInputs("backtest", rf.report, o.Datasets); err != nil {
+		return err
 	}
 	sheet := &research.Sheet{Title: "Backtest: " + o.Strategy, Datasets: o.Datasets, Axes: job.Axes, Objective: rf.objective}
 	if rf.walk != "" {
@@ -165,7 +163,7 @@ func runResearch(ctx context.Context, o *backtestOptions, cfg backtest.Config, g
 		stop()
 	}
 	if err != nil {
-		return err
+		return backtestError(err)
 	}
 	switch {
 	case o.Out == "":
@@ -285,7 +283,7 @@ func runWalk(ctx context.Context, o *backtestOptions, job *research.Job, sheet *
 	job.Replay = []replayer.Option{replayer.WithHashCheck(o.Hash)}
 	wk, err := job.WalkForward(ctx, train, test, o.research.objective)
 	if err != nil {
-		return err
+		return backtestError(err)
 	}
 	if o.research.report != "" {
 		sheet.Walk = wk
