@@ -317,7 +317,7 @@ func TestTearsheetDeterministicAndTrue(t *testing.T) {
 	js, _ := json.Marshal(&main.Result.Summary)
 	var sum map[string]any
 	json.Unmarshal(js, &sum)
-	for _, key := range []string{"pnl", "fees", "turnover", "fill_ratio", "max_drawdown", "daily_sharpe", "orders", "fills"} {
+	for _, key := range []string{"pnl", "fees", "turnover", "fill_ratio", "max_drawdown", "sharpe", "sortino", "peak_margin", "orders", "fills"} {
 		got := attr(t, html, key)
 		if want := jsonText(sum[key]); got != want {
 			t.Errorf("%s: tearsheet %s, summary %s", key, got, want)

@@ -38,7 +38,7 @@ func Columns(axes, horizons []string) []export.Column {
 		cols = append(cols, str(a))
 	}
 	cols = append(cols, money("pnl"), money("fees"), money("rebates"), money("funding"), money("turnover"),
-		ratio("fill_ratio", false), money("max_drawdown"), ratio("sharpe", false), ratio("sortino", false))
+		ratio("fill_ratio", false), money("max_drawdown"), money("peak_margin"), ratio("sharpe", false), ratio("sortino", false))
 	for _, h := range horizons {
 		cols = append(cols, ratio("markout_"+h, true))
 	}
@@ -101,6 +101,7 @@ func WriteTable(w io.Writer, runs []*Run, axes []string, shard string, f export.
 		}
 		t.Decimal(next(), fixed(m.FillRatio, ratioDecimals))
 		t.Decimal(next(), fixed(m.MaxDrawdown, 10))
+		t.Decimal(next(), fixed(m.PeakMargin, 10))
 		t.Decimal(next(), fixed(m.Sharpe, ratioDecimals))
 		t.Decimal(next(), fixed(m.Sortino, ratioDecimals))
 		for _, h := range hs {

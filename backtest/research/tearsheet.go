@@ -105,8 +105,10 @@ func (v *view) figures() {
 	add("turnover", "Turnover", s.Turnover, money(s.Turnover))
 	add("fill_ratio", "Fill ratio", s.FillRatio, strconv.FormatFloat(s.FillRatio, 'f', 4, 64))
 	add("max_drawdown", "Max drawdown", s.MaxDrawdown, money(s.MaxDrawdown))
-	add("daily_sharpe", "Sharpe (daily returns, √365)", s.DailySharpe, strconv.FormatFloat(s.DailySharpe, 'f', 3, 64))
-	add("sortino", "Sortino (daily returns, √365)", r.Metrics.Sortino, strconv.FormatFloat(r.Metrics.Sortino, 'f', 3, 64))
+	period := time.Duration(s.ReturnPeriodNs).String()
+	add("sharpe", "Sharpe ("+period+" returns, annualized)", s.Sharpe, strconv.FormatFloat(s.Sharpe, 'f', 3, 64))
+	add("sortino", "Sortino ("+period+" returns, annualized)", s.Sortino, strconv.FormatFloat(s.Sortino, 'f', 3, 64))
+	add("peak_margin", "Peak margin", s.PeakMargin, money(s.PeakMargin))
 	add("orders", "Orders", float64(s.Orders), strconv.Itoa(s.Orders))
 	add("fills", "Fills", float64(s.Fills), fmt.Sprintf("%d (maker %d, taker %d)", s.Fills, s.MakerFills, s.TakerFills))
 	for i := range v.Figures {
@@ -377,30 +379,20 @@ func (v *view) hourChart() template.HTML {
 	return plot([]series{s}, nil, money2)
 }
 
-// byInstrument is each instrument's PnL: cash flows of its fills (fees
-// included) plus its final position at its last mark.
+// byInstrument lists each traded instrument's fills, fees and PnL (the
+// summary's InstrumentPnL: fills' cash flows, funding, settlement and the
+// end position at its mark).
 func (v *view) byInstrument() {
 	r := v.Main.Result
-	pnl := map[string]float64{}
 	fees := map[string]float64{}
 	n := map[string]int{}
 	for _, f := range r.Fills {
-		sc := r.Scales[f.Instrument]
-		notional := float64(backtest.Notional(f.Price, f.Size, sc.PriceDecimals, sc.SizeDecimals)) / 1e10
-		if f.Side == backtest.Buy {
-			notional = -notional
-		}
-		pnl[f.Instrument] += notional - float64(f.Fee)/1e10
 		fees[f.Instrument] += float64(f.Fee) / 1e10
 		n[f.Instrument]++
 	}
-	last := map[string]float64{}
-	for _, p := range r.Positions {
-		last[p.Instrument] = float64(p.Value) / 1e10
-	}
-	ids := slices.Sorted(mapKeys(n))
+	ids := slices.Sorted(mapKeys(r.Summary.InstrumentPnL))
 	for _, id := range ids {
-		v.InstRows = append(v.InstRows, []string{id, strconv.Itoa(n[id]), money(fees[id]), money(pnl[id] + last[id])})
+		v.InstRows = append(v.InstRows, []string{id, strconv.Itoa(n[id]), money(fees[id]), money(r.Summary.InstrumentPnL[id])})
 	}
 }
 

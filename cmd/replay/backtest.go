@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +28,7 @@ import (
 type backtestOptions struct {
 	Datasets                                                    []string
 	Strategy, Queue, LatencyCSV, From, To, Out, Resolve, Format string
+	Force                                                       bool
 	Shard, Compression, Rebate                                  string
 	Params, Fees, FeeCats, Instruments                          []string
 	Entry, Ack, CancelLat                                       time.Duration
@@ -72,6 +75,9 @@ decimal text, times in ns), parquet or arrow (decimal128 and timestamp[ns, UTC])
 with --compression and --batch-rows as there. The summary ends with a digest:
 the same data, strategy and parameters give the same digest and byte-identical
 tables.
+
+An --fee or --resolve id the data never names is refused (exit 2), as is an
+--out inside an input dataset, or over an earlier run's tables without --force.
 ` + researchHelp,
 		Example: `  # The passive market maker on the Polymarket sample
   $ replay backtest datasets/samples/polymarket --strategy mm --param spread=0.02 --out bt/
@@ -112,7 +118,8 @@ tables.
 	f.StringVar(&o.Shard, "shard", "", "trade only shard `K/N` of the markets (split by market id, or by instrument where a venue has no markets; 1/N … N/N together trade them all; every shard still follows every book); with --sweep or --sweep-file, run only shard K/N of the points instead")
 	f.StringVar(&o.From, "from", "", "start of the window (`T`: "+cli.TimeSyntax+")")
 	f.StringVar(&o.To, "to", "", "end of the window, exclusive (`T`, as --from)")
-	f.StringVar(&o.Out, "out", "", "write orders, fills, positions, equity and markouts into `DIR` (see --format); a sweep writes its table there and each run's tables in a directory of its own")
+	f.StringVar(&o.Out, "out", "", "write orders, fills, positions, equity and markouts into `DIR` (see --format); a sweep writes its table there and each run's tables in a directory of its own; never inside an input dataset")
+	f.BoolVarP(&o.Force, "force", "f", false, "overwrite the tables of an earlier run in --out")
 	f.StringVar(&o.Format, "format", "csv", "format of the --out tables: csv (exact decimals, ns), parquet or arrow (decimal128, timestamp[ns, UTC])")
 	f.StringVar(&o.Compression, "compression", "", "--out parquet or arrow: zstd, snappy (Parquet only) or none; default snappy for Parquet, none for Arrow")
 	f.IntVar(&o.BatchRows, "batch-rows", 0, "--out parquet or arrow: rows per row group or record batch (default: about 24 MiB of rows)")
@@ -209,6 +216,9 @@ func runBacktest(ctx context.Context, o *backtestOptions) error {
 	if err := outsideInputs("backtest", o.Out, o.Datasets); err != nil {
 		return err
 	}
+	if err := backtestOutFree(o.Out, o.Force); err != nil {
+		return err
+	}
 	fromNs, toNs, err := parseWindow(o.Datasets, o.From, o.To)
 	if err != nil {
 		return err
@@ -229,6 +239,9 @@ func runBacktest(ctx context.Context, o *backtestOptions) error {
 	res, _, err := backtest.Run(ctx, o.Datasets, strat, cfg, backtest.RunOptions{Name: o.Strategy, Params: ps, Replay: replay})
 	if err != nil {
 		return backtestError(err)
+	}
+	if err := checkIDs(cfg, res); err != nil {
+		return err
 	}
 	for _, id := range o.Instruments {
 		_, seen := res.Scales[id]
@@ -321,6 +334,61 @@ func printBacktest(w, errw io.Writer, res *backtest.Result, asJSON bool) error {
 	}
 	for _, e := range res.Errors {
 		fmt.Fprintln(errw, e)
+	}
+	return nil
+}
+
+// checkIDs refuses --fee and --resolve ids that the data of none of the
+// results named: they would silently change nothing.
+func checkIDs(cfg backtest.Config, results ...*backtest.Result) error {
+	for _, l := range []struct {
+		flag string
+		ids  []string
+	}{{"--fee", slices.Sorted(maps.Keys(cfg.FeeRates))}, {"--resolve", slices.Sorted(maps.Keys(cfg.Resolutions))}} {
+		for _, id := range l.ids {
+			seen := false
+			for _, res := range results {
+				seen = seen || seenID(res, id, l.flag == "--fee")
+			}
+			if !seen {
+				return cli.FlagErrorf("%s %s: no such instrument%s in the data", l.flag, id, map[bool]string{true: " or market"}[l.flag == "--fee"])
+			}
+		}
+	}
+	return nil
+}
+
+// seenID reports whether the run's data named id: an instrument, or with
+// markets a market (Polymarket condition id).
+func seenID(res *backtest.Result, id string, markets bool) bool {
+	if _, ok := res.Scales[id]; ok {
+		return true
+	}
+	if markets {
+		for _, m := range res.Markets {
+			if m == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// backtestOutFree refuses, without force, an --out directory that already
+// holds a table of an earlier run (or a sweep's or walk-forward's).
+func backtestOutFree(out string, force bool) error {
+	if out == "" || force {
+		return nil
+	}
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		return nil // absent (or unreadable: writing will say)
+	}
+	for _, e := range ents {
+		base, _, _ := strings.Cut(e.Name(), ".")
+		if slices.Contains(backtest.Tables, base) || slices.Contains([]string{"sweep", "walk", "runs", "windows"}, base) {
+			return cli.FlagErrorf("backtest: %s exists, from an earlier run (use -f/--force to overwrite it)", filepath.Join(out, e.Name()))
+		}
 	}
 	return nil
 }

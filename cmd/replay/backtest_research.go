@@ -165,6 +165,9 @@ func runResearch(ctx context.Context, o *backtestOptions, cfg backtest.Config, g
 	if err != nil {
 		return backtestError(err)
 	}
+	if err := checkIDs(cfg, runs[0].Result); err != nil {
+		return err
+	}
 	switch {
 	case o.Out == "":
 	case len(runs) == 1 && len(job.Points) == 0:
@@ -239,14 +242,13 @@ type sweepRow struct {
 	Strategy string            `json:"strategy"`
 	Values   map[string]string `json:"values,omitempty"`
 	Summary  *backtest.Summary `json:"summary"`
-	Sortino  float64           `json:"sortino"`
 }
 
 func printSweep(w io.Writer, runs []*research.Run, axes []string, asJSON bool) error {
 	if asJSON {
 		rows := make([]sweepRow, len(runs))
 		for i, r := range runs {
-			rows[i] = sweepRow{r.Point.Index, r.Strategy, r.Point.Values, &r.Result.Summary, r.Metrics.Sortino}
+			rows[i] = sweepRow{r.Point.Index, r.Strategy, r.Point.Values, &r.Result.Summary}
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -284,6 +286,15 @@ func runWalk(ctx context.Context, o *backtestOptions, job *research.Job, sheet *
 	wk, err := job.WalkForward(ctx, train, test, o.research.objective)
 	if err != nil {
 		return backtestError(err)
+	}
+	var results []*backtest.Result
+	for _, w := range wk.Windows {
+		for _, c := range w.Chosen {
+			results = append(results, c.Test.Result)
+		}
+	}
+	if err := checkIDs(job.Config, results...); err != nil {
+		return err
 	}
 	if o.research.report != "" {
 		sheet.Walk = wk
