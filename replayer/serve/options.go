@@ -14,6 +14,7 @@ import (
 type Option func(*options) error
 
 type options struct {
+	driver       venue.Driver // nil: the registry's, by the manifests' venue
 	speed        replayer.Speed
 	queue        int
 	window       time.Duration
@@ -173,6 +174,19 @@ func WithSleeper(s replayer.Sleeper) Option {
 			return fmt.Errorf("%w: nil Sleeper", ErrOption)
 		}
 		o.sleeper = s
+		return nil
+	}
+}
+
+// WithDriver serves recordings of d's venue with d, a venue the registry
+// does not list (or a variant of one), instead of the registry's driver
+// named by the manifests.
+func WithDriver(d venue.Driver) Option {
+	return func(o *options) error {
+		if d == nil {
+			return fmt.Errorf("%w: nil driver", ErrOption)
+		}
+		o.driver = d
 		return nil
 	}
 }

@@ -128,7 +128,10 @@ func New(paths []string, opts ...Option) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("serve %s: %w", p, err)
 		}
-		d, err := registry.Lookup(m.Venue)
+		d, err := s.opts.driver, error(nil)
+		if d == nil || d.Name() != m.Venue {
+			d, err = registry.Lookup(m.Venue)
+		}
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("%w %q: serve %s", ErrVenue, m.Venue, p)
