@@ -175,14 +175,18 @@ tables.`,
 			if err != nil {
 				return err
 			}
+			var missing []string
 			for _, id := range instruments {
 				_, seen := res.Scales[id]
 				for _, m := range res.Markets {
 					seen = seen || m == id
 				}
 				if !seen {
-					fmt.Fprintf(cmd.ErrOrStderr(), "backtest: --instrument %s: no such instrument or market in the data; the strategy saw none of its events\n", id)
+					missing = append(missing, id)
 				}
+			}
+			if missing != nil {
+				return noMatch("backtest", missing, "nothing written")
 			}
 			if out != "" {
 				if err := res.WriteTables(out, outFormat, append(outOpts, export.WithDatasets(args...))...); err != nil {
