@@ -185,6 +185,7 @@ type config struct {
 	fromNs, toNs   int64 // WithWindow (instruments table)
 	shard          replayer.Shard
 	shardOwns      map[string]bool // instrument → owned by shard, as checked
+	many           bool            // one Sink of many (Split, Partitioned): small buffers, grown on demand
 }
 
 func (c *config) isRecorded(id string) bool { return c.recorded[id] }

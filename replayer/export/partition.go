@@ -128,6 +128,7 @@ type Partitioned struct {
 	err      error
 	buf      []byte
 	doneRows uint64
+	held     heldRows
 }
 
 // NewPartitioned returns a Partitioned writer of table t in format f.
@@ -222,7 +223,21 @@ func (p *Partitioned) OnEvent(e *replayer.Event) error {
 		p.order = append(p.order, path)
 		p.paths = append(p.paths, path)
 	}
-	return s.OnEvent(e)
+	if err := p.held.onEvent(s, e, p.each); err != nil {
+		p.err = err
+		return err
+	}
+	return nil
+}
+
+// each calls f on every open sink, in the order they were made.
+func (p *Partitioned) each(f func(*Sink) error) error {
+	for _, path := range p.order {
+		if err := f(p.sinks[path]); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return nil
 }
 
 // closeAll finishes every open file, in the order they were opened.
@@ -242,6 +257,7 @@ func (p *Partitioned) closeAll() error {
 	}
 	clear(p.sinks)
 	p.order = p.order[:0]
+	p.held.bytes = 0
 	return errors.Join(errs...)
 }
 

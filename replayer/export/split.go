@@ -30,6 +30,45 @@ type Split struct {
 	sinks map[string]*Sink
 	order []string // instruments in the order their sinks were made
 	err   error
+	held  heldRows
+}
+
+// manyBudget is the memory the buffered rows of a Split's or a
+// Partitioned's sinks may take together (heldBytes): past it every sink
+// writes what it holds and gives the memory back (heldRows.spill), so that
+// memory does not grow with the number of instruments. Each file's rows
+// are the same; only where the budget is reached (more than about a
+// hundred busy instruments of a wide depth table) do its row groups
+// (Parquet) or record batches (Arrow) end earlier.
+const manyBudget = 128 << 20
+
+// heldRows accounts for the memory of many sinks' buffered rows.
+type heldRows struct {
+	bytes  int
+	budget int // 0: manyBudget
+}
+
+// onEvent hands e to s and spills every sink of all once the budget is
+// exceeded.
+func (h *heldRows) onEvent(s *Sink, e *replayer.Event, all func(func(*Sink) error) error) error {
+	before := s.heldBytes()
+	if err := s.OnEvent(e); err != nil {
+		return err
+	}
+	h.bytes += s.heldBytes() - before
+	budget := h.budget
+	if budget == 0 {
+		budget = manyBudget
+	}
+	if h.bytes <= budget {
+		return nil
+	}
+	h.bytes = 0
+	return all(func(s *Sink) error {
+		err := s.spill()
+		h.bytes += s.heldBytes()
+		return err
+	})
 }
 
 // SplitBatchRows is the batch size of a Split's sinks unless WithBatchRows
@@ -78,7 +117,21 @@ func (p *Split) OnEvent(e *replayer.Event) error {
 		p.sinks[inst] = s
 		p.order = append(p.order, inst)
 	}
-	return s.OnEvent(e)
+	if err := p.held.onEvent(s, e, p.each); err != nil {
+		p.err = err
+		return err
+	}
+	return nil
+}
+
+// each calls f on every sink, in the order they were made.
+func (p *Split) each(f func(*Sink) error) error {
+	for _, inst := range p.order {
+		if err := f(p.sinks[inst]); err != nil {
+			return fmt.Errorf("%s: %w", inst, err)
+		}
+	}
+	return nil
 }
 
 // Close closes every Sink, in the order they were made, and returns the
@@ -118,8 +171,9 @@ func manySinkOptions(t Table, f Format, opts []Option) (config, []Option, error)
 			return cfg, nil, err
 		}
 	}
+	opts = append(opts[:len(opts):len(opts)], func(c *config) error { c.many = true; return nil })
 	if cfg.batchRows == 0 {
-		opts = append(opts[:len(opts):len(opts)], WithBatchRows(SplitBatchRows))
+		opts = append(opts, WithBatchRows(SplitBatchRows))
 	}
 	// One probe validates the combination before any file is opened.
 	if _, err := New(io.Discard, t, f, opts...); err != nil {
