@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -161,23 +162,48 @@ func parquetProps(s *Sink) *parquet.WriterProperties {
 	return parquet.NewWriterProperties(opts...)
 }
 
+// pqShared is the schema of the Parquet files of many sinks (Split,
+// Partitioned) that have the same Arrow schema: built once, read by each
+// file's writer (about 100 kB a file for a 25-level depth table).
+type pqShared struct {
+	as    *arrow.Schema
+	props *parquet.WriterProperties
+	ps    *schema.Schema
+	meta  metadata.KeyValueMetadata
+}
+
 func newParquetWriter(w io.Writer, s *Sink) (*parquetWriter, error) {
-	props := parquetProps(s)
 	as := s.schema()
-	ps, err := parquetSchema(as, props)
-	if err != nil {
-		return nil, fmt.Errorf("parquet schema: %w", err)
+	sh := s.cfg.shared
+	if sh == nil || sh.pq == nil || !sh.pq.as.Equal(as) || !slices.Equal(sh.pq.as.Metadata().Keys(), as.Metadata().Keys()) ||
+		!slices.Equal(sh.pq.as.Metadata().Values(), as.Metadata().Values()) {
+		props := parquetProps(s)
+		ps, err := parquetSchema(as, props)
+		if err != nil {
+			return nil, fmt.Errorf("parquet schema: %w", err)
+		}
+		md := as.Metadata()
+		meta := make(metadata.KeyValueMetadata, 0, md.Len()+1)
+		for i, k := range md.Keys() {
+			meta.Append(k, md.Values()[i])
+		}
+		ser, err := serializeSchema(as)
+		if err != nil {
+			return nil, fmt.Errorf("parquet schema: %w", err)
+		}
+		meta.Append("ARROW:schema", base64.StdEncoding.EncodeToString(ser))
+		pq := &pqShared{as: as, props: props, ps: ps, meta: meta}
+		if sh == nil {
+			return newParquetWriterOf(w, s, pq)
+		}
+		sh.pq = pq
 	}
-	md := as.Metadata()
-	meta := make(metadata.KeyValueMetadata, 0, md.Len()+1)
-	for i, k := range md.Keys() {
-		meta.Append(k, md.Values()[i])
-	}
-	ser, err := serializeSchema(as)
-	if err != nil {
-		return nil, fmt.Errorf("parquet schema: %w", err)
-	}
-	meta.Append("ARROW:schema", base64.StdEncoding.EncodeToString(ser))
+	return newParquetWriterOf(w, s, sh.pq)
+}
+
+func newParquetWriterOf(w io.Writer, s *Sink, pq *pqShared) (*parquetWriter, error) {
+	props, ps, meta := pq.props, pq.ps, pq.meta
+	var err error
 
 	n := len(s.b.cols)
 	rows := s.cfg.batchRows

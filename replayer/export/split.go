@@ -171,7 +171,8 @@ func manySinkOptions(t Table, f Format, opts []Option) (config, []Option, error)
 			return cfg, nil, err
 		}
 	}
-	opts = append(opts[:len(opts):len(opts)], func(c *config) error { c.many = true; return nil })
+	sh := &sharedFormat{}
+	opts = append(opts[:len(opts):len(opts)], func(c *config) error { c.many, c.shared = true, sh; return nil })
 	if cfg.batchRows == 0 {
 		opts = append(opts, WithBatchRows(SplitBatchRows))
 	}
