@@ -138,8 +138,11 @@ func (s *localStore) Location() string        { return s.dir }
 func (s *localStore) Join(name string) string { return filepath.Join(s.dir, name) }
 func (s *localStore) Fetched() int64          { return s.read.Load() }
 
-func (s *localStore) ReadFile(name string) ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(s.dir, name))
+// ReadFile reads a regular file of at most 256 MiB whole.
+func (s *localStore) ReadFile(name string) ([]byte, error) { return s.readFileMax(name, maxWholeFile) }
+
+func (s *localStore) readFileMax(name string, max int64) ([]byte, error) {
+	b, err := readRegular(filepath.Join(s.dir, name), max)
 	s.read.Add(int64(len(b)))
 	return b, err
 }
@@ -168,7 +171,7 @@ func (s *localStore) List() ([]FileInfo, error) {
 }
 
 func (s *localStore) Open(name string) (File, error) {
-	f, err := os.Open(filepath.Join(s.dir, name))
+	f, err := openRegular(filepath.Join(s.dir, name))
 	if err != nil {
 		return nil, err
 	}

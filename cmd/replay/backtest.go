@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tapedeck/tapedeck/backtest"
+	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/replayer/export"
@@ -148,6 +150,9 @@ tables.`,
 			if err != nil {
 				return err
 			}
+			if err := outsideInputs("backtest", out, args); err != nil {
+				return err
+			}
 			fromNs, toNs, err := parseWindow(args, from, to)
 			if err != nil {
 				return err
@@ -161,6 +166,12 @@ tables.`,
 			defer cancel()
 			res, _, err := backtest.Run(ctx, args, strat, cfg, backtest.RunOptions{Name: strategy, Params: ps,
 				Replay: []replayer.Option{replayer.WithWindow(fromNs, toNs), replayer.WithHashCheck(hash)}})
+			var ce *datasets.CorruptionError
+			if errors.Is(err, replayer.ErrDamaged) || errors.As(err, &ce) {
+				// Damaged data is a problem of the input (exit 3), as for
+				// every replaying verb, not a failure of the command.
+				return damagedError("backtest", nil, err)
+			}
 			if err != nil {
 				return err
 			}
