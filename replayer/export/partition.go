@@ -223,19 +223,9 @@ func (p *Partitioned) OnEvent(e *replayer.Event) error {
 		p.order = append(p.order, path)
 		p.paths = append(p.paths, path)
 	}
-	if err := p.held.onEvent(s, e, p.each); err != nil {
+	if err := p.held.onEvent(s, e, p.order, p.sinks); err != nil {
 		p.err = err
 		return err
-	}
-	return nil
-}
-
-// each calls f on every open sink, in the order they were made.
-func (p *Partitioned) each(f func(*Sink) error) error {
-	for _, path := range p.order {
-		if err := f(p.sinks[path]); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
 	}
 	return nil
 }

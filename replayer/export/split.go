@@ -18,9 +18,11 @@ import (
 //
 // Each Sink gets the options given to NewSplit (WithInstruments selects
 // which instruments get a file) and, unless WithBatchRows is among them,
-// batches of SplitBatchRows rows, so that memory grows with the number of
-// instruments by a small batch each. Like a Sink, a Split is not safe for
-// concurrent use; it never closes the writers.
+// batches of SplitBatchRows rows; each starts with room for a few rows and
+// grows as its instrument's rows come, and past a budget over all (see
+// manyBudget) every Sink writes what it holds, so that memory does not grow
+// with the number of instruments by a batch each. Like a Sink, a Split is
+// not safe for concurrent use; it never closes the writers.
 type Split struct {
 	open  func(venue, instrument string) (io.Writer, error)
 	table Table
@@ -48,9 +50,9 @@ type heldRows struct {
 	budget int // 0: manyBudget
 }
 
-// onEvent hands e to s and spills every sink of all once the budget is
-// exceeded.
-func (h *heldRows) onEvent(s *Sink, e *replayer.Event, all func(func(*Sink) error) error) error {
+// onEvent hands e to s and, once the budget is exceeded, spills every sink
+// (named by order, in that order).
+func (h *heldRows) onEvent(s *Sink, e *replayer.Event, order []string, sinks map[string]*Sink) error {
 	before := s.heldBytes()
 	if err := s.OnEvent(e); err != nil {
 		return err
@@ -64,11 +66,14 @@ func (h *heldRows) onEvent(s *Sink, e *replayer.Event, all func(func(*Sink) erro
 		return nil
 	}
 	h.bytes = 0
-	return all(func(s *Sink) error {
-		err := s.spill()
+	for _, name := range order {
+		s := sinks[name]
+		if err := s.spill(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
 		h.bytes += s.heldBytes()
-		return err
-	})
+	}
+	return nil
 }
 
 // SplitBatchRows is the batch size of a Split's sinks unless WithBatchRows
@@ -117,19 +122,9 @@ func (p *Split) OnEvent(e *replayer.Event) error {
 		p.sinks[inst] = s
 		p.order = append(p.order, inst)
 	}
-	if err := p.held.onEvent(s, e, p.each); err != nil {
+	if err := p.held.onEvent(s, e, p.order, p.sinks); err != nil {
 		p.err = err
 		return err
-	}
-	return nil
-}
-
-// each calls f on every sink, in the order they were made.
-func (p *Split) each(f func(*Sink) error) error {
-	for _, inst := range p.order {
-		if err := f(p.sinks[inst]); err != nil {
-			return fmt.Errorf("%s: %w", inst, err)
-		}
 	}
 	return nil
 }
