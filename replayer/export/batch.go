@@ -138,6 +138,18 @@ func (b *batch) grow(n int) {
 	b.capRows = n
 }
 
+// free lets go of the values, keeping the columns' descriptions.
+func (b *batch) free() {
+	for i := range b.cols {
+		c := &b.cols[i]
+		c.i64, c.i32, c.b, c.s, c.null = nil, nil, nil, nil, nil
+	}
+	for i := range b.levelCounts {
+		b.levelCounts[i] = nil
+	}
+	b.books, b.arena, b.rows, b.capRows = nil, nil, 0, 0
+}
+
 // regrow gives the batch room for n rows (n > b.rows), keeping its rows: a
 // Sink among many (Split, Partitioned) starts small and doubles up to its
 // batch size, so that an instrument with few rows holds little memory.

@@ -70,6 +70,7 @@ type parquetWriter struct {
 	// next to copy out, under closeMu (see write).
 	rgb       *metadata.RowGroupMetaDataBuilder
 	rowGroups int
+	rows      int // rows a batch holds at most
 	closeMu   sync.Mutex
 	done      []bool
 	nextClose int
@@ -235,9 +236,8 @@ func newParquetWriterOf(w io.Writer, s *Sink, pq *pqShared) (*parquetWriter, err
 		p.units = append(p.units, [2]int{i, i + 1})
 	}
 	p.scratch = make([]*pqScratch, min(s.encoders(), len(p.units)))
-	for w := range p.scratch {
-		p.scratch[w] = &pqScratch{defBuf: make([]uint8, rows), defCol: -1, idx: make([]int32, 0, rows)}
-	}
+	p.rows = rows
+	p.release()
 	if _, err := p.w.Write(parquetMagic); err != nil {
 		return nil, err
 	}
@@ -245,6 +245,14 @@ func newParquetWriterOf(w io.Writer, s *Sink, pq *pqShared) (*parquetWriter, err
 }
 
 var parquetMagic = []byte("PAR1")
+
+// release gives the workers fresh scratch, letting go of the pages and
+// dictionaries the last batch grew (a Sink among many that spilled).
+func (p *parquetWriter) release() {
+	for w := range p.scratch {
+		p.scratch[w] = &pqScratch{defBuf: make([]uint8, p.rows), defCol: -1, idx: make([]int32, 0, p.rows)}
+	}
+}
 
 // parquetSchema is the Parquet schema pqarrow.ToParquet derives from as for
 // the types a Sink writes. pqarrow itself is not used: it links Arrow Flight,

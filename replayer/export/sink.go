@@ -216,6 +216,9 @@ func (s *Sink) Close() error {
 		s.err = &WriteError{Table: s.table, Format: s.format, Err: err}
 		return s.err
 	}
+	// The file is done: its buffers go (a Split closes thousands of sinks).
+	s.b.free()
+	s.spare, s.out = batch{}, nil
 	return nil
 }
 
