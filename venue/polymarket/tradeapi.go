@@ -294,7 +294,7 @@ func (c *clob) apiKey(w http.ResponseWriter, r *http.Request) {
 	}
 	seed := ethsig.Keccak256([]byte("tapedeck api key"), []byte(addr), nonce[:])
 	k := &creds{address: addr,
-		key: fmt.Sprintf("%x-%x-%x-%x-%x", seed[0:4], seed[4:6], seed[6:8], seed[8:10], seed[10:16]),
+		key:        fmt.Sprintf("%x-%x-%x-%x-%x", seed[0:4], seed[4:6], seed[6:8], seed[8:10], seed[10:16]),
 		secret:     base64.URLEncoding.EncodeToString(seed[16:32]),
 		passphrase: passphraseOf(seed)}
 	c.mu.Lock()
