@@ -5,8 +5,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/tapedeck/tapedeck/internal/browsertest"
 )
 
 // replay backtest --sweep on the shipped sample: the table, each run's
@@ -91,4 +96,53 @@ func TestBacktestResearchRefusesBadFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2 with a one-line error: %s", args, code, stderr)
 		}
 	}
+}
+
+// The tearsheet in headless Chromium: no console error, every summary
+// figure on the page equals the --json summary, the sweep's table has a
+// row per point and the heatmap a cell per point.
+func TestBacktestTearsheetInBrowser(t *testing.T) {
+	sample := filepath.Join("..", "..", "datasets", "samples", "polymarket")
+	sheet := filepath.Join(t.TempDir(), "sheet.html")
+	code, stdout, stderr := execReplay(t, "backtest", sample, "--strategy", "mm", "--sweep", "spread=0.02,0.04",
+		"--sweep", "size=5,10", "--report", sheet, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rows []struct {
+		Summary map[string]any `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rows); err != nil || len(rows) != 4 {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	b := browsertest.New(t)
+	b.Do(chromedp.Navigate("file://" + sheet))
+	b.WaitJS("the tearsheet", `document.querySelectorAll('#points tr').length === 5`, 10*time.Second)
+	type page struct {
+		Figures map[string]string `json:"figures"`
+		Cells   int               `json:"cells"`
+		Charts  int               `json:"charts"`
+	}
+	v := browsertest.Eval[page](b, `(() => {
+  const figures = {};
+  document.querySelectorAll('[data-key]').forEach(e => { figures[e.dataset.key] = e.dataset.value; });
+  return {figures, cells: document.querySelectorAll('svg rect[fill^="rgb"]').length, charts: document.querySelectorAll('svg').length};
+})()`)
+	// The run shown in detail is the best by the objective (pnl).
+	best := rows[0].Summary
+	for _, r := range rows[1:] {
+		if r.Summary["pnl"].(float64) > best["pnl"].(float64) {
+			best = r.Summary
+		}
+	}
+	for _, k := range []string{"pnl", "fees", "turnover", "fill_ratio", "max_drawdown", "sharpe", "sortino", "orders", "fills"} {
+		got, err := strconv.ParseFloat(v.Figures[k], 64)
+		if want, ok := best[k].(float64); err != nil || !ok || got != want {
+			t.Errorf("%s: page %q, summary %v", k, v.Figures[k], best[k])
+		}
+	}
+	if v.Cells != 4 || v.Charts < 7 {
+		t.Errorf("%d heatmap cells, %d charts", v.Cells, v.Charts)
+	}
+	b.NoProblems()
 }
