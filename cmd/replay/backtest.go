@@ -243,14 +243,14 @@ func runBacktest(ctx context.Context, o *backtestOptions) error {
 	if err := checkIDs(cfg, res); err != nil {
 		return err
 	}
+	var missing []string
 	for _, id := range o.Instruments {
-		_, seen := res.Scales[id]
-		for _, m := range res.Markets {
-			seen = seen || m == id
+		if !seenID(res, id, true) {
+			missing = append(missing, id)
 		}
-		if !seen {
-			fmt.Fprintf(o.Stderr, "backtest: --instrument %s: no such instrument or market in the data; the strategy saw none of its events\n", id)
-		}
+	}
+	if missing != nil {
+		return noMatch("backtest", missing, "nothing written")
 	}
 	if o.Out != "" {
 		if err := res.WriteTables(o.Out, outFormat, append(outOpts, export.WithDatasets(o.Datasets...))...); err != nil {

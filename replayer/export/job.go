@@ -489,7 +489,7 @@ func (j *Job) exportTable(ctx context.Context, open func(path string) (io.Writer
 	}
 	r.Subscribe(replayer.Key{}, sink)
 	var probe *filterProbe
-	if len(j.Instruments) > 0 {
+	if len(j.Instruments) > 0 && j.Shard.Whole() { // other shards' instruments are not routed
 		probe = newFilterProbe(j.Instruments)
 		r.Subscribe(replayer.Key{}, probe)
 	}
@@ -523,8 +523,8 @@ func (j *Job) exportTable(ctx context.Context, open func(path string) (io.Writer
 		return nothingf("export: --from %s is past the last record: all %d frames were warm-up, nothing written",
 			fmtNs(j.FromNs), sum.Frames)
 	}
-	if probe != nil && !probe.matched {
-		return nothingf("export: no instrument of the datasets matches --instrument %s: nothing written", strings.Join(j.Instruments, ", "))
+	if probe != nil && probe.left > 0 {
+		return nothingf("export: no instrument of the datasets matches --instrument %s: nothing written", strings.Join(probe.missing(j.Instruments), ", "))
 	}
 	if err := sink.Close(); err != nil {
 		return err
