@@ -61,6 +61,8 @@ type Job struct {
 	// Progress, when not nil, is started once the replay's span [start,
 	// end) ns is known and polls pos; the function it returns stops it.
 	Progress func(start, end int64, pos func() int64) (stop func())
+
+	files *openFiles // of a split or partitioned export
 }
 
 // Result is what a Run wrote.
@@ -299,6 +301,7 @@ func Run(ctx context.Context, j *Job) (res *Result, err error) {
 	if err := j.Validate(); err != nil {
 		return nil, err
 	}
+	j.files = nil
 	var outs []*outFile
 	defer func() {
 		if err != nil {
@@ -308,7 +311,7 @@ func Run(ctx context.Context, j *Job) (res *Result, err error) {
 		}
 	}()
 	open := func(path string) (io.Writer, error) {
-		f, err := j.createOut(path)
+		f, err := j.createOut(path, j.SplitBy != "")
 		if err != nil {
 			return nil, err
 		}
