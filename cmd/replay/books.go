@@ -142,7 +142,8 @@ func runBooks(ctx context.Context, opts *booksOptions) error {
 		}
 	}
 	if opts.Format == "table" {
-		return printBooksTable(opts.Out, books)
+		// Instrument ids come from the venue: shown, never obeyed, by a terminal.
+		return printBooksTable(cli.SafeText(opts.Out), books)
 	}
 	return json.NewEncoder(opts.Out).Encode(struct {
 		Books []bookJSON `json:"books"`
