@@ -35,6 +35,7 @@ type backtestOptions struct {
 	Cash, FeeRate                                               float64
 	FeeTier, BatchRows                                          int
 	JSON, UseBackfill, AllowShort, NoExchTime, Hash             bool
+	TradesAtPrice                                               bool
 	research                                                    researchFlags
 	Stdout, Stderr                                              io.Writer
 }
@@ -120,6 +121,7 @@ An --fee or --resolve id the data never names is refused (exit 2), as is an
 	f.StringVar(&o.To, "to", "", "end of the window, exclusive (`T`, as --from)")
 	f.StringVar(&o.Out, "out", "", "write orders, fills, positions, equity and markouts into `DIR` (see --format); a sweep writes its table there and each run's tables in a directory of its own; never inside an input dataset")
 	f.BoolVarP(&o.Force, "force", "f", false, "overwrite the tables of an earlier run in --out")
+	f.BoolVar(&o.TradesAtPrice, "trades-at-price", false, "a trade printed at a resting order's price fills it up to the trade's size, whatever the queue ahead (optimistic; default: the queue model, fills only beyond the queue ahead or when trades or the book go through the price)")
 	f.StringVar(&o.Format, "format", "csv", "format of the --out tables: csv (exact decimals, ns), parquet or arrow (decimal128, timestamp[ns, UTC])")
 	f.StringVar(&o.Compression, "compression", "", "--out parquet or arrow: zstd, snappy (Parquet only) or none; default snappy for Parquet, none for Arrow")
 	f.IntVar(&o.BatchRows, "batch-rows", 0, "--out parquet or arrow: rows per row group or record batch (default: about 24 MiB of rows)")
@@ -185,7 +187,7 @@ func backtestConfig(o *backtestOptions) (backtest.Config, backtest.Params, error
 	}
 	cfg := backtest.Config{Queue: qm, Latency: lat, Cash: int64(math.Round(o.Cash * 1e10)),
 		FeeRate: o.FeeRate, FeeRates: rates, FeeCategories: cats, MakerRebateShare: rebateShare, RecordedRebates: recordedRebates, FeeTier: o.FeeTier,
-		UseBackfill: o.UseBackfill, AllowShort: o.AllowShort, IgnoreExchangeTime: o.NoExchTime, Instruments: o.Instruments}
+		UseBackfill: o.UseBackfill, AllowShort: o.AllowShort, TradesAtPrice: o.TradesAtPrice, IgnoreExchangeTime: o.NoExchTime, Instruments: o.Instruments}
 	if o.Resolve != "" {
 		cfg.Resolutions = map[string]bool{}
 		for _, r := range strings.Split(o.Resolve, ",") {
@@ -243,14 +245,14 @@ func runBacktest(ctx context.Context, o *backtestOptions) error {
 	if err := checkIDs(cfg, res); err != nil {
 		return err
 	}
+	var missing []string
 	for _, id := range o.Instruments {
-		_, seen := res.Scales[id]
-		for _, m := range res.Markets {
-			seen = seen || m == id
+		if !seenID(res, id, true) {
+			missing = append(missing, id)
 		}
-		if !seen {
-			fmt.Fprintf(o.Stderr, "backtest: --instrument %s: no such instrument or market in the data; the strategy saw none of its events\n", id)
-		}
+	}
+	if missing != nil {
+		return noMatch("backtest", missing, "nothing written")
 	}
 	if o.Out != "" {
 		if err := res.WriteTables(o.Out, outFormat, append(outOpts, export.WithDatasets(o.Datasets...))...); err != nil {
