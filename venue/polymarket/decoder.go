@@ -130,7 +130,7 @@ type Decoder struct {
 	last    *instrument   // the instrument lookup found last
 	prev    *instrument   // the one it found before last
 	stats   venue.Stats
-	nowMs   int64 // the latest venue time seen, ms
+	nowMs   int64       // the latest venue time seen, ms
 	discard venue.Frame // out for a nil *Frame
 
 	// Scratch reused by every frame; it grows to the largest frame seen.
@@ -197,7 +197,7 @@ type instrument struct {
 	ltpFirst  bool  // the last matching hash had last_trade_price appended
 	okSeen    bool  // a hash ever matched (ltpFirst says in which form)
 	inPending bool
-	inWaiting bool // in Decoder.waiting
+	inWaiting bool      // in Decoder.waiting
 	hc        hashCache // the book serialized for hash checks
 	key       idKey     // the id's first 16 bytes, when long (hint.go)
 	long      bool
