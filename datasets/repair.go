@@ -303,8 +303,13 @@ func Repair(dir string, opts ...RepairOption) (*RepairReport, error) {
 		rep.IndexesWritten = append(rep.IndexesWritten, filepath.Join(dir, indexName(s.num)))
 	}
 
-	// The recorded range never shrinks: a loss at either end is covered by
-	// its gap record (from the last good record to the old end).
+	// The range is the records': it reaches past them only as far as a
+	// gap record says records were lost (a loss at the start is covered
+	// from the recorded start, one at the end to the old end). A killed
+	// writer's manifest starts when the writer did, before its first
+	// record: that start is not kept, or verify would find the manifest
+	// claiming a time no record or loss covers. A range set by a Close or
+	// an earlier repair never shrinks.
 	old := m
 	if haveAny {
 		start, end := firstWall, lastWall
@@ -312,9 +317,12 @@ func Repair(dir string, opts ...RepairOption) (*RepairReport, error) {
 			if d.ToNs > end {
 				end = d.ToNs
 			}
+			if d.FromNs != 0 && d.FromNs < start {
+				start = d.FromNs
+			}
 		}
-		if m.StartNs != 0 && m.StartNs < start {
-			start = m.StartNs
+		if (m.Clean || m.Recovered) && m.StartNs != 0 && m.StartNs < start {
+			start = m.StartNs // set by a Close or an earlier repair: never shrinks
 		}
 		if m.EndNs > end {
 			end = m.EndNs

@@ -8,10 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/feed"
+	"github.com/tapedeck/tapedeck/feed/engine"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
@@ -23,9 +23,12 @@ import (
 // books become invalid until their next snapshot, and a KindLiveLag record
 // says so. Its goroutine does everything else: decoding, books, integrity
 // checks (live_heal.go), subscribers and the read API (LiveBooks,
-// LiveStats). Because it sees exactly the records of the dataset in their
-// order and delivers them as replayer.Replayer does, a subscriber sees live
-// what a replay of the recording delivers (same feed.Digester digest).
+// LiveStats). Decoding, routing, the digest, losses and subscriber
+// isolation are the event core's (feed/engine), the one replayer.Replayer
+// drives: because it sees exactly the records of the dataset in their order,
+// a subscriber sees live what a replay of the recording delivers (same
+// digest). What is the live engine's own is the hand-off, skipping to the
+// next snapshot, lag, healing and publishing.
 
 // Defaults of the live engine's hand-off from the writer.
 const (
@@ -109,20 +112,10 @@ type liveEngine struct {
 	skipN            uint64
 	skipFrom, skipTo int64
 
-	// Subscriptions (any goroutine adds; the engine resolves).
-	subMu  sync.Mutex
-	subs   []*liveSub
-	subGen atomic.Uint64
-
 	// Engine-owned.
-	conns      map[uint32]*liveConn
-	order      []*liveConn // creation order, as replay's
-	cur        []*liveSub
-	gen        uint64
-	digest     *feed.Digester
-	ev         feed.Event
+	eng        *engine.Engine
+	rec        datasets.Record // the record being processed
 	instBuf    []string
-	dirty      []*liveRoute
 	heal       healer
 	recordGate healer // spaces KindIntegrity records per (instrument, check)
 	held       map[healKey]heldFindings
@@ -134,7 +127,7 @@ type liveEngine struct {
 
 	// Published for the read API.
 	pubMu   sync.Mutex
-	pubs    []*liveRoute
+	pubs    []*livePub
 	digestS string // digest at the end of the run
 	stats   liveCounters
 }
@@ -142,7 +135,6 @@ type liveEngine struct {
 // liveCounters are the engine's counts, read by LiveStats from any goroutine.
 type liveCounters struct {
 	records, frames, decodeErrors, skipped, skipEpisodes, panics atomic.Uint64
-	controls, restUndecoded                                      atomic.Uint64
 	hashMismatch, topMismatch, crossed, stalls                   atomic.Uint64
 	resubscribes, healDeferred                                   atomic.Uint64
 	lastSeq                                                      atomic.Uint64
@@ -150,54 +142,67 @@ type liveCounters struct {
 	subFailures                                                  atomic.Uint64
 }
 
-// liveConn is one connection slot's decoder and routes, as replay's connState.
+// liveConn is the live engine's own state of one connection slot, beside
+// the core's (its Data): integrity bookkeeping (live_heal.go).
 type liveConn struct {
-	conn    uint32
-	dec     venue.Decoder
-	scale   book.Scale
-	frame   venue.Frame
-	routes  map[string]*liveRoute
-	last    *liveRoute
-	prev    *liveRoute
-	lastSeq uint64
-	lastNs  int64
-	closed  bool // as replay's: the last record was the connection's clean close
-	// Integrity bookkeeping (live_heal.go).
+	*engine.Conn
 	seen  venue.Stats
 	quals map[string]venue.Quality
 }
 
 // liveSub is one Subscribe call.
 type liveSub struct {
-	index  int
-	key    feed.Key
-	sub    feed.Subscriber
-	failed bool // engine-owned
+	key feed.Key
+	sub feed.Subscriber
 }
 
-// liveRoute is one (connection, instrument): its subscribers per channel,
-// its book, digest key and the published top of book.
-type liveRoute struct {
-	instrument string
-	conn       uint32
-	key        uint64
-	book       *book.Book
-	bookAsked  bool
-	gen        uint64
-	subs       [feed.NumChannels][]*liveSub
-	isDirty    bool
-	updatedNs  int64
-	seq        uint64
-
-	mu  sync.Mutex // guards pub
+// livePub is one instrument's published top of book (a route's Data).
+type livePub struct {
+	mu  sync.Mutex
 	pub LiveBook
 }
 
 func newLiveEngine(r *Recorder) *liveEngine {
 	o := r.o.live
-	return &liveEngine{r: r, ch: make(chan liveRec, o.records), maxBytes: o.bytes, done: make(chan struct{}),
-		conns: map[uint32]*liveConn{}, digest: feed.NewDigester(), heal: newHealer(r),
-		recordGate: newHealer(r), held: map[healKey]heldFindings{}}
+	l := &liveEngine{r: r, ch: make(chan liveRec, o.records), maxBytes: o.bytes, done: make(chan struct{}),
+		heal: newHealer(r), recordGate: newHealer(r), held: map[healKey]heldFindings{}}
+	l.eng = engine.New(engine.Config{
+		Sources: []engine.Source{{Venue: r.spec.Venue, NewDecoder: func() (venue.Decoder, error) {
+			dec, err := o.newDecoder(r.spec.Venue, !o.noHashCheck)
+			if err != nil {
+				panic(err) // New checked the venue
+			}
+			return dec, nil
+		}}},
+		Failed:      l.failed,
+		Checked:     func(c *engine.Conn, rec *datasets.Record) { l.check(l.liveConn(c), rec) },
+		Invalidated: func(c *engine.Conn) { lc := l.liveConn(c); lc.seen = c.Dec.Stats() },
+		NewRoute:    l.newRoute,
+		TrackBooks:  true,
+	})
+	return l
+}
+
+// liveConn returns the live state of c, made on first use.
+func (l *liveEngine) liveConn(c *engine.Conn) *liveConn {
+	if lc, ok := c.Data.(*liveConn); ok {
+		return lc
+	}
+	lc := &liveConn{Conn: c}
+	c.Data = lc
+	return lc
+}
+
+// newRoute publishes an instrument's route for LiveBooks.
+func (l *liveEngine) newRoute(rt *engine.Route) {
+	if rt.Instrument == "" {
+		return
+	}
+	p := &livePub{}
+	rt.Data = p
+	l.pubMu.Lock()
+	l.pubs = append(l.pubs, p)
+	l.pubMu.Unlock()
 }
 
 // offer hands a record the sink accepted (seq) to the engine without
@@ -284,7 +289,6 @@ func (l *liveEngine) run() {
 			}
 			continue
 		}
-		l.refreshSubs()
 		var t0 time.Time
 		if lr.skipped > 0 || !behindUntil.IsZero() {
 			t0 = time.Now()
@@ -296,7 +300,8 @@ func (l *liveEngine) run() {
 				behindUntil = t0.Add(liveBehindFor)
 			}
 		}
-		l.safely(&lr.rec)
+		l.rec = lr.rec // the core's hooks keep a pointer: not one escaping per record
+		l.safely(&l.rec)
 		if !t0.IsZero() {
 			now := time.Now()
 			credit += time.Duration(float64(now.Sub(last))*liveBehindDuty) - now.Sub(t0)
@@ -322,15 +327,10 @@ func (l *liveEngine) run() {
 		l.fellBehind(l.skipN, l.skipFrom, l.skipTo, time.Now())
 	}
 	l.flushLag()
-	l.refreshSubs()
-	for _, c := range l.order {
-		c.frame.Events = c.frame.Events[:0]
-		c.dec.Flush(&c.frame)
-		l.emitFrame(c, datasets.KindFrame, c.lastSeq, c.lastNs, nil)
-	}
+	l.eng.FlushAll()
 	l.publish()
 	l.pubMu.Lock()
-	l.digestS = l.digest.Sum()
+	l.digestS = l.eng.Digest()
 	l.pubMu.Unlock()
 }
 
@@ -338,25 +338,38 @@ func (l *liveEngine) run() {
 // connection's live decoder (its books are rebuilt from the next snapshot)
 // and is recorded, and the engine goes on.
 func (l *liveEngine) safely(rec *datasets.Record) {
+	defer l.count()
 	defer func() {
 		if p := recover(); p != nil {
 			l.stats.panics.Add(1)
 			text := fmt.Sprintf("live decoder panicked on record %d (%s): %v; its connection's live books restart from the next snapshot", rec.Seq, rec.Kind, p)
 			l.r.log.Error("live engine", "conn", rec.Conn, "panic", p, "stack", string(debug.Stack()))
-			if c := l.conns[rec.Conn]; c != nil {
+			for _, c := range l.eng.Conns() {
+				if c.ID != rec.Conn {
+					continue
+				}
 				if dec, err := l.r.o.live.newDecoder(l.r.spec.Venue, !l.r.o.live.noHashCheck); err == nil {
-					c.dec, c.seen, c.quals = dec, venue.Stats{}, nil
-					for _, rt := range c.routes {
-						rt.book, rt.bookAsked = nil, false
-					}
+					l.eng.Replace(c, dec)
+					lc := l.liveConn(c)
+					lc.seen, lc.quals = venue.Stats{}, nil
 				}
 			}
 			l.record(rec.Conn, datasets.KindLiveLag, datasets.Control{FromNs: rec.WallNs, ToNs: rec.WallNs,
 				Err: fmt.Sprint(p), Text: text})
 		}
 	}()
-	l.process(rec)
+	if err := l.eng.Process(0, rec, true); err != nil {
+		panic(err) // the core's hooks return no error here
+	}
 	l.publish()
+}
+
+// count copies the core's counts LiveStats reports.
+func (l *liveEngine) count() {
+	n := &l.eng.Counts
+	l.stats.records.Store(n.Records)
+	l.stats.frames.Store(n.Frames)
+	l.stats.decodeErrors.Store(n.DecodeErrors)
 }
 
 // fellBehind restarts every live book from its next snapshot after skipped
@@ -365,11 +378,8 @@ func (l *liveEngine) safely(rec *datasets.Record) {
 func (l *liveEngine) fellBehind(n uint64, from, to int64, now time.Time) {
 	l.stats.skipped.Add(n)
 	l.r.lm.skipped.Add(float64(n))
-	for _, c := range l.order {
-		c.frame.Events = c.frame.Events[:0]
-		c.dec.Flush(&c.frame)
-		c.dec.Invalidate()
-		c.seen = c.dec.Stats()
+	for _, c := range l.eng.Conns() {
+		l.eng.Drop(c)
 	}
 	if l.lag.n == 0 {
 		l.lag.from = from
@@ -392,141 +402,16 @@ func (l *liveEngine) flushLag() {
 	l.stats.skipEpisodes.Add(1)
 	l.r.log.Warn("live engine fell behind; skipped records (the recording has them)", "records", n)
 	var insts []string
-	for _, c := range l.order {
-		l.instBuf = c.dec.Instruments(l.instBuf[:0])
+	for _, c := range l.eng.Conns() {
+		l.instBuf = c.Dec.Instruments(l.instBuf[:0])
 		insts = append(insts, l.instBuf...)
 		for _, inst := range l.instBuf {
-			l.heal.request(c.conn, inst, healLag, "live engine fell behind")
+			l.heal.request(c.ID, inst, healLag, "live engine fell behind")
 		}
 	}
 	l.record(0, datasets.KindLiveLag, datasets.Control{Dropped: n, FromNs: l.lag.from, ToNs: l.lag.to, Instruments: insts,
 		Text: fmt.Sprintf("live engine fell behind: skipped %d records (kept in the recording); live books invalid until their next snapshot", n)})
 	l.lag.n, l.lag.from, l.lag.to = 0, 0, 0
-}
-
-func (l *liveEngine) refreshSubs() {
-	if g := l.subGen.Load(); g != l.gen {
-		l.subMu.Lock()
-		l.cur = append(l.cur[:0], l.subs...)
-		l.gen = l.subGen.Load()
-		l.subMu.Unlock()
-	}
-}
-
-// conn returns the state of a connection slot, creating its decoder on first
-// use.
-func (l *liveEngine) conn(id uint32) *liveConn {
-	if c := l.conns[id]; c != nil {
-		return c
-	}
-	dec, err := l.r.o.live.newDecoder(l.r.spec.Venue, !l.r.o.live.noHashCheck)
-	if err != nil {
-		panic(err) // New checked the venue
-	}
-	c := &liveConn{conn: id, dec: dec, scale: dec.Scale(), routes: map[string]*liveRoute{}}
-	l.conns[id] = c
-	l.order = append(l.order, c)
-	return c
-}
-
-func (l *liveEngine) route(c *liveConn, inst string) *liveRoute {
-	rt := c.last
-	if rt == nil || rt.instrument != inst {
-		rt = c.prev
-		if rt == nil || rt.instrument != inst {
-			rt = c.routes[inst]
-			if rt == nil {
-				rt = &liveRoute{instrument: inst, conn: c.conn, key: feed.DigestKey(inst)}
-				l.resolve(rt)
-				c.routes[inst] = rt
-				if inst != "" {
-					l.pubMu.Lock()
-					l.pubs = append(l.pubs, rt)
-					l.pubMu.Unlock()
-				}
-			}
-		}
-		c.prev, c.last = c.last, rt
-	}
-	if rt.gen != l.gen {
-		l.resolve(rt)
-	}
-	return rt
-}
-
-func (l *liveEngine) resolve(rt *liveRoute) {
-	v := l.r.spec.Venue
-	for ch := range rt.subs {
-		rt.subs[ch] = rt.subs[ch][:0]
-		if ch == int(feed.ChannelAll) {
-			continue
-		}
-		for _, s := range l.cur {
-			k := s.key
-			if (k.Venue == "" || k.Venue == v) && (k.Instrument == "" || k.Instrument == rt.instrument) &&
-				(k.Channel == feed.ChannelAll || k.Channel == feed.Channel(ch)) {
-				rt.subs[ch] = append(rt.subs[ch], s)
-			}
-		}
-	}
-	rt.gen = l.gen
-}
-
-// process applies one record as replay does (replayer.Replayer.process, with
-// every record delivered).
-func (l *liveEngine) process(rec *datasets.Record) {
-	l.stats.records.Add(1)
-	if c := l.conns[rec.Conn]; c != nil && c.closed {
-		c.closed = false
-		c.frame.Events = c.frame.Events[:0]
-		c.dec.Flush(&c.frame)
-		c.dec.Invalidate()
-		c.seen = c.dec.Stats()
-	}
-	switch k := rec.Kind; {
-	case k == datasets.KindFrame:
-		c := l.conn(rec.Conn)
-		c.lastSeq, c.lastNs = rec.Seq, rec.WallNs
-		l.stats.frames.Add(1)
-		if err := c.dec.Decode(rec.Payload, rec.WallNs, &c.frame); err != nil {
-			// As in replay: the messages that applied and the rejected
-			// ones (venue.EventReject, with the books they invalidated)
-			// are still delivered.
-			l.stats.decodeErrors.Add(1)
-		}
-		l.emitFrame(c, datasets.KindFrame, rec.Seq, rec.WallNs, rec.Payload)
-		l.check(c, rec)
-	case k.IsLoss():
-		if rec.Conn == datasets.ConnAll {
-			for _, c := range l.order {
-				l.loss(c, rec)
-			}
-			return
-		}
-		l.loss(l.conn(rec.Conn), rec)
-	case k == datasets.KindRESTResponse:
-		c := l.conn(rec.Conn)
-		decErr := c.dec.Decode(rec.Payload, rec.WallNs, &c.frame)
-		if decErr != nil {
-			l.stats.restUndecoded.Add(1)
-		}
-		l.controlRecord(c, rec)
-		l.emitControl(c, rec, decodeLiveControl(rec), l.route(c, ""), nil)
-		if len(c.frame.Events) > 0 { // a /books body applies summary by summary
-			l.emitFrame(c, datasets.KindRESTResponse, rec.Seq, rec.WallNs, rec.Payload)
-		}
-		if decErr == nil {
-			l.check(c, rec)
-		}
-	case k == datasets.KindSent || k.IsControl():
-		c := l.conn(rec.Conn)
-		if so, ok := c.dec.(venue.SentObserver); k == datasets.KindSent && ok {
-			so.Sent(rec.Payload, rec.WallNs)
-		}
-		l.controlRecord(c, rec)
-		l.emitControl(c, rec, decodeLiveControl(rec), l.route(c, ""), nil)
-		c.closed = k == datasets.KindCleanClose && rec.Conn != 0
-	}
 }
 
 // record writes one of the engine's own records into the recording (it
@@ -541,154 +426,35 @@ func (l *liveEngine) record(conn uint32, k datasets.Kind, c datasets.Control) {
 	}
 }
 
-// decodeLiveControl returns the record's Control (empty for sent and REST
-// payloads). Control records are rare: this allocates.
-func decodeLiveControl(rec *datasets.Record) *datasets.Control {
-	ctl := new(datasets.Control)
-	if rec.Kind == datasets.KindSent || rec.Kind == datasets.KindRESTResponse || len(rec.Payload) == 0 {
-		return ctl
-	}
-	if c, err := datasets.DecodeControl(rec.Payload); err == nil {
-		*ctl = c
-	}
-	return ctl
-}
-
-func (l *liveEngine) emitFrame(c *liveConn, kind datasets.Kind, seq uint64, recvNs int64, payload []byte) {
-	evs := c.frame.Events
-	if payload == nil && len(evs) == 0 {
-		return
-	}
-	e := &l.ev
-	e.Dataset, e.Venue, e.Conn, e.Seq, e.RecvNs = 0, l.r.spec.Venue, c.conn, seq, recvNs
-	e.Kind, e.Control, e.Payload, e.Scale = kind, nil, payload, c.scale
-	l.digest.Record(e)
-	for i := range evs {
-		v := &evs[i]
-		rt := l.route(c, v.Instrument)
-		bk := v.Book
-		if bk != nil {
-			rt.book = bk
-		} else if v.Instrument != "" {
-			if rt.book == nil && !rt.bookAsked {
-				rt.book, rt.bookAsked = c.dec.Book(v.Instrument), true
-			}
-			bk = rt.book
-		}
-		ch := feed.ChannelOf(v.Type)
-		e.Channel, e.Instrument, e.Decoded, e.Book = ch, v.Instrument, v, bk
-		l.digest.Event(e, v, rt.key, v.ExchangeNs)
-		if bk != nil && v.Instrument != "" {
-			rt.updatedNs, rt.seq = recvNs, seq
-			if !rt.isDirty {
-				rt.isDirty = true
-				l.dirty = append(l.dirty, rt)
-			}
-		}
-		list := rt.subs[ch]
-		if len(list) == 0 {
-			continue
-		}
-		e.Quality = venue.Quality{}
-		if bk != nil {
-			e.Quality = c.dec.Quality(v.Instrument)
-		}
-		for _, s := range list {
-			if !s.failed {
-				l.call(s, e)
-			}
-		}
-	}
-}
-
-func (l *liveEngine) loss(c *liveConn, rec *datasets.Record) {
-	c.frame.Events = c.frame.Events[:0]
-	c.dec.Flush(&c.frame)
-	l.emitFrame(c, datasets.KindFrame, rec.Seq, rec.WallNs, nil)
-	l.check(c, rec)
-	c.dec.Invalidate()
-	c.seen = c.dec.Stats()
-	ctl := decodeLiveControl(rec)
-	l.controlRecord(c, rec)
-	l.instBuf = c.dec.Instruments(l.instBuf[:0])
-	for _, inst := range l.instBuf {
-		rt := l.route(c, inst)
-		l.emitControl(c, rec, ctl, rt, c.dec.Book(inst))
-		l.markDirty(rt)
-	}
-	l.emitControl(c, rec, ctl, l.route(c, ""), nil)
-}
-
-func (l *liveEngine) markDirty(rt *liveRoute) {
-	if !rt.isDirty {
-		rt.isDirty = true
-		l.dirty = append(l.dirty, rt)
-	}
-}
-
-func (l *liveEngine) controlRecord(c *liveConn, rec *datasets.Record) {
-	e := &l.ev
-	e.Dataset, e.Venue, e.Conn, e.Seq, e.RecvNs = 0, l.r.spec.Venue, c.conn, rec.Seq, rec.WallNs
-	e.Kind, e.Channel, e.Decoded, e.Payload, e.Scale = rec.Kind, feed.ChannelControl, nil, rec.Payload, c.scale
-	l.digest.Record(e)
-}
-
-func (l *liveEngine) emitControl(c *liveConn, rec *datasets.Record, ctl *datasets.Control, rt *liveRoute, bk *book.Book) {
-	l.stats.controls.Add(1)
-	e := &l.ev
-	e.Instrument, e.Control, e.Book, e.Quality = rt.instrument, ctl, bk, venue.Quality{}
-	if rt.instrument != "" {
-		e.Quality = c.dec.Quality(rt.instrument)
-	}
-	l.digest.Event(e, nil, rt.key, int64(xxhash.Sum64(rec.Payload)))
-	for _, s := range rt.subs[feed.ChannelControl] {
-		if !s.failed {
-			l.call(s, e)
-		}
-	}
-}
-
-// call delivers e to s, isolating errors and panics as replay does.
-func (l *liveEngine) call(s *liveSub, e *feed.Event) {
-	defer func() {
-		if p := recover(); p != nil {
-			l.fail(s, e, fmt.Errorf("panic: %v", p))
-		}
-	}()
-	if err := s.sub.OnEvent(e); err != nil {
-		l.fail(s, e, err)
-	}
-}
-
-func (l *liveEngine) fail(s *liveSub, e *feed.Event, err error) {
-	s.failed = true
+// failed logs and records a subscriber the core isolated.
+func (l *liveEngine) failed(f *engine.Failure) bool {
 	l.stats.subFailures.Add(1)
-	l.r.log.Error("live subscriber failed; it receives nothing more", "subscriber", s.index, "seq", e.Seq, "err", err)
-	l.record(0, datasets.KindNote, datasets.Control{Err: err.Error(),
-		Text: fmt.Sprintf("live subscriber %d failed at record %d and receives nothing more", s.index, e.Seq)})
+	l.r.log.Error("live subscriber failed; it receives nothing more", "subscriber", f.Subscriber, "seq", f.Event.Seq, "err", f.Err)
+	l.record(0, datasets.KindNote, datasets.Control{Err: f.Err.Error(),
+		Text: fmt.Sprintf("live subscriber %d failed at record %d and receives nothing more", f.Subscriber, f.Event.Seq)})
+	return false
 }
 
 // publish copies the top of every book changed by the last record to its
 // route's published LiveBook.
 func (l *liveEngine) publish() {
-	for _, rt := range l.dirty {
-		rt.isDirty = false
-		c := l.conns[rt.conn]
-		rt.mu.Lock()
-		p := &rt.pub
-		p.Venue, p.Conn, p.Instrument, p.UpdatedNs, p.Seq = l.r.spec.Venue, rt.conn, rt.instrument, rt.updatedNs, rt.seq
-		p.Scale = c.scale
-		p.Quality = c.dec.Quality(rt.instrument)
+	for _, rt := range l.eng.Dirty() {
+		c, lp := rt.Conn, rt.Data.(*livePub)
+		lp.mu.Lock()
+		p := &lp.pub
+		p.Venue, p.Conn, p.Instrument, p.UpdatedNs, p.Seq = c.Venue, c.ID, rt.Instrument, rt.UpdatedNs, rt.Seq
+		p.Scale = c.Scale
+		p.Quality = c.Dec.Quality(rt.Instrument)
 		p.Bids, p.Asks = p.Bids[:0], p.Asks[:0]
 		p.Valid, p.Crossed = false, false
-		if bk := rt.book; bk != nil {
+		if bk := rt.Book; bk != nil {
 			p.Valid, p.Crossed = bk.Valid(), bk.Crossed()
 			p.Bids = bk.Top(book.Bid, p.Bids, liveDepth)
 			p.Asks = bk.Top(book.Ask, p.Asks, liveDepth)
 		}
-		rt.mu.Unlock()
+		lp.mu.Unlock()
 	}
-	l.dirty = l.dirty[:0]
+	l.eng.ClearDirty()
 }
 
 // liveDepth is how many levels per side LiveBooks keeps.
@@ -736,14 +502,14 @@ func (r *Recorder) LiveBooks() []LiveBook {
 	pubs := slices.Clone(l.pubs)
 	l.pubMu.Unlock()
 	out := make([]LiveBook, 0, len(pubs))
-	for _, rt := range pubs {
-		rt.mu.Lock()
-		if rt.pub.Instrument != "" {
-			b := rt.pub
+	for _, lp := range pubs {
+		lp.mu.Lock()
+		if lp.pub.Instrument != "" {
+			b := lp.pub
 			b.Bids, b.Asks = slices.Clone(b.Bids), slices.Clone(b.Asks)
 			out = append(out, b)
 		}
-		rt.mu.Unlock()
+		lp.mu.Unlock()
 	}
 	slices.SortFunc(out, func(a, b LiveBook) int {
 		if a.Instrument != b.Instrument {
@@ -835,23 +601,11 @@ func (r *Recorder) Subscribe(k feed.Key, s feed.Subscriber) {
 		panic("recorder: Subscribe with nil Subscriber")
 	}
 	r.liveSubMu.Lock()
-	r.liveSubs = append(r.liveSubs, &liveSub{index: len(r.liveSubs), key: k, sub: s})
-	l := r.live
-	r.liveSubMu.Unlock()
-	if l != nil {
-		l.addSubs(r)
+	defer r.liveSubMu.Unlock()
+	r.liveSubs = append(r.liveSubs, liveSub{key: k, sub: s})
+	if r.live != nil {
+		r.live.eng.Subscribe(k, s)
 	}
-}
-
-// addSubs makes the engine pick up the recorder's subscriptions.
-func (l *liveEngine) addSubs(r *Recorder) {
-	r.liveSubMu.Lock()
-	subs := slices.Clone(r.liveSubs)
-	r.liveSubMu.Unlock()
-	l.subMu.Lock()
-	l.subs = subs
-	l.subGen.Add(1)
-	l.subMu.Unlock()
 }
 
 func (r *Recorder) liveEngine() *liveEngine {
@@ -867,9 +621,11 @@ func (r *Recorder) startLive() *liveEngine {
 	}
 	l := newLiveEngine(r)
 	r.liveSubMu.Lock()
+	for _, s := range r.liveSubs {
+		l.eng.Subscribe(s.key, s.sub)
+	}
 	r.live = l
 	r.liveSubMu.Unlock()
-	l.addSubs(r)
 	go l.run()
 	return l
 }

@@ -86,7 +86,7 @@ func newLiveMetrics(reg prometheus.Registerer, venueName string) (*liveMetrics, 
 
 // check looks for integrity findings the last record produced on c.
 func (l *liveEngine) check(c *liveConn, rec *datasets.Record) {
-	st := c.dec.Stats()
+	st := c.Dec.Stats()
 	old := c.seen
 	c.seen = st
 	want := (st.HashMismatch - old.HashMismatch) + (st.TopMismatch - old.TopMismatch) +
@@ -101,15 +101,15 @@ func (l *liveEngine) check(c *liveConn, rec *datasets.Record) {
 		c.quals = map[string]venue.Quality{}
 	}
 	var found uint64
-	for i := range c.frame.Events {
-		if inst := c.frame.Events[i].Instrument; inst != "" {
+	for i := range c.Frame.Events {
+		if inst := c.Frame.Events[i].Instrument; inst != "" {
 			found += l.checkInstrument(c, rec, inst)
 		}
 	}
 	if found >= want {
 		return
 	}
-	l.instBuf = c.dec.Instruments(l.instBuf[:0])
+	l.instBuf = c.Dec.Instruments(l.instBuf[:0])
 	for _, inst := range l.instBuf {
 		l.checkInstrument(c, rec, inst)
 	}
@@ -118,7 +118,7 @@ func (l *liveEngine) check(c *liveConn, rec *datasets.Record) {
 // checkInstrument compares inst's quality with the last one seen and
 // reports each new finding; it returns how many there were.
 func (l *liveEngine) checkInstrument(c *liveConn, rec *datasets.Record, inst string) uint64 {
-	q := c.dec.Quality(inst)
+	q := c.Dec.Quality(inst)
 	p := c.quals[inst]
 	if q == p {
 		return 0
@@ -161,11 +161,11 @@ func (l *liveEngine) checkInstrument(c *liveConn, rec *datasets.Record, inst str
 
 // topText prints an instrument's rebuilt best bid and ask.
 func (l *liveEngine) topText(c *liveConn, inst string) string {
-	bk := c.dec.Book(inst)
+	bk := c.Dec.Book(inst)
 	if bk == nil {
 		return "none"
 	}
-	sc := c.scale
+	sc := c.Scale
 	side := func(s book.Side) string {
 		lv, ok := bk.Best(s)
 		if !ok {
@@ -201,10 +201,10 @@ func (l *liveEngine) finding(c *liveConn, rec *datasets.Record, inst, check stri
 		from = f.from
 		text += fmt.Sprintf("; %d more such findings since the previous record were not recorded one by one", f.n)
 	}
-	l.r.log.Warn("live integrity", "conn", c.conn, "instrument", inst, "check", check, "text", text)
-	l.record(c.conn, datasets.KindIntegrity, datasets.Control{Instruments: []string{inst}, Reason: check,
+	l.r.log.Warn("live integrity", "conn", c.ID, "instrument", inst, "check", check, "text", text)
+	l.record(c.ID, datasets.KindIntegrity, datasets.Control{Instruments: []string{inst}, Reason: check,
 		Dropped: f.n, FromNs: from, ToNs: rec.WallNs, Text: text})
-	l.heal.request(c.conn, inst, check, text)
+	l.heal.request(c.ID, inst, check, text)
 }
 
 // heldFindings counts the findings of one (instrument, check) not recorded

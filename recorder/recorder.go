@@ -130,7 +130,7 @@ type Recorder struct {
 	lm        *liveMetrics
 	liveSubMu sync.Mutex
 	live      *liveEngine
-	liveSubs  []*liveSub
+	liveSubs  []liveSub
 
 	// What LiveStatus reports, fed by the writer (livestatus.go).
 	track *statusTracker

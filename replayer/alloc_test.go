@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/tapedeck/tapedeck/datasets"
-	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
@@ -19,8 +18,6 @@ func dispatchRig(t testing.TB, w workload) (*Replayer, []datasets.Record) {
 		t.Fatal(err)
 	}
 	// The state Run sets up before its loop.
-	r.run.digest = feed.NewDigester()
-	r.run.byDS = []map[uint32]*connState{{}}
 	r.started.Store(true)
 	var recs []datasets.Record
 	for i, f := range append(loadFrames(t, w.head), loadFrames(t, w.cycle)...) {
@@ -39,28 +36,27 @@ func TestDispatchDoesNotAllocate(t *testing.T) {
 			var n int
 			r.Subscribe(Key{}, SubscriberFunc(func(e *Event) error { n++; return nil }))
 			r.Subscribe(Key{Venue: w.venue, Channel: ChannelBook}, SubscriberFunc(func(e *Event) error { n++; return nil }))
-			r.refreshSubs()
 			cycle := recs[len(loadFrames(t, w.head)):]
 			for i := range recs { // warm up: instruments, routes, book capacity
-				if err := r.process(0, &recs[i], true); err != nil {
+				if err := r.run.eng.Process(0, &recs[i], true); err != nil {
 					t.Fatal(err)
 				}
 			}
 			i := 0
 			allocs := testing.AllocsPerRun(1000, func() {
-				r.process(0, &cycle[i%len(cycle)], true)
+				r.run.eng.Process(0, &cycle[i%len(cycle)], true)
 				i++
 			})
 			// The same frames through the venue decoder alone, to say
 			// whose allocations they are on failure.
-			dec := r.run.conns[0].dec
+			dec := r.run.eng.Conns()[0].Dec
 			var fr venue.Frame
 			i = 0
 			decAllocs := testing.AllocsPerRun(1000, func() {
 				dec.Decode(cycle[i%len(cycle)].Payload, 1, &fr)
 				i++
 			})
-			if r.run.decodeErrors != 0 {
+			if r.run.eng.Counts.DecodeErrors != 0 {
 				t.Fatalf("decode errors: %+v", r.run.firstErrors)
 			}
 			if n == 0 {
@@ -80,10 +76,9 @@ func BenchmarkDispatch(b *testing.B) {
 		b.Run(w.name, func(b *testing.B) {
 			r, recs := dispatchRig(b, w)
 			r.Subscribe(Key{}, SubscriberFunc(func(*Event) error { return nil }))
-			r.refreshSubs()
 			cycle := recs[len(loadFrames(b, w.head)):]
 			for i := range recs {
-				r.process(0, &recs[i], true)
+				r.run.eng.Process(0, &recs[i], true)
 			}
 			var bytes int64
 			for _, c := range cycle {
@@ -93,7 +88,7 @@ func BenchmarkDispatch(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				r.process(0, &cycle[i%len(cycle)], true)
+				r.run.eng.Process(0, &cycle[i%len(cycle)], true)
 			}
 		})
 	}
@@ -141,23 +136,22 @@ func BenchmarkEngine(b *testing.B) {
 		b.Run(w.name, func(b *testing.B) {
 			r, recs := dispatchRig(b, w)
 			r.Subscribe(Key{}, SubscriberFunc(func(*Event) error { return nil }))
-			r.refreshSubs()
 			nh := len(loadFrames(b, w.head))
 			for i := range recs {
-				r.process(0, &recs[i], true)
+				r.run.eng.Process(0, &recs[i], true)
 			}
-			cs := r.run.conns[0]
-			stub := &stubDecoder{Decoder: cs.dec}
+			cs := r.run.eng.Conns()[0]
+			stub := &stubDecoder{Decoder: cs.Dec}
 			var fr venue.Frame
 			for _, c := range recs[nh:] {
-				cs.dec.Decode(c.Payload, 1, &fr)
+				cs.Dec.Decode(c.Payload, 1, &fr)
 				stub.frames = append(stub.frames, append([]venue.Event(nil), fr.Events...))
 			}
-			cs.dec = stub
+			cs.Dec = stub
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				r.process(0, &recs[nh+i%(len(recs)-nh)], true)
+				r.run.eng.Process(0, &recs[nh+i%(len(recs)-nh)], true)
 			}
 		})
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/tapedeck/tapedeck/datasets"
-	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
@@ -15,8 +14,7 @@ import (
 func memRig(venueName string) *Replayer {
 	r := &Replayer{paths: []string{"mem"}, manifests: []datasets.Manifest{{Venue: venueName}}, opts: defaults()}
 	r.clock = newClock(SpeedMax, nil, true)
-	r.run.digest = feed.NewDigester()
-	r.run.byDS = []map[uint32]*connState{{}}
+	r.run.eng = r.newEngine()
 	r.started.Store(true)
 	return r
 }
@@ -58,25 +56,24 @@ func FuzzDispatch(f *testing.F) {
 					return nil
 				}))
 			}
-			r.refreshSubs()
 			for i, line := range bytes.Split(data, []byte("\n")) {
 				rec := datasets.Record{Kind: datasets.KindFrame, Conn: uint32(v >> 1 & 1), Seq: uint64(i + 1), WallNs: int64(i), Payload: line}
 				if len(line) == 1 { // a one-byte line stands for a gap
 					rec.Kind, rec.Payload = datasets.KindGap, nil
 				}
-				if err := r.process(0, &rec, true); err != nil {
+				if err := r.run.eng.Process(0, &rec, true); err != nil {
 					t.Fatal(err)
 				}
 			}
-			r.flushAll()
+			r.run.eng.FlushAll()
 			var total uint64
-			for _, n := range r.run.events {
+			for _, n := range r.run.eng.Counts.Events {
 				total += n
 			}
 			if pass == 0 && seen != total {
 				t.Fatalf("subscriber saw %d frame events, summary counts %d", seen, total)
 			}
-			digests[pass] = r.run.digest.Sum()
+			digests[pass] = r.run.eng.Digest()
 		}
 		if digests[0] != digests[1] {
 			t.Fatalf("digest with a subscriber %s, without %s", digests[0], digests[1])

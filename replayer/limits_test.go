@@ -43,8 +43,8 @@ func TestConnectionBound(t *testing.T) {
 	if !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "100 connection slots") {
 		t.Fatalf("Run: %v, want ErrLimit naming %s", err, dir)
 	}
-	if s == nil || s.Frames != 100 || len(r.run.conns) != 100 {
-		t.Fatalf("frames %d, decoders %d: want the bound", s.Frames, len(r.run.conns))
+	if s == nil || s.Frames != 100 || len(r.run.eng.Conns()) != 100 {
+		t.Fatalf("frames %d, decoders %d: want the bound", s.Frames, len(r.run.eng.Conns()))
 	}
 	// Within the bound the same dataset replays whole.
 	r, _ = New([]string{dir}, WithLimits(n, 1<<20))

@@ -1,60 +1,25 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 	"github.com/spf13/cobra"
-	"github.com/tapedeck/tapedeck/book"
-	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/datasets/interchange"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/replayer/export"
-	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
-// exportOptions is what `replay export` was asked to do, validated.
+// exportOptions is what `replay export` was asked to do: the library's
+// job (export.Job, validated), and where the verb reports.
 type exportOptions struct {
-	Datasets    []string
-	Table       string // a export.Table name, or "raw"
-	Format      string // parquet|arrow|csv|tardis, or for raw ndjson|tardis|hftbacktest
-	Levels      int
-	Interval    time.Duration // 0 = every event
-	FromNs      int64
-	ToNs        int64
-	Exact       bool
-	Compression export.Compression
-	Quality     bool
-	Snapshots   export.Snapshots  // 0: the default
-	BucketTime  export.BucketTime // 0: the format's default
-	TardisExch  string
-	Instruments []string
-	SplitBy     string                  // "" or "instrument"
-	Compress    interchange.Compression // whole-file compression, from --compress or the extension
-	Out         string
-	Force       bool
-	SkipDamaged bool
-	PartitionBy []export.PartitionField // --partition-by: a Hive tree under Out
-	Shard       replayer.Shard
-	ShardByTime bool // --shard-by time: shard K is the K-th of N equal time slices
-	ReadAhead   int  // blocks decompressed ahead per dataset (0: sequential)
-	Encoders    int  // goroutines writing the table (export.WithEncoders); 0: one per core
-
+	export.Job
 	Stderr   io.Writer
-	Stdout   io.Writer
-	Progress bool // stderr is a terminal
-
-	partitioned bool // --partition-by given: --out is a directory
+	progress bool // stderr is a terminal
 }
 
 func newExportCmd(runF func(*exportOptions) error) *cobra.Command {
@@ -63,7 +28,7 @@ func newExportCmd(runF func(*exportOptions) error) *cobra.Command {
 		interval, from, to, compression string
 		snapshots, bucketTime, compress string
 		partitionBy, shard, shardBy     string
-		everyEvent                      bool
+		levels                          int
 	)
 	cmd := &cobra.Command{
 		Use:   "export DATASET... --table TABLE --out PATH",
@@ -149,23 +114,15 @@ byte-identical files.`,
 			opts.Datasets = args
 			opts.Stderr = cmd.ErrOrStderr()
 			opts.Stdout = cmd.OutOrStdout()
-			opts.Progress = cli.IsTerminal(opts.Stderr)
+			opts.progress = cli.IsTerminal(opts.Stderr)
 			f := cmd.Flags()
-			if partitionBy != "" && opts.Format == "" {
-				opts.Format = "parquet" // --out is a directory
+			if f.Changed("levels") {
+				if levels == 0 { // the job's default
+					return cli.FlagErrorf("export: --levels 0 not in 1..%d", export.MaxLevels)
+				}
+				opts.Levels = levels
 			}
-			opts.partitioned = partitionBy != ""
-			if err := opts.validate(f.Changed("levels"), f.Changed("interval"), everyEvent,
-				interval, from, to, compression, f.Changed("compression")); err != nil {
-				return err
-			}
-			if err := opts.validateMore(snapshots, bucketTime, compress); err != nil {
-				return err
-			}
-			if err := opts.validateShardBy(shardBy); err != nil {
-				return err
-			}
-			if err := opts.validatePartition(partitionBy, shard); err != nil {
+			if err := opts.parse(f.Changed("interval"), interval, from, to, compression, snapshots, bucketTime, compress, partitionBy, shard, shardBy); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -177,9 +134,9 @@ byte-identical files.`,
 	f := cmd.Flags()
 	f.StringVar(&opts.Table, "table", "", "table to write: depth, book_changes, trades, quotes, events, instruments, raw (required)")
 	f.StringVar(&opts.Format, "format", "", "parquet, arrow, csv or tardis (raw: ndjson, tardis, hftbacktest); default from the --out extension (.csv is csv)")
-	f.IntVar(&opts.Levels, "levels", 25, "depth: levels per side")
+	f.IntVar(&levels, "levels", 25, "depth: levels per side")
 	f.StringVar(&interval, "interval", "", "depth: sample the book at the end of every bucket of this duration (e.g. 100ms, 1s)")
-	f.BoolVar(&everyEvent, "every-event", false, "depth: a row on every book change (the default)")
+	f.BoolVar(&opts.EveryEvent, "every-event", false, "depth: a row on every book change (the default)")
 	f.StringVar(&from, "from", "", "start of the window, inclusive (`T`: "+cli.TimeSyntax+")")
 	f.StringVar(&to, "to", "", "end of the window, exclusive (`T`, as --from)")
 	f.BoolVar(&opts.Exact, "exact", false, "prices and sizes as decimal128 at the venue's scale instead of float64")
@@ -202,191 +159,75 @@ byte-identical files.`,
 	return cmd
 }
 
-// validate checks every flag and combination before any work, naming the flags.
-func (o *exportOptions) validate(levelsSet, intervalSet, everyEvent bool, interval, from, to, compression string, compressionSet bool) error {
-	if o.Table == "" {
-		return cli.FlagErrorf("export: --table is required (%s)", strings.Join(tableNames(), ", "))
+// parse turns the flags' text into the job's values and validates the job
+// (export.Job.Validate), every error a usage error naming the flags.
+func (o *exportOptions) parse(intervalSet bool, interval, from, to, compression, snapshots, bucketTime, compress, partitionBy, shard, shardBy string) error {
+	j := &o.Job
+	if j.Table == "" || j.Out == "" {
+		return usage(j.Validate())
 	}
-	if o.Out == "" {
-		return cli.FlagErrorf("export: --out is required")
-	}
-	if o.Encoders < 0 || o.Encoders > export.MaxEncoders {
-		return cli.FlagErrorf("export: --encoders %d: want 0 to %d", o.Encoders, export.MaxEncoders)
-	}
-	raw := o.Table == "raw"
-	var table export.Table
-	if !raw {
-		t, err := export.ParseTable(o.Table)
-		if err != nil {
-			return cli.FlagErrorf("export: unknown --table %q (want %s)", o.Table, strings.Join(tableNames(), ", "))
+	if intervalSet {
+		d, err := time.ParseDuration(interval)
+		if err != nil || d <= 0 {
+			return cli.FlagErrorf("export: --interval %q is not a positive duration (e.g. 100ms, 1s)", interval)
 		}
-		table = t
-	}
-	if o.Format == "" {
-		o.Format = formatFromPath(o.Out, raw)
-		if o.Format == "" {
-			return cli.FlagErrorf("export: --format is required when --out %q has no known extension", o.Out)
-		}
-	}
-	if raw {
-		if _, err := interchange.ParseFormat(o.Format); err != nil {
-			return cli.FlagErrorf("--format: with --table raw: %v", err)
-		}
-		if len(o.Datasets) != 1 {
-			return cli.FlagErrorf("export: --table raw takes one DATASET, got %d", len(o.Datasets))
-		}
-		for name, set := range map[string]bool{"--levels": levelsSet, "--interval": intervalSet,
-			"--every-event": everyEvent, "--exact": o.Exact, "--quality-columns": o.Quality, "--compression": compressionSet,
-			"--instrument": len(o.Instruments) > 0, "--split-by": o.SplitBy != "", "--tardis-exchange": o.TardisExch != ""} {
-			if set {
-				return cli.FlagErrorf("export: %s does not apply to --table raw", name)
-			}
-		}
-	} else {
-		ft, err := export.ParseFormat(o.Format)
-		if err != nil {
-			return cli.FlagErrorf("--format: %v", err)
-		}
-		if table != export.TableDepth {
-			for name, set := range map[string]bool{"--levels": levelsSet, "--interval": intervalSet, "--every-event": everyEvent} {
-				if set {
-					return cli.FlagErrorf("export: %s applies to --table depth only, not %s", name, table)
-				}
-			}
-		}
-		if intervalSet && everyEvent {
-			return cli.FlagErrorf("export: --interval and --every-event are exclusive")
-		}
-		if levelsSet && (o.Levels < 1 || o.Levels > export.MaxLevels) {
-			return cli.FlagErrorf("export: --levels %d not in 1..%d", o.Levels, export.MaxLevels)
-		}
-		if intervalSet {
-			d, err := time.ParseDuration(interval)
-			if err != nil || d <= 0 {
-				return cli.FlagErrorf("export: --interval %q is not a positive duration (e.g. 100ms, 1s)", interval)
-			}
-			o.Interval = d
-		}
-		var c export.Compression
-		if compressionSet {
-			var err error
-			if c, err = export.ParseCompression(compression); err != nil {
-				return cli.FlagErrorf("--compression: %v", err)
-			}
-		}
-		o.Compression = c
-		switch ft {
-		case export.FormatCSV, export.FormatTardis:
-			if o.Exact {
-				return cli.FlagErrorf("export: --exact does not apply to --format %s (CSV is always exact decimal text)", ft)
-			}
-			if compressionSet {
-				return cli.FlagErrorf("export: --compression does not apply to --format %s (--compress or an --out ending in .gz or .zst compresses the file)", ft)
-			}
-			if o.Quality && ft == export.FormatCSV {
-				return cli.FlagErrorf("export: --quality-columns applies to --format tardis only (csv always carries the flags)")
-			}
-			if o.Quality && table != export.TableDepth && table != export.TableQuotes && table != export.TableTrades {
-				return cli.FlagErrorf("export: --quality-columns applies to --table depth, quotes or trades only")
-			}
-			if ft == export.FormatTardis && (table == export.TableEvents || table == export.TableInstruments) {
-				return cli.FlagErrorf("export: --table %s has no Tardis layout (use --format csv)", table)
-			}
-		case export.FormatArrow:
-			if c == export.Snappy {
-				return cli.FlagErrorf("export: --compression snappy is not available for --format arrow (zstd or none)")
-			}
-			fallthrough
-		default:
-			if o.Quality {
-				return cli.FlagErrorf("export: --quality-columns applies to --format tardis only (Parquet and Arrow always carry the flags)")
-			}
-		}
-		if o.TardisExch != "" && ft != export.FormatTardis {
-			return cli.FlagErrorf("export: --tardis-exchange applies to --format tardis only")
-		}
-		if o.SplitBy != "" {
-			if o.SplitBy != "instrument" {
-				return cli.FlagErrorf("export: --split-by %q: want instrument", o.SplitBy)
-			}
-			if table == export.TableEvents {
-				return cli.FlagErrorf("export: --table events has no instrument to --split-by")
-			}
-			if table == export.TableInstruments {
-				return cli.FlagErrorf("export: --table instruments is one small file: no --split-by (--instrument selects)")
-			}
-			if !strings.Contains(o.Out, "{instrument}") {
-				return cli.FlagErrorf("export: --split-by instrument needs {instrument} in --out, e.g. 'depth-{instrument}.parquet'")
-			}
-		} else if strings.Contains(o.Out, "{instrument}") {
-			return cli.FlagErrorf("export: --out %q names {instrument}: add --split-by instrument", o.Out)
-		}
+		j.Interval = d
 	}
 	var err error
-	// The T grammar of every command (cli.ParseTime).
-	if o.FromNs, o.ToNs, err = parseWindow(o.Datasets, from, to); err != nil {
-		return err
-	}
-	if err := outsideInputs("export", o.Out, o.Datasets); err != nil {
-		return err
-	}
-	if o.Out != "-" && !o.Force && o.SplitBy == "" && !o.partitioned {
-		if _, err := os.Stat(o.Out); err == nil {
-			return cli.FlagErrorf("export: %s exists (use -f/--force to overwrite)", o.Out)
+	if compression != "" {
+		if j.Compression, err = export.ParseCompression(compression); err != nil {
+			return cli.FlagErrorf("--compression: %v", err)
 		}
 	}
-	return nil
-}
-
-// tableNames are the --table values: every export table and raw.
-func tableNames() []string {
-	var names []string
-	for t := export.TableDepth; t <= export.TableInstruments; t++ {
-		names = append(names, t.String())
-	}
-	return append(names, "raw")
-}
-
-// validateMore checks the flags of snapshots, buckets, whole-file
-// compression and per-instrument output.
-func (o *exportOptions) validateMore(snapshots, bucketTime, compress string) error {
-	table, _ := export.ParseTable(o.Table)
 	if snapshots != "" {
-		if o.Table != export.TableBookChanges.String() {
-			return cli.FlagErrorf("export: --snapshots applies to --table book_changes only")
-		}
-		m, err := export.ParseSnapshots(snapshots)
-		if err != nil {
+		if j.Snapshots, err = export.ParseSnapshots(snapshots); err != nil {
 			return cli.FlagErrorf("--snapshots: %v", err)
 		}
-		o.Snapshots = m
 	}
 	if bucketTime != "" {
-		if table != export.TableDepth || o.Interval == 0 {
-			return cli.FlagErrorf("export: --bucket-time applies to --table depth with --interval only")
-		}
-		b, err := export.ParseBucketTime(bucketTime)
-		if err != nil {
+		if j.BucketTime, err = export.ParseBucketTime(bucketTime); err != nil {
 			return cli.FlagErrorf("--bucket-time: %v", err)
 		}
-		o.BucketTime = b
 	}
-	fromPath := interchange.CompressionFromPath(o.Out)
-	o.Compress = fromPath
 	if compress != "" {
-		c, err := parseCompress(compress)
-		if err != nil {
+		if j.Compress, err = parseCompress(compress); err != nil {
 			return err
 		}
-		if fromPath != interchange.None && c != fromPath {
-			return cli.FlagErrorf("export: --compress %s contradicts --out %q", compress, o.Out)
+		if p := interchange.CompressionFromPath(j.Out); p != interchange.None && j.Compress != p {
+			return cli.FlagErrorf("export: --compress %s contradicts --out %q", compress, j.Out)
 		}
-		o.Compress = c
 	}
-	if o.SplitBy != "" && o.Out == "-" {
-		return cli.FlagErrorf("export: --split-by writes files, not standard output")
+	switch shardBy {
+	case "", "instrument":
+	case "time":
+		j.ShardByTime = true
+	default:
+		return cli.FlagErrorf("--shard-by %q: want instrument or time", shardBy)
 	}
-	return nil
+	if j.Shard, err = replayer.ParseShard(shard); err != nil {
+		return cli.FlagErrorf("--shard: %v", err)
+	}
+	if partitionBy != "" {
+		if j.PartitionBy, err = export.ParsePartitionBy(partitionBy); err != nil {
+			return cli.FlagErrorf("--partition-by: %v", err)
+		}
+	}
+	// The T grammar of every command (cli.ParseTime).
+	if j.FromNs, j.ToNs, err = parseWindow(j.Datasets, from, to); err != nil {
+		return err
+	}
+	if err := outsideInputs("export", j.Out, j.Datasets); err != nil {
+		return err
+	}
+	return usage(j.Validate())
+}
+
+// usage makes an invalid job's error a usage error (exit 2).
+func usage(err error) error {
+	if errors.Is(err, export.ErrOption) {
+		return &cli.FlagError{Err: err}
+	}
+	return err
 }
 
 func parseCompress(s string) (interchange.Compression, error) {
@@ -401,388 +242,31 @@ func parseCompress(s string) (interchange.Compression, error) {
 	return 0, cli.FlagErrorf("--compress %q: want gzip, zstd or none", s)
 }
 
-func formatFromPath(p string, raw bool) string {
-	p = strings.TrimSuffix(strings.TrimSuffix(p, ".gz"), ".zst")
-	switch ext := filepath.Ext(p); {
-	case raw && (ext == ".ndjson" || ext == ".jsonl"):
-		return "ndjson"
-	case raw:
-		return ""
-	case ext == ".parquet":
-		return "parquet"
-	case ext == ".arrow" || ext == ".feather" || ext == ".ipc":
-		return "arrow"
-	case ext == ".csv":
-		return "csv"
+// runExport runs the job (export.Run), reporting on stderr, and maps its
+// errors to exit codes: damage and nothing to write are problems (3).
+func runExport(ctx context.Context, o *exportOptions) error {
+	o.Log = o.Stderr
+	o.Job.Progress = func(start, end int64, pos func() int64) func() {
+		return cli.FollowTime(o.progress, o.Stderr, "export", start, end, pos)
 	}
-	return ""
-}
-
-// runExport writes each output to a temporary file beside its path and
-// renames it into place only when the whole export succeeded, so a failed
-// run never leaves a half-written file where a good one is expected.
-func runExport(ctx context.Context, o *exportOptions) (err error) {
-	if ctx == nil {
-		ctx = context.Background()
+	res, err := export.Run(ctx, &o.Job)
+	var sum *replayer.Summary
+	if res != nil {
+		sum = res.Summary
 	}
-	var outs []*outFile
-	defer func() {
-		if err != nil {
-			for _, f := range outs {
-				f.abort()
-			}
-		}
-	}()
-	open := func(path string) (io.Writer, error) {
-		f, err := createOut(o, path)
-		if err != nil {
-			return nil, err
-		}
-		outs = append(outs, f)
-		return f.w, nil
-	}
-	if o.Table == "raw" {
-		w, err := open(o.Out)
-		if err != nil {
-			return err
-		}
-		if err := exportRaw(o, w); err != nil {
-			return err
-		}
-	} else if err := exportTable(ctx, o, open); err != nil {
-		return err
-	}
-	for _, f := range outs {
-		if err := f.commit(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// outFile is one output of an export: a temporary file beside its path (or
-// stdout), buffered, compressed as the options say.
-type outFile struct {
-	path   string
-	tmp    *os.File // nil: stdout
-	bw     *bufio.Writer
-	closer io.Closer // the compressor, nil when none
-	w      io.Writer
-}
-
-func createOut(o *exportOptions, path string) (*outFile, error) {
-	f := &outFile{path: path}
-	var w io.Writer = o.Stdout
-	if path != "-" {
-		tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-		if err != nil {
-			// The temporary file is ours; the path to name is the user's.
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return nil, fmt.Errorf("export: create %s: %w", path, err)
-		}
-		f.tmp, w = tmp, tmp
-	}
-	f.bw = bufio.NewWriterSize(w, 1<<20) // Parquet and IPC write many small pieces
-	f.w = f.bw
-	if o.Table == "raw" {
-		return f, nil // interchange compresses raw exports itself
-	}
-	switch o.Compress {
-	case interchange.Gzip:
-		// Header fields stay zero (no name, no mtime): the bytes depend on the data only.
-		gz := gzip.NewWriter(f.bw)
-		f.w, f.closer = gz, gz
-	case interchange.Zstd:
-		zw, err := zstd.NewWriter(f.bw, zstd.WithEncoderConcurrency(1))
-		if err != nil {
-			f.abort()
-			return nil, fmt.Errorf("export: zstd: %w", err)
-		}
-		f.w, f.closer = zw, zw
-	}
-	return f, nil
-}
-
-// commit finishes the stream and renames the file into place.
-func (f *outFile) commit() error {
-	if f.closer != nil {
-		if err := f.closer.Close(); err != nil {
-			return fmt.Errorf("export: compress %s: %w", f.path, err)
-		}
-	}
-	if err := f.bw.Flush(); err != nil {
-		return fmt.Errorf("export: write %s: %w", f.path, err)
-	}
-	if f.tmp == nil {
-		return nil
-	}
-	// CreateTemp makes the file private; an export is an ordinary file.
-	if err := f.tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	if err := f.tmp.Close(); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	if err := os.Rename(f.tmp.Name(), f.path); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	f.tmp = nil
-	return nil
-}
-
-// abort removes the temporary file, if any is left.
-func (f *outFile) abort() {
-	if f.tmp != nil {
-		f.tmp.Close()
-		os.Remove(f.tmp.Name())
-		f.tmp = nil
-	}
-}
-
-// splitPath is --out with {venue} and {instrument} filled in; characters
-// that do not belong in a file name (Hyperliquid's "@107", "PURR/USDC")
-// become '_'.
-func splitPath(tmpl, venueName, instrument string) string {
-	clean := func(s string) string {
-		return strings.Map(func(r rune) rune {
-			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_' {
-				return r
-			}
-			return '_'
-		}, s)
-	}
-	return strings.NewReplacer("{instrument}", clean(instrument), "{venue}", clean(venueName)).Replace(tmpl)
-}
-
-func exportTable(ctx context.Context, o *exportOptions, open func(path string) (io.Writer, error)) error {
-	table, _ := export.ParseTable(o.Table)
-	format, _ := export.ParseFormat(o.Format)
-	var ropts []replayer.Option
-	// The instruments table needs the REST bodies stored at the start of a
-	// recording: it reads it all and keeps the rows in effect in the window.
-	if o.ShardByTime {
-		from, to, err := timeShard(o)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(o.Stderr, "export: shard %s by time covers [%s, %s): its books start empty there, each instrument's rows are exact from its first snapshot in the shard\n",
-			o.Shard, fmtNs(from), fmtNs(to))
-		ropts = append(ropts, replayer.WithWindow(from, to), replayer.WithWarmup(replayer.WarmupNone))
-	} else if (o.FromNs != 0 || o.ToNs != 0) && table != export.TableInstruments {
-		ropts = append(ropts, replayer.WithWindow(o.FromNs, o.ToNs))
-	}
-	// The sink is the only subscriber: once it cannot write (a full disk),
-	// the rest of the replay would be wasted, so its error ends the run.
-	ropts = append(ropts, replayer.WithSkipDamaged(o.SkipDamaged), replayer.WithStopOnSubscriberError(),
-		replayer.WithReadAhead(o.ReadAhead))
-	if !o.Shard.Whole() && !o.ShardByTime {
-		ropts = append(ropts, replayer.WithShard(o.Shard)) // other shards' instruments are not even routed
-	}
-	r, err := replayer.New(o.Datasets, ropts...)
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	ms := r.Manifests()
-	venueName := ms[0].Venue
-	for i, m := range ms[1:] {
-		if m.Venue != venueName {
-			return cli.FlagErrorf("export: DATASET %s is %s but %s is %s; export one venue at a time",
-				o.Datasets[i+1], m.Venue, o.Datasets[0], venueName)
-		}
-	}
-	var sopts []export.Option
-	if o.Encoders > 0 {
-		sopts = append(sopts, export.WithEncoders(o.Encoders))
-	}
-	if o.Compression != 0 {
-		sopts = append(sopts, export.WithCompression(o.Compression))
-	}
-	if sc, ok := venueScale(venueName); ok {
-		sopts = append(sopts, export.WithSource(venueName, sc))
-	}
-	sopts = append(sopts, export.WithDatasets(o.Datasets...))
-	if table == export.TableDepth {
-		sopts = append(sopts, export.WithLevels(o.Levels))
-		if o.Interval > 0 {
-			sopts = append(sopts, export.WithInterval(o.Interval))
-		}
-	}
-	if o.Exact {
-		sopts = append(sopts, export.WithExact())
-	}
-	if o.Quality {
-		sopts = append(sopts, export.WithQualityColumns())
-	}
-	if o.Snapshots != 0 {
-		sopts = append(sopts, export.WithSnapshots(o.Snapshots))
-	}
-	if o.BucketTime != 0 {
-		sopts = append(sopts, export.WithBucketTime(o.BucketTime))
-	}
-	if o.TardisExch != "" {
-		sopts = append(sopts, export.WithTardisExchange(o.TardisExch))
-	}
-	if len(o.Instruments) > 0 {
-		sopts = append(sopts, export.WithInstruments(o.Instruments...))
-	}
-	if table == export.TableInstruments {
-		var recorded []string
-		for _, m := range ms {
-			recorded = append(recorded, m.Instruments...)
-		}
-		sopts = append(sopts, export.WithRecordedInstruments(recorded...), export.WithWindow(o.FromNs, o.ToNs))
-	}
-	if !o.Shard.Whole() && !o.ShardByTime {
-		sopts = append(sopts, export.WithShard(o.Shard))
-	}
-	var sink interface {
-		replayer.Subscriber
-		Close() error
-		Rows() uint64
-	}
-	var parts *partOut
-	if o.PartitionBy != nil {
-		if parts, err = newPartOut(o); err != nil {
-			return err
-		}
-		defer parts.abort()
-		part := 0
-		if !o.Shard.Whole() {
-			part = o.Shard.K - 1
-		}
-		p, err := export.NewPartitioned(parts.create, parts.done, table, format, o.PartitionBy, part, sopts...)
-		if err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		sink = p
-	} else if o.SplitBy == "instrument" {
-		paths := map[string]string{} // file → instrument, to refuse two instruments in one file
-		split, err := export.NewSplit(func(v, inst string) (io.Writer, error) {
-			p := splitPath(o.Out, v, inst)
-			if other, ok := paths[p]; ok {
-				return nil, fmt.Errorf("export: instruments %s and %s both map to %s", other, inst, p)
-			}
-			paths[p] = inst
-			if !o.Force {
-				if _, err := os.Stat(p); err == nil {
-					return nil, fmt.Errorf("export: %s exists (use -f/--force to overwrite)", p)
-				}
-			}
-			return open(p)
-		}, table, format, sopts...)
-		if err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		sink = split
-	} else {
-		w, err := open(o.Out)
-		if err != nil {
-			return err
-		}
-		s, err := export.New(w, table, format, sopts...)
-		if err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		sink = s
-	}
-	r.Subscribe(replayer.Key{}, sink)
-
-	stop := cli.FollowTime(o.Progress, o.Stderr, "export", r.StartNs(), r.EndNs(), r.Position)
-	sum, err := r.Run(ctx)
-	stop()
-	if errors.Is(err, replayer.ErrDamaged) {
+	switch {
+	case errors.Is(err, replayer.ErrDamaged):
 		return damagedError("export: nothing written", sum, err)
+	case errors.Is(err, export.ErrNothingWritten):
+		return &cli.ProblemError{Err: err}
+	case err != nil:
+		return usage(err)
 	}
-	var sf *replayer.SubscriberFailure
-	if errors.As(err, &sf) {
-		// The sink's own error (a *export.WriteError), typed, with where
-		// the replay stopped.
-		return fmt.Errorf("export: stopped at dataset %d seq %d, %s not written: %w", sf.Dataset, sf.Seq, o.Out, sf.Cause)
-	}
-	if err != nil {
-		return fmt.Errorf("export: replay: %w", err)
-	}
-	warnDamaged(o.Stderr, sum)
-	if table == export.TableInstruments && o.FromNs != 0 && sum.Frames > 0 && o.FromNs > r.EndNs() {
-		return &cli.ProblemError{Err: fmt.Errorf("export: --from %s is past the last record (%s), nothing written",
-			fmtNs(o.FromNs), fmtNs(r.EndNs()))}
-	}
-	if o.FromNs != 0 && sum.Frames > 0 && sum.WarmupFrames == sum.Frames {
-		return &cli.ProblemError{Err: fmt.Errorf("export: --from %s is past the last record: all %d frames were warm-up, nothing written",
-			fmtNs(o.FromNs), sum.Frames)}
-	}
-	if err := sink.Close(); err != nil {
-		return err
-	}
-	if p, ok := sink.(interface{ Problems() []string }); ok {
-		for _, line := range p.Problems() {
-			fmt.Fprintf(o.Stderr, "warning: instruments: facts left out: %s\n", line)
+	if o.progress && o.Table != "raw" {
+		if o.PartitionBy != nil {
+			fmt.Fprintf(o.Stderr, "%s: %d files\n", res.Out, len(res.Files))
 		}
-	}
-	if parts != nil {
-		if err := parts.finish(); err != nil {
-			return err
-		}
-		if o.Progress {
-			fmt.Fprintf(o.Stderr, "%s: %d files\n", o.Out, len(parts.written))
-		}
-	}
-	if o.Progress {
-		fmt.Fprintf(o.Stderr, "%s: %d rows from %d frames\n", o.Out, sink.Rows(), sum.Frames)
+		fmt.Fprintf(o.Stderr, "%s: %d rows from %d frames\n", res.Out, res.Rows, sum.Frames)
 	}
 	return nil
-}
-
-func exportRaw(o *exportOptions, w io.Writer) error {
-	f, _ := interchange.ParseFormat(o.Format)
-	rd, err := datasets.Open(o.Datasets[0])
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	defer rd.Close()
-	if o.FromNs != 0 {
-		if err := rd.SeekTime(o.FromNs); err != nil {
-			return fmt.Errorf("export: seek --from: %w", err)
-		}
-	}
-	var src interchange.Source = rd
-	if o.ToNs != 0 {
-		src = &untilSource{Source: rd, toNs: o.ToNs}
-	}
-	// .gz and .zst compress as the path says (interchange's own compressor).
-	if _, err := interchange.ExportRaw(w, src, f, interchange.WithCompression(interchange.CompressionFromPath(o.Out))); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	return nil
-}
-
-// untilSource ends a record source at the first record at or after toNs.
-type untilSource struct {
-	interchange.Source
-	toNs int64
-	done bool
-}
-
-func (u *untilSource) Next() bool {
-	if u.done || !u.Source.Next() {
-		return false
-	}
-	if u.Source.Record().WallNs >= u.toNs {
-		u.done = true
-		return false
-	}
-	return true
-}
-
-// venueScale is the fixed-point scale of a venue's decoder, so that even an
-// empty export carries the right scale in its metadata and decimal types.
-func venueScale(name string) (book.Scale, bool) {
-	d, err := registry.Lookup(name)
-	if err != nil {
-		return book.Scale{}, false
-	}
-	return d.Scale(), true
 }

@@ -77,7 +77,7 @@ func TestExportFlags(t *testing.T) {
 	}{
 		{name: "defaults", args: []string{ds, "--table", "depth", "--out", out},
 			check: func(t *testing.T, o *exportOptions) {
-				if o.Format != "parquet" || o.Levels != 25 || o.Interval != 0 || o.Compression != 0 {
+				if o.Format != "parquet" || o.Levels != 0 || o.Interval != 0 || o.Compression != 0 {
 					t.Errorf("%+v", o)
 				}
 			}},

@@ -93,12 +93,14 @@ func (c *conn) readLoop() {
 		if c.inBytes += int64(len(msg)); c.inBytes > c.s.opts.maxIn {
 			c.mu.Unlock()
 			c.overLimit(fmt.Sprintf("tapedeck: client sent over %d bytes of frames", c.s.opts.maxIn))
+			c.discard()
 			return
 		}
 		r := c.sess.Handle(msg, typ == websocket.BinaryMessage)
 		if c.subs += len(r.Added) - len(r.Removed); c.subs > c.s.opts.maxSubs {
 			c.mu.Unlock()
 			c.overLimit(fmt.Sprintf("tapedeck: over %d subscriptions on one connection", c.s.opts.maxSubs))
+			c.discard()
 			return
 		}
 		for _, a := range r.Answers {
@@ -112,6 +114,7 @@ func (c *conn) readLoop() {
 		if r.Close {
 			// The venue drops such a client without a close frame.
 			c.kick(websocket.ClosePolicyViolation, "tapedeck: the venue closes the socket on this frame", false)
+			c.discard()
 			return
 		}
 		if start {
@@ -126,6 +129,19 @@ func (c *conn) readLoop() {
 func (c *conn) overLimit(reason string) {
 	c.s.stats.overLimit.Add(1)
 	c.kick(websocket.ClosePolicyViolation, reason, false)
+}
+
+// discard reads and drops the client's frames after a kick until its answer
+// to the close frame, a read error or the deadline finish sets. Closing the
+// socket with client bytes unread makes the kernel send a reset, which can
+// reach the client before the close frame it has not read yet: the client
+// would see "connection reset" instead of the reason.
+func (c *conn) discard() {
+	for {
+		if _, _, err := c.ws.NextReader(); err != nil {
+			return
+		}
+	}
 }
 
 // reply queues an answer to a client frame.

@@ -1,0 +1,370 @@
+package export
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/datasets/interchange"
+	"github.com/tapedeck/tapedeck/datasets/s3store"
+	"github.com/tapedeck/tapedeck/replayer"
+)
+
+// successName marks a complete partitioned table (Hadoop/Spark's marker).
+const successName = "_SUCCESS"
+
+// shardMark names the marker a finished shard leaves beside the tree.
+func shardMark(s replayer.Shard) string { return fmt.Sprintf("_SHARD-%d-of-%d", s.K, s.N) }
+
+// validatePartition checks PartitionBy and Shard against the other fields.
+func (j *Job) validatePartition() error {
+	if j.ShardByTime && j.Shard.Whole() {
+		return optionf("export: --shard-by time needs --shard K/N")
+	}
+	if j.Table == "instruments" && (j.PartitionBy != nil || !j.Shard.Whole()) {
+		return optionf("export: --table instruments is one row per instrument already: no --partition-by or --shard")
+	}
+	if j.PartitionBy == nil {
+		if datasets.IsRemote(j.Out) {
+			return optionf("export: --out %s: an object store takes a partitioned table (--partition-by)", j.Out)
+		}
+		if !j.Shard.Whole() && j.SplitBy == "" && !strings.Contains(j.Out, "{shard}") {
+			return optionf("export: --shard %s writes one shard's rows: put {shard} in --out (e.g. 'trades-{shard}.parquet'), or use --partition-by", j.Shard)
+		}
+		if j.Table == "raw" && !j.Shard.Whole() {
+			return optionf("export: --shard does not apply to --table raw")
+		}
+		return nil
+	}
+	switch {
+	case len(j.PartitionBy) == 0:
+		return optionf("export: --partition-by names no field")
+	case j.Table == "raw":
+		return optionf("export: --partition-by does not apply to --table raw")
+	case j.SplitBy != "":
+		return optionf("export: --partition-by and --split-by are exclusive (partition by instrument instead)")
+	case j.Out == "-":
+		return optionf("export: --partition-by writes a directory tree, not standard output")
+	case j.Compress != 0:
+		return optionf("export: --partition-by writes Parquet, Arrow or CSV files, not whole-file compressed ones")
+	}
+	return nil
+}
+
+// out is Out with {shard} filled in (K-of-N), unless it is a partitioned
+// tree's root.
+func (j *Job) out() string {
+	if j.PartitionBy != nil {
+		return j.Out
+	}
+	return strings.ReplaceAll(j.Out, "{shard}", fmt.Sprintf("%d-of-%d", j.Shard.K, j.Shard.N))
+}
+
+// outFile is one output of an export: a temporary file beside its path (or
+// stdout), buffered, compressed as the job says.
+type outFile struct {
+	path   string
+	tmp    *os.File // nil: stdout
+	bw     *bufio.Writer
+	closer io.Closer // the compressor, nil when none
+	w      io.Writer
+}
+
+func (j *Job) createOut(path string) (*outFile, error) {
+	f := &outFile{path: path}
+	var w io.Writer = j.Stdout
+	if path != "-" {
+		tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+		if err != nil {
+			// The temporary file is ours; the path to name is the user's.
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, fmt.Errorf("export: create %s: %w", path, err)
+		}
+		f.tmp, w = tmp, tmp
+	} else if w == nil {
+		w = io.Discard
+	}
+	f.bw = bufio.NewWriterSize(w, 1<<20) // Parquet and IPC write many small pieces
+	f.w = f.bw
+	if j.Table == "raw" {
+		return f, nil // interchange compresses raw exports itself
+	}
+	switch j.Compress {
+	case interchange.Gzip:
+		// Header fields stay zero (no name, no mtime): the bytes depend on the data only.
+		gz := gzip.NewWriter(f.bw)
+		f.w, f.closer = gz, gz
+	case interchange.Zstd:
+		zw, err := zstd.NewWriter(f.bw, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			f.abort()
+			return nil, fmt.Errorf("export: zstd: %w", err)
+		}
+		f.w, f.closer = zw, zw
+	}
+	return f, nil
+}
+
+// commit finishes the stream and renames the file into place.
+func (f *outFile) commit() error {
+	if f.closer != nil {
+		if err := f.closer.Close(); err != nil {
+			return fmt.Errorf("export: compress %s: %w", f.path, err)
+		}
+	}
+	if err := f.bw.Flush(); err != nil {
+		return fmt.Errorf("export: write %s: %w", f.path, err)
+	}
+	if f.tmp == nil {
+		return nil
+	}
+	// CreateTemp makes the file private; an export is an ordinary file.
+	if err := f.tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := f.tmp.Close(); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := os.Rename(f.tmp.Name(), f.path); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	f.tmp = nil
+	return nil
+}
+
+// abort removes the temporary file, if any is left.
+func (f *outFile) abort() {
+	if f.tmp != nil {
+		f.tmp.Close()
+		os.Remove(f.tmp.Name())
+		f.tmp = nil
+	}
+}
+
+// splitPath is a split template with {venue} and {instrument} filled in;
+// characters that do not belong in a file name (Hyperliquid's "@107",
+// "PURR/USDC") become '_'.
+func splitPath(tmpl, venueName, instrument string) string {
+	clean := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_' {
+				return r
+			}
+			return '_'
+		}, s)
+	}
+	return strings.NewReplacer("{instrument}", clean(instrument), "{venue}", clean(venueName)).Replace(tmpl)
+}
+
+// partOut is where a partitioned export writes: a local directory, or a
+// local staging directory whose files go to the object store as each is
+// finished.
+type partOut struct {
+	j       *Job
+	root    string         // local directory the files are written under
+	remote  *s3store.Store // nil: local
+	open    map[string]*outFile
+	written []string
+}
+
+func (j *Job) newPartOut() (*partOut, error) {
+	p := &partOut{j: j, root: j.Out, open: map[string]*outFile{}}
+	if datasets.IsRemote(j.Out) {
+		st, err := s3store.Open(j.Out)
+		if err != nil {
+			return nil, err
+		}
+		if _, _, err := st.Stat(successName); err == nil && !j.Force {
+			return nil, optionf("export: %s exists: the table there is complete (use -f/--force to rewrite it)", st.Join(successName))
+		} else if err == nil {
+			if err := st.Remove(context.Background(), successName); err != nil {
+				return nil, err
+			}
+		}
+		if j.Force && !j.Shard.Whole() {
+			if err := st.Remove(context.Background(), shardMark(j.Shard)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+		}
+		if p.root, err = os.MkdirTemp("", "tapedeck-export-*"); err != nil {
+			return nil, err
+		}
+		p.remote = st
+		return p, nil
+	}
+	if err := os.MkdirAll(j.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	succ := filepath.Join(j.Out, successName)
+	if _, err := os.Stat(succ); err == nil {
+		if !j.Force {
+			return nil, optionf("export: %s exists: the table there is complete (use -f/--force to rewrite it)", succ)
+		}
+		if err := os.Remove(succ); err != nil {
+			return nil, fmt.Errorf("export: %w", err)
+		}
+	}
+	if j.Force && !j.Shard.Whole() {
+		os.Remove(filepath.Join(j.Out, shardMark(j.Shard)))
+	}
+	return p, nil
+}
+
+func (p *partOut) create(rel string) (io.Writer, error) {
+	path := filepath.Join(p.root, filepath.FromSlash(rel))
+	if p.remote != nil {
+		if _, _, err := p.remote.Stat(rel); err == nil && !p.j.Force {
+			return nil, fmt.Errorf("export: %s exists (use -f/--force to overwrite)", p.remote.Join(rel))
+		}
+	} else if _, err := os.Stat(path); err == nil && !p.j.Force {
+		return nil, fmt.Errorf("export: %s exists (use -f/--force to overwrite)", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	f, err := p.j.createOut(path)
+	if err != nil {
+		return nil, err
+	}
+	p.open[rel] = f
+	return f.w, nil
+}
+
+// done commits a finished file: renamed into place, or uploaded (verified)
+// and its staged copy removed.
+func (p *partOut) done(rel string) error {
+	f := p.open[rel]
+	delete(p.open, rel)
+	if err := f.commit(); err != nil {
+		return err
+	}
+	if p.remote != nil {
+		if _, err := p.remote.PutFile(context.Background(), rel, f.path); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		os.Remove(f.path)
+	}
+	p.written = append(p.written, rel)
+	return nil
+}
+
+// abort removes what is not finished (and the staging directory).
+func (p *partOut) abort() {
+	for _, f := range p.open {
+		f.abort()
+	}
+	if p.remote != nil {
+		os.RemoveAll(p.root)
+	}
+}
+
+// finish marks the table complete: _SUCCESS when unsharded; with a shard,
+// this shard's marker _SHARD-K-of-N, and _SUCCESS once every shard's is
+// there (whichever shard ends last writes it).
+func (p *partOut) finish() error {
+	defer p.abort()
+	marks := []string{successName}
+	if s := p.j.Shard; !s.Whole() {
+		marks = []string{shardMark(s)}
+	}
+	// Readers test for the markers' existence; a line says what they mean
+	// (and an object store wants a body).
+	put := func(name string) error {
+		body := []byte("tapedeck export complete\n")
+		if name != successName {
+			body = fmt.Appendf(nil, "tapedeck export shard %s complete\n", p.j.Shard)
+		}
+		if p.remote != nil {
+			return p.remote.PutBytes(context.Background(), name, body)
+		}
+		return os.WriteFile(filepath.Join(p.root, name), body, 0o644)
+	}
+	if err := put(marks[0]); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if p.j.Shard.Whole() {
+		return nil
+	}
+	var names []string
+	if p.remote != nil {
+		ents, err := p.remote.List()
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		for _, e := range ents {
+			names = append(names, e.Name)
+		}
+	} else {
+		ents, err := os.ReadDir(p.root)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	for k := 1; k <= p.j.Shard.N; k++ {
+		if _, found := sort.Find(len(names), func(i int) int {
+			return strings.Compare(shardMark(replayer.Shard{K: k, N: p.j.Shard.N}), names[i])
+		}); !found {
+			return nil // another shard is still running; it writes _SUCCESS
+		}
+	}
+	if err := put(successName); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
+}
+
+// timeShard returns the window of a time shard: the K-th of N equal slices
+// of the inputs' time range (within FromNs/ToNs), from their manifests.
+func (j *Job) timeShard() (from, to int64, err error) {
+	var start, end int64
+	for _, p := range j.Datasets {
+		m, err := datasets.ReadManifest(p)
+		if err != nil {
+			return 0, 0, fmt.Errorf("export: %w", err)
+		}
+		if m.EndNs == 0 {
+			return 0, 0, fmt.Errorf("export: --shard-by time needs the end time of %s, which is still open or was not closed (replay repair closes it)", p)
+		}
+		if start == 0 || m.StartNs < start {
+			start = m.StartNs
+		}
+		end = max(end, m.EndNs+1)
+	}
+	if j.FromNs != 0 {
+		start = max(start, j.FromNs)
+	}
+	if j.ToNs != 0 {
+		end = min(end, j.ToNs)
+	}
+	if end <= start {
+		return 0, 0, nothingf("export: the window is empty")
+	}
+	s := j.Shard
+	if s.Whole() {
+		return start, end, nil
+	}
+	span, n := end-start, int64(s.N)
+	at := func(k int64) int64 { return start + span/n*k + span%n*k/n } // no overflow over months
+	from, to = at(int64(s.K-1)), at(int64(s.K))
+	if s.K == s.N {
+		to = end
+	}
+	return from, to, nil
+}
