@@ -205,13 +205,16 @@ func (d *Decoder) apply(out *venue.Frame) error {
 			ev.Market = d.internMarket(m.market)
 		case kBook:
 			in := d.instrumentOf(m.inst, m.asset.b, m.market)
-			if in.batchHash && (in.batchTs == m.tsMs || d.opts.hashEvery > 0 &&
-				in.book.Matches(d.levels[m.bidLo:m.bidHi], d.levels[m.askLo:m.askHi])) {
+			if in.batchHash && in.batchTs == m.tsMs {
 				// A snapshot of the batch's own millisecond carries the hash
-				// of the book after it and is checked instead; when sampling,
-				// a snapshot equal to the book confirms its levels without a
-				// SHA-1.
+				// of the book after it and is judged instead.
 				in.batchHash = false
+			}
+			if in.batchHash && d.opts.hashEvery > 0 && in.book.Matches(d.levels[m.bidLo:m.bidHi], d.levels[m.askLo:m.askHi]) {
+				// Sampling: a snapshot equal to the book confirms its levels
+				// without a SHA-1 (the batch's hash is seen, not judged).
+				in.batchHash = false
+				d.stats.HashSeen++
 			}
 			d.closeBatch(in, true)
 			if err := in.book.Replace(d.levels[m.bidLo:m.bidHi], d.levels[m.askLo:m.askHi]); err != nil {
