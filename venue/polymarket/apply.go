@@ -246,7 +246,7 @@ func (d *Decoder) apply(out *venue.Frame) error {
 			for j := m.chLo; j < m.chHi; j++ {
 				c := &d.changes[j]
 				in := d.instrumentOf(c.inst, c.asset, m.market)
-				if in.batchOpen && in.batchTs != m.tsMs {
+				if (in.batchOpen || in.batchHash) && in.batchTs != m.tsMs {
 					d.closeBatch(in, false)
 				}
 				if !in.batchOpen {
@@ -362,25 +362,28 @@ func (d *Decoder) bookEvent(out *venue.Frame, t venue.EventType, m *msg, in *ins
 // closeIfNewTs closes in's batch when a message for it carries another
 // timestamp: a trade or quote of the same millisecond belongs to the match.
 func (d *Decoder) closeIfNewTs(in *instrument, m *msg) {
-	if in.batchOpen && in.batchTs != m.tsMs {
+	if (in.batchOpen || in.batchHash) && in.batchTs != m.tsMs {
 		d.closeBatch(in, false)
 	}
 }
 
 // closeBatch ends in's timestamp batch of price changes: only now may the
 // book be judged, because inside a match it can be transiently crossed and
-// the venue hashes the book after the batch. force checks the batch's hash
-// even when sampling would pass it over (the book is about to change in a
-// way no later hash describes).
+// the venue hashes the book after the batch. It also settles a sampled
+// snapshot's hash left open (checkHash). force checks the hash even when
+// sampling would pass it over (the book is about to change in a way no
+// later hash describes).
 func (d *Decoder) closeBatch(in *instrument, force bool) {
-	if in.batchOpen { // inlined: most books have no open batch
+	if in.batchOpen || in.batchHash { // inlined: most books have neither
 		d.endBatch(in, force)
 	}
 }
 
 func (d *Decoder) endBatch(in *instrument, force bool) {
-	in.batchOpen = false
-	d.judgeTop(in)
+	if in.batchOpen {
+		in.batchOpen = false
+		d.judgeTop(in)
+	}
 	if in.batchHash {
 		d.judgeBatch(in, force)
 	}

@@ -34,18 +34,32 @@ type pendingHash struct {
 }
 
 // checkHash judges a snapshot's hash want against in's book, which it
-// describes whole, when every hashed field is known.
+// describes whole, when every hashed field is known. Sampling, a hash not
+// due stays open like a batch's, settled (closeBatch) when a message of
+// another timestamp, a snapshot, a loss or the end comes.
 func (d *Decoder) checkHash(in *instrument, ts, want []byte, tsMs int64) {
 	// Inlined: most books' min_order_size is not known (a REST summary or
 	// InstrumentInfo tells it), so their hashes are not checked.
 	if d.opts.hashCheck && in.minOrder > 0 {
-		var sum [sha1.Size]byte
-		if in.hashable() && decodeHash40(&sum, want) {
-			d.stats.HashSeen++
-			if d.due(in, tsMs, false) {
-				d.judge(in, ts, &sum, tsMs)
-			}
-		}
+		d.snapshotHash(in, ts, want, tsMs)
+	}
+}
+
+func (d *Decoder) snapshotHash(in *instrument, ts, want []byte, tsMs int64) {
+	var sum [sha1.Size]byte
+	if !in.hashable() || !decodeHash40(&sum, want) {
+		return
+	}
+	if d.opts.hashEvery == 0 || d.due(in, tsMs, false) {
+		d.stats.HashSeen++
+		d.judge(in, ts, &sum, tsMs)
+		return
+	}
+	in.batchHash, in.batchSum, in.batchTs = true, sum, tsMs
+	in.batchTsTxt = append(in.batchTsTxt[:0], ts...)
+	if !in.inPending {
+		in.inPending = true
+		d.pending = append(d.pending, in)
 	}
 }
 
