@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/tapedeck/tapedeck/book"
 )
@@ -43,46 +44,64 @@ func (c *Context) Shares(id string, s float64) int64 {
 	return int64(math.Round(s * float64(pow10(in.Scale.SizeDecimals))))
 }
 
-// Submit sends an order; it reaches the exchange after the entry latency.
-// The returned id names it in every later callback and output. An order for
-// an instrument never seen is rejected at once (the error names it).
+// Submit sends an order; it reaches the venue after the entry latency, on
+// the venue's clock (see the package doc), and the strategy hears of it
+// (Order, OnOrder) after the acknowledgement latency. The returned id names
+// it in every later callback and output. An order for an instrument never
+// seen, or one whose venue the simulator cannot trade, is rejected at once
+// (the error names it; the rejection is also reported like any other).
 func (c *Context) Submit(r OrderRequest) (uint64, error) {
 	e := c.e
 	o := &Order{ID: uint64(len(e.orders) + 1), Instrument: r.Instrument, Side: r.Side, Price: r.Price, Size: r.Size,
 		Amount: r.Amount, TIF: r.TIF, PostOnly: r.PostOnly, ReduceOnly: r.ReduceOnly, ExpireNs: r.ExpireNs, Tag: r.Tag,
 		SubmitNs: e.nowNs, Status: StatusPending}
 	e.orders = append(e.orders, o)
+	lo := *o
+	e.view.orders = append(e.view.orders, &lo)
 	in := e.insts[r.Instrument]
 	if in == nil {
 		reason := fmt.Sprintf("unknown instrument %q: no data recorded for it", r.Instrument)
-		e.reject(nil, o, reason)
+		e.rejectNow(nil, o, reason)
 		return o.ID, &Error{OrderID: o.ID, Instrument: r.Instrument, Reason: reason}
 	}
-	o.Venue = in.Venue
-	if in.Resolved && in.rules != nil {
-		e.reject(in, o, in.rules.t.Reasons.Resolved)
+	o.Venue, lo.Venue = in.Venue, in.Venue
+	in.view.live = append(in.view.live, &lo)
+	if in.rules == nil {
+		e.rejectNow(in, o, "no simulated exchange for venue "+strconv.Quote(in.Venue))
 		return o.ID, &Error{OrderID: o.ID, Instrument: r.Instrument, Reason: o.Reason}
 	}
+	if in.Resolved {
+		// The resolution is public: the feed has told the strategy.
+		e.rejectNow(in, o, in.rules.t.Reasons.Resolved)
+		return o.ID, &Error{OrderID: o.ID, Instrument: r.Instrument, Reason: o.Reason}
+	}
+	e.track(in)
 	e.push(action{atNs: e.nowNs + e.cfg.Latency.Entry(), kind: actSubmit, order: o})
 	return o.ID, nil
 }
 
-func (e *Engine) push(a action) {
-	e.seq++
-	a.seq = e.seq
-	a.order.pending = true
-	e.actions.push(a)
+// rejectNow refuses an order before it leaves (no exchange to send it to).
+func (e *Engine) rejectNow(in *Instrument, o *Order, reason string) {
+	x := e.xNs
+	e.xNs = e.nowNs
+	e.reject(in, o, reason)
+	e.xNs = x
 }
 
-// Cancel asks to cancel an order; it takes effect after the cancel latency
-// (the order can still fill meanwhile).
+// Cancel asks to cancel an order; it reaches the venue after the cancel
+// latency (the order can still fill meanwhile). A cancel that reaches the
+// venue before the order, or after it is done, is refused with the venue's
+// unknown-order error (venue.TradingReasons.UnknownOrder), reported through
+// OnOrder with the order's state and that reason; the order then rests as
+// sent. The error is for an id never issued or an order the strategy has
+// already been told is done.
 func (c *Context) Cancel(id uint64) error {
-	o := c.e.order(id)
+	o, lo := c.e.order(id), c.e.localOrder(id)
 	if o == nil {
 		return &Error{OrderID: id, Reason: "no such order"}
 	}
-	if o.Status.Done() {
-		return &Error{OrderID: id, Instrument: o.Instrument, Reason: "order is " + o.Status.String()}
+	if lo.Status.Done() {
+		return &Error{OrderID: id, Instrument: o.Instrument, Reason: "order is " + lo.Status.String()}
 	}
 	c.e.push(action{atNs: c.e.nowNs + c.e.cfg.Latency.Cancel(), kind: actCancel, order: o})
 	return nil
@@ -92,14 +111,15 @@ func (c *Context) Cancel(id uint64) error {
 // size decrease at the same price keeps the queue position; anything else
 // is a cancel and a new entry at the back of the queue (Polymarket has no
 // amend: the same as cancel and replace; Hyperliquid's modify likewise
-// loses priority).
+// loses priority). An amend that finds the order not resting is refused
+// like a cancel (OnOrder with the unknown-order reason).
 func (c *Context) Amend(id uint64, price, size int64) error {
-	o := c.e.order(id)
+	o, lo := c.e.order(id), c.e.localOrder(id)
 	if o == nil {
 		return &Error{OrderID: id, Reason: "no such order"}
 	}
-	if o.Status.Done() {
-		return &Error{OrderID: id, Instrument: o.Instrument, Reason: "order is " + o.Status.String()}
+	if lo.Status.Done() {
+		return &Error{OrderID: id, Instrument: o.Instrument, Reason: "order is " + lo.Status.String()}
 	}
 	c.e.push(action{atNs: c.e.nowNs + c.e.cfg.Latency.Entry(), kind: actAmend, order: o, price: price, size: size})
 	return nil
@@ -112,49 +132,74 @@ func (e *Engine) order(id uint64) *Order {
 	return e.orders[id-1]
 }
 
-// Order returns an order by id (nil if none). Read-only.
-func (c *Context) Order(id uint64) *Order { return c.e.order(id) }
+func (e *Engine) localOrder(id uint64) *Order {
+	if id == 0 || id > uint64(len(e.view.orders)) {
+		return nil
+	}
+	return e.view.orders[id-1]
+}
 
-// OpenOrders appends the instrument's resting orders ("" for all) to dst.
+// Order returns an order as the strategy knows it (nil if no such id): as
+// submitted until the venue's first response reaches it, then as the last
+// response or fill report left it. Read-only; Queue is always 0 here (see
+// QueueEstimate).
+func (c *Context) Order(id uint64) *Order { return c.e.localOrder(id) }
+
+// OpenOrders appends the instrument's orders ("" for all) the strategy
+// knows to be resting (acknowledged open, not yet reported done) to dst.
 func (c *Context) OpenOrders(dst []*Order, instrument string) []*Order {
 	for _, in := range c.e.instList {
 		if instrument == "" || in.ID == instrument {
-			dst = append(dst, in.open...)
+			for _, o := range in.view.live {
+				if o.Status == StatusOpen {
+					dst = append(dst, o)
+				}
+			}
 		}
 	}
 	return dst
 }
 
-// Working reports how many orders are pending (on their way to the
-// exchange) or open, of one instrument ("" for all).
+// Working reports how many orders of one instrument ("" for all) the
+// strategy has sent and not yet been told are done (pending or open).
 func (c *Context) Working(instrument string) int {
 	n := 0
 	for _, in := range c.e.instList {
 		if instrument == "" || in.ID == instrument {
-			n += len(in.open)
-		}
-	}
-	for _, a := range c.e.actions {
-		if a.kind != actCancel && a.order.Status == StatusPending && (instrument == "" || a.order.Instrument == instrument) {
-			n++
+			n += len(in.view.live)
 		}
 	}
 	return n
 }
 
-// Fills returns the fills so far (read-only; valid until the next callback).
-func (c *Context) Fills() []Fill { return c.e.fills }
+// QueueEstimate is the queue model's estimate (Config.Queue) of the size
+// ahead of a resting order now, in size units, and whether the order rests
+// at the simulated exchange. It is a model of the hidden queue, not
+// something the venue tells: on a live venue a strategy would have to
+// estimate it itself from the same feed.
+func (c *Context) QueueEstimate(id uint64) (int64, bool) {
+	o := c.e.order(id)
+	if o == nil || o.Status != StatusOpen {
+		return 0, false
+	}
+	return max(o.Queue, 0), true
+}
 
-// Position returns the instrument's position in size units.
+// Fills returns the fills reported to the strategy so far, in the order
+// the reports arrived (read-only; valid until the next callback).
+func (c *Context) Fills() []Fill { return c.e.view.fills }
+
+// Position returns the instrument's position in size units, as the fill
+// reports, funding and settlements received so far make it.
 func (c *Context) Position(instrument string) int64 {
 	if in := c.e.insts[instrument]; in != nil {
-		return in.Position
+		return in.view.pos
 	}
 	return 0
 }
 
-// Cash returns cash at CashDecimals.
-func (c *Context) Cash() int64 { return c.e.cash }
+// Cash returns cash at CashDecimals, as the reports received so far make it.
+func (c *Context) Cash() int64 { return c.e.view.cash }
 
 // TakerFeeRate is the taker rate a fill of instrument would be priced at
 // now, and where it comes from (Config.FeeRates, FeeCategories, what the
@@ -181,13 +226,14 @@ func (c *Context) Best(instrument string, side book.Side) (book.Level, bool) {
 }
 
 // Available returns the size a taker order of side could take now at limit
-// or better on the instrument, as the simulated exchange sees it: the
-// recorded book, its mirror for an outcome token (a BUY YES meets BUY NO at
+// or better on the instrument, as the strategy sees it: the book as
+// received (nothing while it is crossed: a crossed book is a same-time
+// batch of the venue in progress, the aggressor resting before its match), its mirror for an outcome token (a BUY YES meets BUY NO at
 // 1 − p), less what the strategy's own taker orders already took. Orders in
 // flight meet the book as it is when they arrive, which may differ.
 func (c *Context) Available(instrument string, side Side, limit int64) int64 {
 	in := c.e.insts[instrument]
-	if in == nil || in.Book == nil || !in.Book.Valid() {
+	if in == nil || in.Book == nil || !in.Book.Valid() || in.Book.Crossed() {
 		return 0
 	}
 	opp := book.Ask
@@ -195,7 +241,7 @@ func (c *Context) Available(instrument string, side Side, limit int64) int64 {
 		opp = book.Bid
 	}
 	var n int64
-	for _, l := range c.e.levels(in, opp) {
+	for _, l := range c.e.levels(in, opp, false) {
 		if !better(side, l.Price, limit) {
 			break
 		}
@@ -209,14 +255,14 @@ func (c *Context) Available(instrument string, side Side, limit int64) int64 {
 // excluded); ok is false when there is none.
 func (c *Context) Take(instrument string, side Side) (price, size int64, ok bool) {
 	in := c.e.insts[instrument]
-	if in == nil || in.Book == nil || !in.Book.Valid() {
+	if in == nil || in.Book == nil || !in.Book.Valid() || in.Book.Crossed() {
 		return 0, 0, false
 	}
 	opp := book.Ask
 	if side == Sell {
 		opp = book.Bid
 	}
-	for _, l := range c.e.levels(in, opp) {
+	for _, l := range c.e.levels(in, opp, false) {
 		if n := l.Size - in.takenAt(opp, l.Price); n > 0 {
 			return l.Price, n, true
 		}

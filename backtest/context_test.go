@@ -44,13 +44,13 @@ func TestCancelAndAmend(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tp.idle(1)
+	tp.idle(2)
 	o := tp.e.order(id)
 	if o.Size != tp.sz("10") || o.Queue != tp.sz("40") || o.Status != StatusOpen {
 		t.Fatalf("after a size decrease: size %d queue %d %s, want 10, 40 ahead, open", o.Size, o.Queue, o.Status)
 	}
 	s.do = func(ctx *Context) { ctx.Amend(id, tp.px("0.39"), tp.sz("10")) }
-	tp.idle(1)
+	tp.idle(2)
 	if o.Price != tp.px("0.39") || o.Status != StatusOpen || o.Queue != 0 {
 		t.Fatalf("after a price change: %+v, want a new entry at 0.39 (nothing there)", *o)
 	}

@@ -48,8 +48,10 @@
 //     if it would increase it); prices of at most 5 significant figures and
 //     6 − szDecimals decimals (integers always valid), sizes of szDecimals
 //     decimals (from a recorded meta body), $10 minimum value; funding paid
-//     at every hour of the exchange clock, position × mark × rate, from the
-//     latest recorded asset context.
+//     at every hour of the exchange clock on the position held then,
+//     position × oracle price × the funding rate in force (the latest asset
+//     context received at or before the hour; hyperliquid.gitbook.io
+//     "Funding": position size × oracle price × funding rate).
 //
 // A rejection carries the venue's reason with the values that broke the
 // rule. The strategy's orders are not in the recorded book, so a taker order
@@ -78,13 +80,53 @@
 //
 // Latency (Config.Latency): ConstantLatency or SampledLatency from a CSV of
 // measured round trips (ReadLatencyCSV: entry = ack = cancel = half of each
-// round trip, in order). An order reaches the exchange at submit + entry
-// latency on the local clock and, unless Config.IgnoreExchangeTime, once the
-// venue's feed shows an exchange timestamp at or after that: the feed
-// latency recorded in the data (receive time − exchange time) is kept, and
-// an order never interacts with data received before submit + latency.
-// Notifications (acks, fills, rejections) reach the strategy after the ack
-// latency.
+// round trip, in order).
+//
+// # Clocks and order of processing
+//
+// Three clocks, as in hftbacktest (exch_ts, local_ts):
+//
+//	exchange time   ──A──────T──B──────────────M────────▶  the venue's stamps
+//	                   ╲      ▲   ╲            │ ack latency
+//	receive time        ╲     │    ╲           ▼
+//	                     ▼    │     ▼
+//	strategy time   ─────a──s─┼─────b──────────R────────▶  receive times
+//	                        │ │
+//	                        └─┘ entry latency: the order sent at s
+//	                            reaches the venue at T = s + entry
+//
+// Events arrive in receive order (a, b: feed latency = receive − exchange
+// time, as recorded). The strategy acts at receive times (s). Each venue's
+// exchange clock is the latest exchange timestamp its feed has shown;
+// messages without one (Hyperliquid activeAssetCtx and allMids, pongs,
+// control records) never move it. An action (order, cancel, amend) sent at
+// s reaches the venue at T = s + entry latency and is applied when the
+// first event of that venue stamped after T arrives (B), before B touches
+// anything, against the venue's book as it stood after every event stamped
+// at or before T (A): events stamped exactly T come first, hftbacktest's
+// rule (its EventSet puts exchange data before an order received at the
+// same timestamp: src/backtest/evs.rs). The engine keeps that book itself
+// for every instrument the strategy trades, applying each event as it is
+// delivered, because the decoder's book is the book after the whole frame.
+// GTD expiries and funding boundaries are on the same exchange clock: an
+// expiry at E applies before any event stamped E or later, whichever
+// instrument it is for. What the exchange does at time M (an ack, a fill,
+// a rejection, a refused cancel, funding, a settlement) reaches the
+// strategy at R = M + ack latency, on its clock: Context.Order,
+// OpenOrders, Working, Position, Cash and Fills are that local view,
+// changed only by reports received (hftbacktest's local orders and
+// state). Queue position is not reported by venues: Context.QueueEstimate
+// gives the queue model's estimate, as such. With
+// Config.IgnoreExchangeTime every event's receive time serves as its
+// exchange time. An event stamped before its venue's clock (another
+// connection's, late) is applied where it arrives.
+//
+// A cancel or amend that reaches the venue before its order (a cancel
+// latency shorter than the entry latency), or after it is done, is
+// refused with the venue's unknown-order error (TradingReasons.UnknownOrder:
+// Polymarket's not_canceled, Hyperliquid's "Order was never placed, already
+// canceled, or filled."), reported through OnOrder with that reason; the
+// order itself then arrives and rests as sent, and is reported open.
 //
 // Fees: Polymarket taker fee = shares × rate × p × (1 − p)
 // (docs.polymarket.com "Fees", trading/fees: fee = C × feeRate × p ×

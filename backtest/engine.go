@@ -2,11 +2,7 @@ package backtest
 
 import (
 	"fmt"
-	"math"
 	"runtime/debug"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/datasets"
@@ -121,14 +117,15 @@ type Engine struct {
 	markets  map[string][]*Instrument
 	venues   map[string]*venueRules // by venue name; nil: not tradable
 
-	orders  []*Order // by ID − 1
-	fills   []Fill
-	actions queue[action]
-	notes   queue[note]
-	timers  queue[timer]
-	seq     uint64
+	orders []*Order // the exchange's orders, by ID − 1
+	fills  []Fill
+	notes  queue[note]
+	timers queue[timer]
+	seq    uint64
+	view   accountView // what the strategy has been told
 
-	nowNs    int64
+	nowNs    int64 // the local (receive) clock
+	xNs      int64 // the exchange time of what is being applied
 	startNs  int64
 	cash     int64
 	fees     int64
@@ -136,11 +133,12 @@ type Engine struct {
 	funding  int64
 	turnover int64
 
-	stratDead bool
-	stratErr  *StrategyError
-	rejects   uint64
-	errs      []error
-	problems  int // problems found in the recording (bounded in errs)
+	stratDead     bool
+	stratErr      *StrategyError
+	rejects       uint64
+	cancelRejects uint64 // cancels and amends the venue refused (unknown order)
+	errs          []error
+	problems      int // problems found in the recording (bounded in errs)
 
 	feeIn     FeeInput               // the fee models' argument, reused (no allocation per fill)
 	pending   map[string]listedRules // rules listed for instruments no event has named yet
@@ -260,9 +258,16 @@ func NewEngine(s Strategy, cfg Config) *Engine {
 	}
 	e := &Engine{cfg: cfg, strat: s, insts: map[string]*Instrument{}, markets: map[string][]*Instrument{},
 		venues: map[string]*venueRules{}, cash: cfg.Cash, feeStates: map[string]*feeState{}, feeUse: map[feeUseKey]int{}}
+	e.view.cash = cfg.Cash
 	e.ctx.e = e
 	return e
 }
+
+// Context returns the engine's Context, the handle its strategy trades
+// through, for a caller that drives the strategy's orders from outside the
+// callbacks (replay serve --trading reads the account's state with it). It
+// must not be used concurrently with OnEvent or Finish.
+func (e *Engine) Context() *Context { return &e.ctx }
 
 // instrument returns (creating) the state of an instrument.
 func (e *Engine) instrument(ven, id string, sc book.Scale) *Instrument {
@@ -300,6 +305,9 @@ func (e *Engine) pair(in *Instrument, market string) {
 	e.markets[market] = l
 	if len(l) == 2 && in.Outcomes() {
 		l[0].Complement, l[1].Complement = l[1], l[0]
+		if l[0].xb != nil || l[1].xb != nil {
+			e.track(l[0])
+		}
 	} else if len(l) > 2 {
 		for _, x := range l {
 			x.Complement = nil // not a binary market: no mirror
@@ -325,35 +333,53 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 		}
 	}
 	var in *Instrument
-	if d := ev.Decoded; d != nil {
-		if d.Instrument != "" {
-			in = e.instrument(ev.Venue, d.Instrument, ev.Scale)
-			if ev.Book != nil {
-				in.Book = ev.Book
-			}
-			if d.ExchangeNs > in.ExchangeNs {
-				in.ExchangeNs = d.ExchangeNs
-			}
-			e.pair(in, d.Market)
+	d := ev.Decoded
+	if d != nil && d.Instrument != "" {
+		in = e.instrument(ev.Venue, d.Instrument, ev.Scale)
+		if ev.Book != nil {
+			in.Book = ev.Book
 		}
+		if d.ExchangeNs > in.ExchangeNs {
+			in.ExchangeNs = d.ExchangeNs
+		}
+		e.pair(in, d.Market)
+	} else if ev.Instrument != "" && ev.Book != nil {
+		in = e.insts[ev.Instrument] // a loss record invalidating the book
+	}
+	// The exchange first catches up with the time this event is stamped:
+	// actions and expiries due before it, against the book before it.
+	var r *venueRules
+	if in != nil {
+		r = in.rules
+	}
+	x := e.exchangeTime(ev)
+	if r == nil && x > 0 {
+		r = e.rulesOf(ev.Venue, nil)
+	}
+	e.xNs = ev.RecvNs
+	if r != nil {
+		if x > 0 {
+			e.advance(r, x)
+			e.xNs = x
+		} else if r.clockNs > 0 {
+			e.xNs = r.clockNs
+		}
+	}
+	if in != nil && in.xb != nil {
+		e.follow(in, ev)
+	}
+	if d != nil {
 		e.metadata(ev, d, in)
-		if in != nil && in.rules != nil && in.rules.t.FundingInterval > 0 {
-			e.fund(in, in.ExchangeNs)
+		if in != nil {
+			e.market(in, ev)
 		}
 	} else if ev.Kind == datasets.KindRESTResponse && ev.Control != nil {
 		e.restBody(ev)
-	}
-	e.activate(ev)
-	if in != nil {
-		e.market(in, ev)
 	}
 	e.deliver()
 	if !e.stratDead && e.wants(ev, in) {
 		e.guard(ev, func() { e.strat.OnEvent(&e.ctx, ev) })
 	}
-	// Orders sent in the callbacks that are due already (no latency, and
-	// the exchange's clock at or past their arrival) meet this book.
-	e.activate(ev)
 	e.sample(ev.RecvNs)
 	return nil
 }
@@ -449,6 +475,20 @@ func (e *Engine) metadata(ev *feed.Event, d *venue.Event, in *Instrument) {
 				in.FundRate = v
 			}
 		}
+		if f := in.rules.t.OraclePrice; f != nil {
+			if txt, ok := f(d.Raw); ok {
+				if v, err := book.ParseDecimal(txt, in.Scale.PriceDecimals); err == nil && v > 0 {
+					in.oraclePx = v
+				}
+			}
+		}
+		// Contexts carry no exchange time: one received after the next
+		// funding boundary is not the one in force at it.
+		if iv := int64(in.rules.t.FundingInterval); iv > 0 {
+			if c := in.rules.clockNs; c == 0 || ev.RecvNs <= (c/iv+1)*iv {
+				in.boundRate, in.boundOracle = in.FundRate, in.oraclePx
+			}
+		}
 	}
 }
 
@@ -465,727 +505,4 @@ func (e *Engine) rulesOf(ven string, in *Instrument) *venueRules {
 	}
 	e.venues[ven] = r
 	return r
-}
-
-// fund pays perpetual funding at each multiple of the venue's funding
-// interval on the exchange clock: payment = position × mark price × rate
-// (a long pays a positive rate), from the latest recorded asset context.
-// Checked at every event of the instrument, on its latest exchange time;
-// the first only starts the clock.
-func (e *Engine) fund(in *Instrument, exNs int64) {
-	iv := int64(in.rules.t.FundingInterval)
-	if exNs <= 0 || iv <= 0 {
-		return
-	}
-	period := exNs / iv
-	if in.lastPeriod == 0 || period <= in.lastPeriod {
-		if in.lastPeriod == 0 {
-			in.lastPeriod = period
-		}
-		return
-	}
-	in.lastPeriod = period
-	if in.Position == 0 || in.MarkPx == 0 {
-		return
-	}
-	notional := Notional(in.MarkPx, in.Position, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
-	pay := int64(math.Round(float64(notional) * in.FundRate))
-	e.cash -= pay
-	e.funding += pay
-	in.Funding += pay
-}
-
-// restBody reads what a recorded REST body states about instruments, as
-// the venue's driver reads it (venue.Driver.Instruments: the same facts the
-// exports' instruments table has): tick and minimum sizes (Polymarket book
-// summaries and Gamma listings), szDecimals and price decimals (Hyperliquid
-// meta and spotMeta), a market's fees (Gamma feesEnabled, feeType,
-// feeSchedule). They apply from the body's receive time on. A body, or an
-// element of one, that does not read is a problem in Result.Errors; what
-// did read applies.
-func (e *Engine) restBody(ev *feed.Event) {
-	r := e.rulesOf(ev.Venue, nil)
-	if r == nil || r.drv == nil {
-		return
-	}
-	facts, err := r.drv.Instruments(ev.Payload)
-	if err != nil {
-		e.problem(fmt.Errorf("backtest: recorded REST body (seq %d, recv %d): %w", ev.Seq, ev.RecvNs, err))
-	}
-	for i := range facts {
-		f := &facts[i]
-		if f.Instrument == "" {
-			continue
-		}
-		key := f.Market
-		if key == "" {
-			key = f.Instrument
-		}
-		e.listedFees(key, f, ev.RecvNs)
-		rules := listedRules{market: f.Market, tick: f.TickSize, minSize: f.MinSize, szDec: -1}
-		if f.SzDecimals >= 0 {
-			rules.szDec = f.SzDecimals
-			if f.PriceDecimals >= 0 {
-				rules.maxPriceDec = f.PriceDecimals + f.SzDecimals
-			}
-		}
-		if in := e.insts[f.Instrument]; in != nil {
-			e.pair(in, f.Market)
-			rules.apply(in)
-			continue
-		}
-		// No event has named it yet (a listing names every market of the
-		// venue): its rules wait for its first event, so that instruments
-		// the recording never trades cost nothing per event.
-		if e.pending == nil {
-			e.pending = map[string]listedRules{}
-		}
-		p, ok := e.pending[f.Instrument]
-		if !ok {
-			p.szDec = -1
-		}
-		p.merge(rules)
-		e.pending[f.Instrument] = p
-	}
-}
-
-// listedRules are an instrument's rules as recorded REST bodies state them
-// (0, or szDec -1: not stated).
-type listedRules struct {
-	market             string
-	tick, minSize      int64
-	szDec, maxPriceDec int
-}
-
-func (r *listedRules) merge(n listedRules) {
-	if n.market != "" {
-		r.market = n.market
-	}
-	if n.tick > 0 {
-		r.tick = n.tick
-	}
-	if n.minSize > 0 {
-		r.minSize = n.minSize
-	}
-	if n.szDec >= 0 {
-		r.szDec, r.maxPriceDec = n.szDec, n.maxPriceDec
-	}
-}
-
-func (r *listedRules) apply(in *Instrument) {
-	if r.tick > 0 {
-		in.Tick = r.tick
-	}
-	if r.minSize > 0 {
-		in.MinSize = r.minSize
-	}
-	if r.szDec >= 0 {
-		in.SzDecimals = r.szDec
-		if r.maxPriceDec > 0 {
-			in.maxPriceDec = r.maxPriceDec
-		}
-	}
-}
-
-// warmupREST reads a REST body recorded before the replay's window
-// (replayer.WithWarmupREST): its facts apply from its receive time, as
-// restBody's; nothing is delivered to the strategy.
-func (e *Engine) warmupREST(ven string, rec *datasets.Record) {
-	r := e.rulesOf(ven, nil)
-	if r == nil {
-		return
-	}
-	e.restBody(&feed.Event{Venue: ven, Seq: rec.Seq, RecvNs: rec.WallNs, Kind: rec.Kind, Payload: rec.Payload,
-		Scale: r.drv.Scale(), Channel: feed.ChannelControl})
-}
-
-// settle closes a resolved Polymarket token at 1 or 0: open orders are
-// cancelled, the position is paid out.
-func (e *Engine) settle(in *Instrument, wins bool) {
-	if in.Resolved {
-		return
-	}
-	in.Resolved = true
-	if wins {
-		in.Settle = pow10(in.Scale.PriceDecimals)
-	}
-	for _, o := range slices.Clone(in.open) {
-		e.finish(in, o, StatusCancelled, "market resolved")
-	}
-	e.cash += Notional(in.Settle, in.Position, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
-	in.Position = 0
-}
-
-// activate applies the strategy's actions that have reached the exchange by
-// this event, each to its own instrument's book as last received: no
-// look-ahead, an action meets only the state after data received at or
-// after its arrival (submit + latency on the local clock), and, unless
-// IgnoreExchangeTime, only once the venue's feed shows an exchange
-// timestamp at or after it (the recorded feed latency: an event stamped
-// before the arrival but received after it was already in the book the
-// order met). Actions on one instrument apply in the order they were sent.
-func (e *Engine) activate(ev *feed.Event) {
-	if len(e.actions) == 0 {
-		return
-	}
-	exNs := int64(0)
-	if ev.Decoded != nil && !e.cfg.IgnoreExchangeTime {
-		exNs = ev.Decoded.ExchangeNs
-	}
-	for len(e.actions) > 0 {
-		a := e.actions[0]
-		if a.atNs > ev.RecvNs {
-			break
-		}
-		in := e.insts[a.order.Instrument]
-		if exNs != 0 && in.Venue == ev.Venue && a.atNs > exNs {
-			break
-		}
-		e.actions.pop()
-		e.apply(in, a, ev)
-	}
-}
-
-type actionKind uint8
-
-const (
-	actSubmit actionKind = iota
-	actCancel
-	actAmend
-)
-
-type action struct {
-	atNs  int64
-	seq   uint64
-	kind  actionKind
-	order *Order
-	price int64
-	size  int64
-}
-
-func (e *Engine) apply(in *Instrument, a action, ev *feed.Event) {
-	o := a.order
-	o.pending = false
-	switch a.kind {
-	case actCancel:
-		if !o.Status.Done() && o.Status != StatusPending {
-			e.finish(in, o, StatusCancelled, "cancelled")
-		}
-	case actAmend:
-		if o.Status != StatusOpen {
-			return
-		}
-		if a.price == o.Price && a.size <= o.Size && a.size > o.Filled {
-			o.Size = a.size // a size decrease keeps priority
-			e.note(o, nil)
-			return
-		}
-		e.unrest(in, o)
-		o.Price, o.Size = a.price, a.size
-		o.Status = StatusPending
-		e.enter(in, o, ev)
-	case actSubmit:
-		e.enter(in, o, ev)
-	}
-}
-
-// enter validates and matches an order arriving at the exchange.
-func (e *Engine) enter(in *Instrument, o *Order, ev *feed.Event) {
-	o.ActiveNs = ev.RecvNs
-	r := in.rules
-	var t *venue.Trading
-	if r != nil {
-		t = r.t
-	}
-	exNs := ev.RecvNs
-	if ev.Decoded != nil && ev.Decoded.ExchangeNs != 0 {
-		exNs = ev.Decoded.ExchangeNs
-	}
-	switch {
-	case r == nil:
-		e.reject(in, o, "no simulated exchange for venue "+strconv.Quote(in.Venue))
-		return
-	case in.Resolved:
-		e.reject(in, o, t.Reasons.Resolved)
-		return
-	case !r.accepts(o.TIF):
-		e.reject(in, o, fmt.Sprintf("time in force %s not offered by %s (it offers %s)", o.TIF, r.name, strings.Join(t.OrderTypes, ", ")))
-		return
-	case in.Book == nil || !in.Book.Valid():
-		e.reject(in, o, "book not valid (before the first snapshot or after a gap): order not simulated")
-		return
-	}
-	if reason := check(in, o, exNs); reason != "" {
-		e.reject(in, o, reason)
-		return
-	}
-	if t.Outcomes && !e.cfg.AllowShort && o.Side == Sell && o.Size > in.Position-e.sellingRest(in, o) {
-		e.reject(in, o, t.Reasons.NoBalance)
-		return
-	}
-	if o.ReduceOnly {
-		o.Size = min(o.Size, abs64(in.Position))
-	}
-	bs := o.Side.bookSide()
-	opp := book.Ask
-	if bs == book.Ask {
-		opp = book.Bid
-	}
-	marketable := e.crosses(in, o, opp)
-	if (o.PostOnly || o.TIF == ALO) && marketable {
-		reason := t.Reasons.PostOnlyCrosses
-		if o.TIF == ALO {
-			b, _ := in.Book.Best(book.Bid)
-			a, _ := in.Book.Best(book.Ask)
-			reason += ", bbo was " + book.FormatDecimal(b.Price, in.Scale.PriceDecimals) + "@" + book.FormatDecimal(a.Price, in.Scale.PriceDecimals)
-		}
-		e.reject(in, o, reason)
-		return
-	}
-	if o.TIF == FOK && !e.canFill(in, o, opp) {
-		e.reject(in, o, t.Reasons.FOKUnfilled)
-		return
-	}
-	if marketable {
-		e.take(in, o, opp, ev)
-	}
-	if o.Status.Done() {
-		return
-	}
-	if o.TIF.immediate() {
-		if o.Filled == 0 {
-			e.finish(in, o, StatusCancelled, t.Reasons.FAKUnfilled)
-		} else {
-			e.finish(in, o, StatusCancelled, "unfilled rest killed ("+o.TIF.String()+")")
-		}
-		return
-	}
-	o.Status = StatusOpen
-	lv, _ := in.Book.Level(bs, o.Price)
-	o.Queue, o.prevLevel, o.tradedHere = lv, lv, 0
-	o.unit = float64(pow10(in.Scale.SizeDecimals))
-	in.open = append(in.open, o)
-	e.note(o, nil)
-}
-
-func (e *Engine) sellingRest(in *Instrument, skip *Order) int64 {
-	var s int64
-	for _, o := range in.open {
-		if o != skip && o.Side == Sell {
-			s += o.Leaves()
-		}
-	}
-	return s
-}
-
-func abs64(v int64) int64 {
-	if v < 0 {
-		return -v
-	}
-	return v
-}
-
-// better reports whether price p is at or inside limit for a taker of side s.
-func better(s Side, p, limit int64) bool {
-	if s == Buy {
-		return p <= limit
-	}
-	return p >= limit
-}
-
-// levels returns the liquidity a taker of o meets on side opp, best first:
-// the recorded book, and for a mirrored pair the complement's book seen
-// from the other side (a BUY YES at p meets SELL YES at p and BUY NO at
-// 1 − p). The venue publishes the same resting orders in both books, so a
-// price's liquidity is the larger of the two, never their sum.
-func (e *Engine) levels(in *Instrument, opp book.Side) []book.Level {
-	in.scratch = in.Book.Top(opp, in.scratch[:0], -1)
-	c := in.Complement
-	if c == nil || c.Book == nil || !c.Book.Valid() {
-		return in.scratch
-	}
-	one := pow10(in.Scale.PriceDecimals)
-	mside := book.Bid
-	if opp == book.Bid {
-		mside = book.Ask
-	}
-	n := c.Book.Len(mside)
-	base := len(in.scratch)
-	in.scratch = c.Book.Top(mside, in.scratch, n)
-	own, mir := in.scratch[:base], in.scratch[base:]
-	for i := range mir {
-		mir[i].Price = one - mir[i].Price
-	}
-	// merge own and mir (both best first for opp) into the tail.
-	out := in.scratch[len(in.scratch):]
-	i, j := 0, 0
-	bestFirst := func(a, b int64) bool {
-		if opp == book.Ask {
-			return a < b
-		}
-		return a > b
-	}
-	for i < len(own) || j < len(mir) {
-		switch {
-		case j >= len(mir) || (i < len(own) && bestFirst(own[i].Price, mir[j].Price)):
-			out = append(out, own[i])
-			i++
-		case i >= len(own) || bestFirst(mir[j].Price, own[i].Price):
-			out = append(out, mir[j])
-			j++
-		default:
-			l := own[i]
-			l.Size = max(l.Size, mir[j].Size)
-			out = append(out, l)
-			i++
-			j++
-		}
-	}
-	in.scratch = append(in.scratch[:0], out...)
-	return in.scratch
-}
-
-func (e *Engine) crosses(in *Instrument, o *Order, opp book.Side) bool {
-	for _, l := range e.levels(in, opp) {
-		if !better(o.Side, l.Price, o.Price) {
-			return false
-		}
-		if l.Size-in.takenAt(opp, l.Price) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// canFill reports whether a FOK can fill completely now.
-func (e *Engine) canFill(in *Instrument, o *Order, opp book.Side) bool {
-	need, amt := o.Size, o.Amount
-	for _, l := range e.levels(in, opp) {
-		if !better(o.Side, l.Price, o.Price) {
-			break
-		}
-		avail := l.Size - in.takenAt(opp, l.Price)
-		if avail <= 0 {
-			continue
-		}
-		if amt > 0 {
-			cost := Notional(l.Price, avail, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
-			if cost >= amt*pow10(CashDecimals-in.Scale.PriceDecimals) {
-				return true
-			}
-			amt -= cost / pow10(CashDecimals-in.Scale.PriceDecimals)
-			continue
-		}
-		need -= avail
-		if need <= 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// take walks the levels visible at arrival.
-func (e *Engine) take(in *Instrument, o *Order, opp book.Side, ev *feed.Event) {
-	sc := in.Scale
-	cashUnit := pow10(CashDecimals - sc.PriceDecimals)
-	amtLeft := o.Amount * cashUnit // dollars at CashDecimals
-	for _, l := range e.levels(in, opp) {
-		if !better(o.Side, l.Price, o.Price) {
-			break
-		}
-		avail := l.Size - in.takenAt(opp, l.Price)
-		if avail <= 0 {
-			continue
-		}
-		var q int64
-		if o.Amount > 0 {
-			// shares = dollars / price, floored to the size scale.
-			q = mulDivFloor(amtLeft, pow10(sc.SizeDecimals), l.Price*cashUnit)
-			q = min(q, avail)
-			if q <= 0 {
-				break
-			}
-		} else {
-			q = min(avail, o.Leaves())
-		}
-		in.take(opp, l.Price, q)
-		if o.Amount > 0 {
-			o.Size += q
-			amtLeft -= Notional(l.Price, q, sc.PriceDecimals, sc.SizeDecimals)
-		}
-		e.fill(in, o, l.Price, q, Taker, 0, ev)
-		if o.Amount == 0 && o.Leaves() == 0 {
-			break
-		}
-	}
-	if o.Amount > 0 && !o.Status.Done() {
-		// A dollar-sized order is done when its money is spent or the book is.
-		e.finish(in, o, StatusFilled, "")
-	}
-}
-
-// fill books one execution.
-func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, queue int64, ev *feed.Event) {
-	sc := in.Scale
-	o.Filled += q
-	notional := Notional(price, q, sc.PriceDecimals, sc.SizeDecimals)
-	fee := int64(0)
-	if fm := in.rules.fees; fm != nil {
-		fi := e.feeInput(in, price, q, liq)
-		fee = fm.Fee(fi)
-		e.noteFeeRate(fm, fi, fee, ev.RecvNs)
-	}
-	if o.Side == Buy {
-		e.cash -= notional
-		in.Position += q
-	} else {
-		e.cash += notional
-		in.Position -= q
-	}
-	e.cash -= fee
-	if fee >= 0 {
-		e.fees += fee
-	} else {
-		e.rebates -= fee
-	}
-	e.turnover += notional
-	in.LastTrade = price
-	var exNs int64
-	if ev.Decoded != nil {
-		exNs = ev.Decoded.ExchangeNs
-	}
-	e.fills = append(e.fills, Fill{Seq: uint64(len(e.fills) + 1), OrderID: o.ID, Venue: in.Venue, Instrument: in.ID,
-		Side: o.Side, Price: price, Size: q, Liquidity: liq, Queue: queue, Fee: fee, ExchangeNs: exNs, RecvNs: ev.RecvNs, Tag: o.Tag})
-	f := &e.fills[len(e.fills)-1]
-	for _, h := range e.cfg.MarkoutsNs {
-		in.marks = append(in.marks, markout{fill: len(e.fills) - 1, atNs: ev.RecvNs + h, horizon: h})
-	}
-	if o.Amount == 0 && o.Leaves() == 0 {
-		e.finish(in, o, StatusFilled, "")
-	}
-	e.noteFill(f)
-}
-
-// market applies one event to the strategy's resting orders of in.
-func (e *Engine) market(in *Instrument, ev *feed.Event) {
-	d := ev.Decoded
-	switch d.Type {
-	case venue.EventSnapshot:
-		in.taken = in.taken[:0]
-	case venue.EventLevel:
-		in.untake(d.Side, d.Price)
-	}
-	e.markouts(in, ev.RecvNs)
-	if len(in.open) == 0 {
-		return
-	}
-	exNs := d.ExchangeNs
-	if exNs == 0 {
-		exNs = ev.RecvNs
-	}
-	q := e.cfg.Queue
-	switch d.Type {
-	case venue.EventTrade:
-		if d.Backfill && !e.cfg.UseBackfill {
-			break
-		}
-		// The taker's side: a buy takes asks (our sells), a sell takes bids.
-		for i := 0; i < len(in.open); i++ {
-			o := in.open[i]
-			if o.Side.bookSide() == d.Side {
-				continue // same side as the taker
-			}
-			// A trade reaches a resting order at its price or through it (a
-			// buy printed above a resting sell, a sell below a resting buy).
-			if !better(o.Side, d.Price, o.Price) {
-				continue
-			}
-			before := len(in.open)
-			if d.Price != o.Price {
-				// Traded through our price: we were ahead of it.
-				e.fill(in, o, o.Price, o.Leaves(), Maker, max(o.Queue, 0), ev)
-			} else {
-				ahead := max(o.Queue, 0)
-				q.Trade(o, d.Size)
-				if o.Queue < 0 {
-					x := min(-o.Queue, o.Leaves())
-					o.Queue = 0
-					e.fill(in, o, o.Price, x, Maker, ahead, ev)
-				}
-			}
-			if len(in.open) < before {
-				i--
-			}
-		}
-	case venue.EventLevel:
-		for _, o := range in.open {
-			if o.Side.bookSide() == d.Side && o.Price == d.Price {
-				q.Depth(o, o.prevLevel, d.Size)
-				o.prevLevel = d.Size
-			}
-		}
-	case venue.EventSnapshot:
-		for _, o := range in.open {
-			lv, _ := in.Book.Level(o.Side.bookSide(), o.Price)
-			if lv != o.prevLevel {
-				q.Depth(o, o.prevLevel, lv)
-				o.prevLevel = lv
-			}
-		}
-	}
-	// The book moved through a resting order (best opposite strictly better
-	// than its price): it was hit as a maker, at its price.
-	if in.Book != nil && in.Book.Valid() && (d.Type == venue.EventLevel || d.Type == venue.EventSnapshot) && !in.Book.Crossed() {
-		for i := 0; i < len(in.open); i++ {
-			o := in.open[i]
-			opp := book.Ask
-			if o.Side == Sell {
-				opp = book.Bid
-			}
-			b, ok := in.Book.Best(opp)
-			if ok && ((o.Side == Buy && b.Price < o.Price) || (o.Side == Sell && b.Price > o.Price)) {
-				e.fill(in, o, o.Price, o.Leaves(), Maker, max(o.Queue, 0), ev)
-				i--
-			}
-		}
-	}
-	// GTD expiry, the venue's threshold before the stated time.
-	for i := 0; i < len(in.open); i++ {
-		o := in.open[i]
-		if o.TIF == GTD && exNs >= o.ExpireNs-int64(in.rules.t.GTDThreshold) {
-			e.finish(in, o, StatusExpired, "expired")
-			i--
-		}
-	}
-}
-
-func (e *Engine) unrest(in *Instrument, o *Order) {
-	if i := slices.Index(in.open, o); i >= 0 {
-		in.open = slices.Delete(in.open, i, i+1)
-	}
-}
-
-func (e *Engine) reject(in *Instrument, o *Order, reason string) {
-	e.rejects++
-	e.finish(in, o, StatusRejected, reason)
-}
-
-func (e *Engine) finish(in *Instrument, o *Order, st Status, reason string) {
-	if in != nil {
-		e.unrest(in, o)
-	}
-	o.Status, o.Reason, o.DoneNs = st, reason, e.nowNs
-	e.note(o, nil)
-}
-
-// Notifications reach the strategy after the acknowledgement latency.
-type note struct {
-	atNs  int64
-	seq   uint64
-	order *Order
-	fill  int // index in fills, −1 none
-	st    Status
-}
-
-func (e *Engine) note(o *Order, _ *Fill) {
-	e.seq++
-	e.notes.push(note{atNs: e.nowNs + e.cfg.Latency.Ack(), seq: e.seq, order: o, fill: -1, st: o.Status})
-}
-
-func (e *Engine) noteFill(f *Fill) {
-	e.seq++
-	e.notes.push(note{atNs: e.nowNs + e.cfg.Latency.Ack(), seq: e.seq, fill: int(f.Seq - 1)})
-}
-
-func (e *Engine) deliver() {
-	for len(e.timers) > 0 || len(e.notes) > 0 {
-		var useTimer bool
-		switch {
-		case len(e.notes) > 0 && e.notes[0].atNs <= e.nowNs && (len(e.timers) == 0 || e.notes[0].atNs <= e.timers[0].atNs):
-		case len(e.timers) > 0 && e.timers[0].atNs <= e.nowNs:
-			useTimer = true
-		default:
-			return
-		}
-		if useTimer {
-			t := e.timers.pop()
-			if h, ok := e.strat.(TimerHandler); ok && !e.stratDead {
-				e.guard(&feed.Event{RecvNs: e.nowNs}, func() { h.OnTimer(&e.ctx, t.tag) })
-			}
-			continue
-		}
-		n := e.notes.pop()
-		if e.stratDead {
-			continue
-		}
-		if n.fill >= 0 {
-			if h, ok := e.strat.(FillHandler); ok {
-				f := e.fills[n.fill]
-				e.guard(&feed.Event{RecvNs: e.nowNs}, func() { h.OnFill(&e.ctx, &f) })
-			}
-		} else if h, ok := e.strat.(OrderHandler); ok {
-			e.guard(&feed.Event{RecvNs: e.nowNs}, func() { h.OnOrder(&e.ctx, n.order) })
-		}
-	}
-}
-
-type timer struct {
-	atNs int64
-	seq  uint64
-	tag  int64
-}
-
-// queue is a binary min-heap ordered by time then sequence (deterministic),
-// without container/heap's boxing of every element in an interface.
-type queue[T timed] []T
-
-type timed interface{ key() (int64, uint64) }
-
-func (a action) key() (int64, uint64) { return a.atNs, a.seq }
-func (n note) key() (int64, uint64)   { return n.atNs, n.seq }
-func (t timer) key() (int64, uint64)  { return t.atNs, t.seq }
-
-func before[T timed](a, b T) bool {
-	at, as := a.key()
-	bt, bs := b.key()
-	return at < bt || (at == bt && as < bs)
-}
-
-func (q *queue[T]) push(x T) {
-	h := append(*q, x)
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !before(h[i], h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-	*q = h
-}
-
-func (q *queue[T]) pop() T {
-	h := *q
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	var zero T
-	h[n] = zero
-	h = h[:n]
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < n && before(h[l], h[m]) {
-			m = l
-		}
-		if r := l + 1; r < n && before(h[r], h[m]) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	*q = h
-	return top
 }

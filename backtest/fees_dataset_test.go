@@ -116,7 +116,7 @@ func TestFeeRateFromDataset(t *testing.T) {
 
 	// Without the listing: the first fill, before any trade, pays the
 	// default; the trade's 300 bps apply to the second, after it.
-	dir = writePM(t, "", pmBookYes, pmTradeYes, pmBookYes)
+	dir = writePM(t, "", pmBookYes, pmTradeYes, pmBookYes, pmBookYes) // the last brings the second order to the venue
 	res, _, err = Run(context.Background(), []string{dir}, &buyOnce{n: 2}, Config{Cash: cash(t, "100"), FeeRate: 0.01}, RunOptions{})
 	if err != nil {
 		t.Fatal(err)

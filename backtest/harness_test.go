@@ -26,6 +26,7 @@ type tape struct {
 	out    venue.Frame
 	recvNs int64
 	step   int64
+	lag    int64 // recorded feed latency: frames are stamped this long before they are received
 	seq    uint64
 }
 
@@ -47,7 +48,7 @@ const t0 = int64(1761177600000000000)
 
 // ms is the exchange timestamp of the next frame, in ms (receive time
 // minus 0, so recorded feed latency is zero unless a test says otherwise).
-func (tp *tape) ms() string { return strconv.FormatInt((tp.recvNs+tp.step)/1e6, 10) }
+func (tp *tape) ms() string { return strconv.FormatInt((tp.recvNs+tp.step-tp.lag)/1e6, 10) }
 
 // frame decodes one frame received one step after the previous one and
 // delivers its events.
@@ -82,9 +83,23 @@ func (tp *tape) rest(body string) {
 	}
 }
 
-// idle advances the clock by n steps with a frame that touches no book
-// (a Polymarket PONG / a Hyperliquid pong), so latencies elapse.
+// idle advances the clock by n steps with frames that touch no traded
+// book but carry an exchange timestamp, so that they move the venue's
+// exchange clock (a trade of an instrument no test trades).
 func (tp *tape) idle(n int) {
+	tp.t.Helper()
+	for range n {
+		if tp.ven == venue.Polymarket {
+			tp.frame(`{"event_type":"last_trade_price","asset_id":"1","market":"0x01","price":"0.5","size":"1","side":"BUY","timestamp":"` + tp.ms() + `"}`)
+		} else {
+			tp.frame(`{"channel":"trades","data":[{"coin":"IDLE","side":"B","px":"1","sz":"1","time":` + tp.ms() + `,"hash":"0x1","tid":1}]}`)
+		}
+	}
+}
+
+// pong advances the clock by n steps with frames that carry no exchange
+// time (a Polymarket PONG, a Hyperliquid pong): the exchange clock stays.
+func (tp *tape) pong(n int) {
 	tp.t.Helper()
 	for range n {
 		if tp.ven == venue.Polymarket {
@@ -114,12 +129,13 @@ func (s *script) OnEvent(ctx *Context, _ *feed.Event) {
 func (s *script) OnOrder(_ *Context, o *Order) { s.orders = append(s.orders, *o) }
 func (s *script) OnFill(_ *Context, f *Fill)   { s.fills = append(s.fills, *f) }
 
-// submit runs one Submit on the next event and returns the order id.
+// submit runs one Submit on the next event, lets the (zero-latency) order
+// reach the venue, and returns the order id.
 func (tp *tape) submit(s *script, r OrderRequest) uint64 {
 	tp.t.Helper()
 	var id uint64
 	s.do = func(ctx *Context) { id, _ = ctx.Submit(r) }
-	tp.idle(1)
+	tp.idle(2) // the second frame, stamped after the submit, brings it to the venue
 	if id == 0 {
 		tp.t.Fatal("submit did not run")
 	}
@@ -193,9 +209,11 @@ func (tp *tape) hlTrade(coin, side, px, sz string) {
 		`","time":` + tp.ms() + `,"hash":"0x1","tid":` + strconv.FormatUint(tp.seq+1, 10) + `}]}`)
 }
 
-func (tp *tape) hlCtx(coin, mark, funding string) {
+func (tp *tape) hlCtx(coin, mark, funding string) { tp.hlCtxOracle(coin, mark, mark, funding) }
+
+func (tp *tape) hlCtxOracle(coin, mark, oracle, funding string) {
 	tp.frame(`{"channel":"activeAssetCtx","data":{"coin":"` + coin + `","ctx":{"funding":"` + funding +
-		`","openInterest":"10","markPx":"` + mark + `","oraclePx":"` + mark + `"}}}`)
+		`","openInterest":"10","markPx":"` + mark + `","oraclePx":"` + oracle + `"}}}`)
 }
 
 // px and sz convert decimals at the tape's scale.

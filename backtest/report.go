@@ -135,12 +135,15 @@ func (e *Engine) record(nowNs int64) {
 // exchange (recorded as cancelled: "run ended"), user resolutions settle,
 // the strategy's OnEnd is called and the summary computed.
 func (e *Engine) Finish() *Result {
-	for _, a := range e.actions {
-		if a.order.Status == StatusPending {
-			e.finish(nil, a.order, StatusCancelled, "run ended before the order reached the exchange")
+	e.xNs = e.nowNs
+	for _, r := range e.venueList() {
+		for _, a := range r.due {
+			if a.order.Status == StatusPending {
+				e.finish(nil, a.order, StatusCancelled, "run ended before the order reached the exchange")
+			}
 		}
+		r.due = r.due[:0]
 	}
-	e.actions = e.actions[:0]
 	for _, in := range e.instList {
 		if w, ok := e.cfg.Resolutions[in.ID]; ok && !in.Resolved {
 			e.settle(in, w)

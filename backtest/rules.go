@@ -3,6 +3,7 @@ package backtest
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/venue"
@@ -19,6 +20,9 @@ type venueRules struct {
 	t    *venue.Trading
 	tifs uint8 // bit per TIF
 	fees FeeModel
+
+	clockNs int64         // the venue's exchange clock: its latest timestamp seen
+	due     queue[action] // actions in flight and GTD expiries, by exchange time
 }
 
 func (r *venueRules) accepts(t TIF) bool { return r.tifs&(1<<t) != 0 }
@@ -210,7 +214,7 @@ type Instrument struct {
 	Resolved   bool
 	Settle     int64 // settlement price when Resolved (0 or one unit)
 
-	Position   int64   // size units; negative is short
+	Position   int64   // at the exchange (Context.Position is the strategy's view); size units; negative is short
 	Funding    int64   // funding paid so far (cash units; positive paid)
 	FundRate   float64 // latest funding rate recorded
 	MarkPx     int64   // latest mark price recorded
@@ -220,9 +224,14 @@ type Instrument struct {
 
 	rules       *venueRules
 	maxPriceDec int
-	shardKey    string   // the key Config.Shard was asked about (market, else ID)
-	shardOwned  bool     // its answer
-	open        []*Order // resting orders, in arrival order
+	shardKey    string     // the key Config.Shard was asked about (market, else ID)
+	shardOwned  bool       // its answer
+	open        []*Order   // resting orders at the exchange, in arrival order
+	xb          *book.Book // the exchange's book (see clock.go); nil until traded
+	view        instView   // what the strategy has been told
+	oraclePx    int64      // latest recorded oracle price (funding)
+	boundRate   float64    // the funding rate in force at the next boundary
+	boundOracle int64      // the oracle price then
 	taken       []takenLevel
 	scratch     []book.Level
 	marks       []markout
@@ -277,4 +286,24 @@ func (in *Instrument) Mid() (int64, bool) {
 		return 0, false
 	}
 	return (b.Price + a.Price) / 2, true
+}
+
+// accountView is the account as the strategy knows it: every order as its
+// last report left it, the fills reported, the cash they make.
+type accountView struct {
+	orders []*Order // by ID − 1
+	fills  []Fill
+	cash   int64
+}
+
+// instView is an instrument as the strategy knows it.
+type instView struct {
+	pos  int64
+	live []*Order // orders not reported done, in submission order
+}
+
+func (v *instView) drop(o *Order) {
+	if i := slices.Index(v.live, o); i >= 0 {
+		v.live = slices.Delete(v.live, i, i+1)
+	}
 }

@@ -94,10 +94,11 @@ type MM struct {
 	Spread, Size, Skew, MaxPos float64
 	Only                       string
 	quotes                     map[string]*[2]uint64 // instrument → bid, ask order ids
+	cancelling                 map[uint64]bool       // cancels sent, not yet answered
 }
 
 func newMM(p Params) (Strategy, error) {
-	m := &MM{Only: p["instrument"], quotes: map[string]*[2]uint64{}}
+	m := &MM{Only: p["instrument"], quotes: map[string]*[2]uint64{}, cancelling: map[uint64]bool{}}
 	var err error
 	for _, f := range []struct {
 		k string
@@ -132,9 +133,12 @@ func (m *MM) OnEvent(ctx *Context, e *feed.Event) {
 	}
 	sc := in.Scale
 	unit := float64(pow10(sc.PriceDecimals))
-	inv := float64(in.Position) / float64(pow10(sc.SizeDecimals))
+	// Inventory as the fill reports received so far make it (the local
+	// view), not the simulator's.
+	pos := ctx.Position(in.ID)
+	inv := float64(pos) / float64(pow10(sc.SizeDecimals))
 	if in.Complement != nil {
-		inv -= float64(in.Complement.Position) / float64(pow10(sc.SizeDecimals))
+		inv -= float64(ctx.Position(in.Complement.ID)) / float64(pow10(sc.SizeDecimals))
 	}
 	mid := float64(bb.Price+ba.Price) / 2 / unit
 	tick := in.PriceStep(bb.Price)
@@ -150,7 +154,7 @@ func (m *MM) OnEvent(ctx *Context, e *feed.Event) {
 		m.quotes[in.ID] = q
 	}
 	m.quote(ctx, in, &q[0], Buy, in.ID, bid, size, inv < m.MaxPos && bid > 0)
-	if in.Outcomes() && !ctx.e.cfg.AllowShort && in.Position < size {
+	if in.Outcomes() && !ctx.e.cfg.AllowShort && pos < size {
 		if c := in.Complement; c != nil {
 			m.quote(ctx, c, &q[1], Buy, c.ID, pow10(sc.PriceDecimals)-ask, size, inv > -m.MaxPos && ask < pow10(sc.PriceDecimals))
 		}
@@ -164,11 +168,14 @@ func (m *MM) quote(ctx *Context, in *Instrument, id *uint64, side Side, inst str
 		if want && o.Price == price && o.Side == side && o.Instrument == inst {
 			return
 		}
-		if !o.pending {
-			_ = ctx.Cancel(*id)
+		// Cancel only what the venue has acknowledged: a cancel racing
+		// its order would be refused.
+		if o.Status == StatusOpen && !m.cancelling[*id] && ctx.Cancel(*id) == nil {
+			m.cancelling[*id] = true
 		}
 		return // requote once the cancel is through
 	}
+	delete(m.cancelling, *id)
 	*id = 0
 	if !want || price <= 0 {
 		return

@@ -255,7 +255,7 @@ func TestTablesHoldTheResult(t *testing.T) {
 		cash              int64
 	}{
 		{"pm-mm", pmSample, "mm", Params{"spread": "0.02"}, 1000e10},
-		{"pm-complement", pmSample, "complement", nil, 10000e10},
+		{"pm-complement", pmSample, "complement", Params{"edge": "-0.02"}, 10000e10},
 		{"hl-mm", hlSample, "mm", Params{"spread": "0.001", "size": "0.01", "instrument": "BTC"}, 1e6 * 1e10},
 	} {
 		t.Run(c.name, func(t *testing.T) {

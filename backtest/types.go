@@ -147,14 +147,13 @@ type Order struct {
 	Status   Status
 	Filled   int64
 	Reason   string // rejection or cancellation reason, in the venue's words where it has them
-	Queue    int64  // estimated size ahead in the queue (resting orders)
+	Queue    int64  // the queue model's estimate of the size ahead (resting orders; 0 in the strategy's view)
 	SubmitNs int64  // local clock at submit
-	ActiveNs int64  // local receive time of the first event the order interacted with
-	DoneNs   int64
+	ActiveNs int64  // exchange time the order reached the venue (the latest, after an amend)
+	DoneNs   int64  // exchange time it was filled, cancelled, expired or rejected
 
 	prevLevel  int64   // level size last seen at Price (queue model)
 	tradedHere int64   // trade size at Price since the last level change (probabilistic model)
-	pending    bool    // an action for it is in flight
 	unit       float64 // fixed-point units per share or coin
 }
 
@@ -173,9 +172,12 @@ type Fill struct {
 	Liquidity  Liquidity
 	Queue      int64 // size that was ahead in the queue when it filled (maker fills)
 	Fee        int64 // at the cash scale (CashScale); negative is a rebate
-	ExchangeNs int64 // exchange time of the event that filled it (0 if none)
-	RecvNs     int64 // local receive time of that event
+	ExchangeNs int64 // exchange time of the match (the venue's clock)
+	RecvNs     int64 // local time the fill report reaches the strategy (ExchangeNs + ack latency)
 	Tag        string
+
+	cashDelta int64 // cash change at CashDecimals (notional and fee)
+	filled    int64 // the order's filled size after this fill
 }
 
 // Error is a rejection or a strategy fault naming the order.

@@ -133,7 +133,7 @@ func TestScanRoutesRealFrames(t *testing.T) {
 			t.Errorf("hyperliquid line %d: class %d hits %v, want %+v", i+1, c, hits, want[i])
 		}
 	}
-	if item, ok := hlClient.AckItem(hl[0]); !ok || item != "l2Book+fast@BTC" {
+	if item, ok := newProtocol(hlClient).AckItem(hl[0]); !ok || item != "l2Book+fast@BTC" {
 		t.Errorf("ack names %q", item)
 	}
 }
@@ -159,7 +159,7 @@ func FuzzScan(f *testing.F) {
 					t.Fatalf("%T: instrument %q / channel %q not in the frame", p, inst, ch)
 				}
 			})
-			p.AckItem(frame)
+			newProtocol(p).AckItem(frame)
 		}
 	})
 }

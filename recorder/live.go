@@ -47,14 +47,15 @@ type liveOptions struct {
 	healMin      time.Duration
 	healMax      time.Duration
 	drainTimeout time.Duration
-	// newDecoder builds a connection's decoder; tests swap in one that panics.
+	// newDecoder builds a connection's decoder (nil: the driver's); tests
+	// swap in one that panics.
 	newDecoder func(venueName string, hashCheck bool) (venue.Decoder, error)
 }
 
 func defaultLiveOptions() liveOptions {
 	return liveOptions{records: DefaultLiveQueueRecords, bytes: DefaultLiveQueueBytes,
 		healMin: DefaultHealBackoffMin, healMax: DefaultHealBackoffMax, drainTimeout: DefaultLiveDrainTimeout,
-		newDecoder: liveDecoder}
+	}
 }
 
 // WithLive turns the live engine on (the default) or off. Off, nothing is
@@ -164,6 +165,14 @@ type livePub struct {
 
 func newLiveEngine(r *Recorder) *liveEngine {
 	o := r.o.live
+	if o.newDecoder == nil {
+		// The decoder replay uses (the venue driver's), so live and
+		// replayed books are the same.
+		o.newDecoder = func(_ string, hashCheck bool) (venue.Decoder, error) {
+			return r.drv.NewDecoder(venue.DecoderOptions{HashCheck: hashCheck}), nil
+		}
+		r.o.live.newDecoder = o.newDecoder
+	}
 	l := &liveEngine{r: r, ch: make(chan liveRec, o.records), maxBytes: o.bytes, done: make(chan struct{}),
 		heal: newHealer(r), recordGate: newHealer(r), held: map[healKey]heldFindings{}}
 	l.eng = engine.New(engine.Config{

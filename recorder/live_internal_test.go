@@ -44,8 +44,7 @@ func TestLiveDecoderPanicLosesNothing(t *testing.T) {
 	var n, at atomic.Int64
 	at.Store(50)
 	r.o.live.newDecoder = func(name string, hashCheck bool) (venue.Decoder, error) {
-		d, err := liveDecoder(name, hashCheck)
-		return panicky{d, &n, &at}, err
+		return panicky{r.drv.NewDecoder(venue.DecoderOptions{HashCheck: hashCheck}), &n, &at}, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -3,6 +3,7 @@ package recorder
 import (
 	"errors"
 	"fmt"
+	"github.com/tapedeck/tapedeck/venue"
 	"log/slog"
 	"net/http"
 	"time"
@@ -32,6 +33,7 @@ var ErrOption = errors.New("recorder: invalid option")
 type Option func(*options) error
 
 type options struct {
+	driver           venue.Driver // nil: the registry's, by Spec.Venue
 	queueFrames      int
 	queueBytes       int64
 	flushInterval    time.Duration
@@ -170,6 +172,19 @@ func WithRefreshInterval(d time.Duration) Option {
 // delay a connect by more than this.
 func WithRESTBooksTimeout(d time.Duration) Option {
 	return func(o *options) error { o.restBooksTimeout = d; return positive("rest books timeout", d) }
+}
+
+// WithDriver records with d, a venue the registry does not list (or a
+// variant of one), instead of the registry's driver named by Spec.Venue;
+// Spec.Venue must then be d's name or empty.
+func WithDriver(d venue.Driver) Option {
+	return func(o *options) error {
+		if d == nil {
+			return fmt.Errorf("%w: nil driver", ErrOption)
+		}
+		o.driver = d
+		return nil
+	}
 }
 
 // WithPingInterval overrides the venue's heartbeat interval (tests).

@@ -165,7 +165,11 @@ func (p *Plan) WriteText(w io.Writer) error {
 		b.WriteString("  subscribe frames unpaced\n")
 	}
 	fmt.Fprintf(&b, "  %d subscribe frames, sent in %v after startup (and again after every reconnect of a connection)\n", pc.SubscribeSends, pc.SubscribeTime)
-	fmt.Fprintf(&b, "  heartbeat every %v per connection\n", pc.PingInterval)
+	if pc.PingInterval > 0 {
+		fmt.Fprintf(&b, "  heartbeat every %v per connection\n", pc.PingInterval)
+	} else {
+		fmt.Fprintf(&b, "  no application heartbeat\n")
+	}
 	fmt.Fprintf(&b, "  new connections: at most %d per %v and %d per minute; reconnects back off exponentially with jitter\n",
 		pc.DialBurst, pc.DialWindow, pc.DialPerMinute)
 	if len(p.Notes) > 0 {

@@ -98,7 +98,7 @@ type Recorder struct {
 	spec     Spec
 	o        options
 	drv      venue.Driver
-	p        venue.ClientProtocol
+	p        protocol
 	facts    venue.ClientFacts
 	endpoint string
 	restURL  string
@@ -149,11 +149,21 @@ func New(spec Spec, opts ...Option) (*Recorder, error) {
 			return nil, err
 		}
 	}
-	drv, err := registry.Lookup(spec.Venue)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+	drv := o.driver
+	switch {
+	case drv == nil:
+		d, err := registry.Lookup(spec.Venue)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSpec, err)
+		}
+		drv = d
+	case spec.Venue == "":
+		spec.Venue = drv.Name()
+	case spec.Venue != drv.Name():
+		return nil, fmt.Errorf("%w: venue %q, driver %q", ErrSpec, spec.Venue, drv.Name())
 	}
-	p := drv.Client()
+	var err error
+	p := newProtocol(drv.Client())
 	f := p.Facts()
 	r := &Recorder{spec: spec, o: o, drv: drv, p: p, facts: f, base: o.now(), log: o.logger, track: newStatusTracker(p.WatchKey)}
 	ep := drv.Endpoints()
@@ -203,6 +213,9 @@ func New(spec Spec, opts ...Option) (*Recorder, error) {
 	}
 	if r.o.pingInterval == 0 {
 		r.o.pingInterval = f.PingInterval
+	}
+	if len(f.PingFrame) == 0 {
+		r.o.pingInterval = 0 // no application heartbeat
 	}
 	if r.o.maxFrameBytes == 0 {
 		r.o.maxFrameBytes = min(f.MaxFrameBytes, datasets.MaxPayloadSize)

@@ -294,8 +294,12 @@ func (s *slot) serve(ctx context.Context, conn *websocket.Conn) (healthy bool, e
 	s.lastData.Store(s.mono())
 	s.cm.connected.Set(1)
 
-	ping, stopPing := r.o.clock.NewTicker(r.o.pingInterval)
-	defer stopPing()
+	var ping <-chan time.Time // nil: the venue wants no application heartbeat
+	if r.o.pingInterval > 0 {
+		var stopPing func()
+		ping, stopPing = r.o.clock.NewTicker(r.o.pingInterval)
+		defer stopPing()
+	}
 	wd := time.NewTicker(s.watchdogTick())
 	defer wd.Stop()
 	for {
@@ -364,7 +368,7 @@ func (s *slot) send(ctx context.Context, conn *websocket.Conn, f venue.SendFrame
 		s.mu.Lock()
 		s.lastSubAt = time.Now()
 		s.lastSubIts = f.Items
-		if r.facts.Acks {
+		if r.p.Acks() {
 			for _, it := range f.Items {
 				s.sendSeq++
 				s.pending[it] = pendingSub{seq: s.sendSeq, at: s.lastSubAt}
@@ -426,7 +430,7 @@ func (s *slot) describeExit(err error) datasets.Control {
 			c.Text += fmt.Sprintf(" (first of %d unacknowledged: %s)", len(all), strings.Join(all[:min(len(all), 10)], " "))
 		}
 		removal = s.noteSuspect(all[0])
-	case recent && !s.r.facts.Acks:
+	case recent && !s.r.p.Acks():
 		// No acknowledgements to go by: name what was just subscribed.
 		c.Instruments = s.lastSubIts
 		c.Text = "connection died " + time.Since(s.lastSubAt).Round(time.Millisecond).String() +
@@ -645,7 +649,7 @@ func (s *slot) handle(buf []byte, binary bool, now time.Time) {
 		}
 		if !s.firstData.Load() {
 			s.firstData.Store(true)
-			if !r.facts.Acks {
+			if !r.p.Acks() {
 				r.controlAt(s.id, datasets.KindSubscribed, datasets.Control{Instruments: s.snapshotItems(),
 					Text: "first data after subscribe"}, now)
 			}

@@ -3,6 +3,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# MinIO, the real S3 server the S3 tests start on 127.0.0.1 (internal/s3test), built
+# from the Go module proxy into $(go env GOPATH)/bin. Skipped when the binary is
+# there. On a fresh machine this build is the long pole of make test (about 9
+# minutes on 2 cores with a cold build cache), so it runs in the background while
+# npm and apt work, and make test stays under 20 minutes; with the binary in place
+# it costs nothing. The version is internal/s3test's MinioVersion (a test checks).
+minio_version=v0.0.0-20260212201848-7aac2a2c5b7c
+gobin="$(${GO:-go} env GOPATH | cut -d: -f1)/bin"
+minio_pid=""
+if [ ! -x "$gobin/minio" ]; then
+  echo "test-deps: building minio@$minio_version (once; several minutes)" >&2
+  ${GO:-go} install "github.com/minio/minio@$minio_version" &
+  minio_pid=$!
+fi
+
 # npm packages the tests drive (DuckDB, Apache Arrow JS, Polars, Hyperliquid SDK), into tests/js.
 # nodejs-polars stays at 0.24.1: later native builds require Node 22 (Debian 12 has 20).
 if [ ! -d tests/js/node_modules/@duckdb/node-api ] || [ ! -d tests/js/node_modules/nodejs-polars ] || [ tests/js/package-lock.json -nt tests/js/node_modules/.package-lock.json ]; then
@@ -30,4 +45,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "test-deps: installing ${missing[*]}" >&2
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ -n "$minio_pid" ]; then
+  wait "$minio_pid" || { echo "test-deps: go install github.com/minio/minio@$minio_version failed" >&2; exit 1; }
 fi

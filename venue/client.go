@@ -7,87 +7,124 @@ import (
 
 // ClientProtocol is a venue's WebSocket protocol as a client (capture) speaks
 // it: what a connection carries, the frames that subscribe and unsubscribe
-// it, the heartbeat, the per-connection limits and pacing, discovery of what
-// to record, and the classification of received frames for acknowledgements
-// and watchdogs. The recorder holds the connections; everything it must know
-// of the venue comes from here.
+// it, the heartbeat, the per-connection limits and pacing, and the
+// classification of received frames for watchdogs. The recorder holds the
+// connections; everything it must know of the venue comes from here. What
+// only some venues have is an optional interface the protocol may also
+// implement, probed by type assertion: Acker, Discoverer, ListingWatcher,
+// BookFetcher, Conflicter, Mirrorer, ItemMapper, Watcher.
 //
 // An item is what one connection subscribes to, in the venue's own textual
 // form: a Polymarket token id, a Hyperliquid subscription spec
 // ("l2Book+fast@BTC"). Items are strings so that plans, records and manifests
-// can carry them unchanged.
+// can carry them unchanged. Without ItemMapper an item is an instrument.
 type ClientProtocol interface {
 	// Facts are the protocol's fixed limits and timings.
 	Facts() ClientFacts
-
 	// Channels checks the channel specs of a capture and returns those to
 	// record: the venue's defaults for none. The error names the bad one.
 	Channels(specs []string) ([]string, error)
-	// NeedsDiscovery reports whether instruments must be resolved through
-	// the venue's listing (a market slug rather than a token id).
-	NeedsDiscovery(instruments []string) bool
-	// Discover resolves instruments (and, with all, every listed one)
-	// through the venue's REST listing at base, fetching with fetch (which
-	// stores every response it returns). The result is deduplicated, in
-	// order. Errors name the instrument or the request.
-	Discover(ctx context.Context, fetch Fetch, base string, instruments []string, all bool) ([]string, error)
 	// Plan spreads the items for channels × instruments over connections.
 	Plan(PlanRequest) ([]ConnPlan, error)
-	// Items returns the items that carry instruments on channels, for
-	// instruments added to a running capture.
-	Items(channels, instruments []string) ([]string, error)
-	// Conflicts reports whether item cannot share a connection with items
-	// (Hyperliquid: two variants of one channel and coin).
-	Conflicts(items []string, item string) bool
-	// Subscriptions lists what a manifest records as subscribed.
-	Subscriptions(channels, items []string) []string
-
 	// SubscribeFrames returns the frames that subscribe items on a fresh
 	// connection, each with the items it names, in send order.
 	SubscribeFrames(items []string) []SendFrame
 	// AddFrames and RemoveFrames change the items of an open connection.
 	AddFrames(items []string) []SendFrame
 	RemoveFrames(items []string) []SendFrame
-
-	// WatchKey returns the (channel, instrument) an item's data is routed
-	// by (as Scan reports it), and whether it flows steadily enough for the
-	// instrument watchdog to expect it.
-	WatchKey(item string) (channel, instrument string, steady bool)
 	// Scan classifies a received frame and calls touch once per (channel,
 	// instrument) it carries data for. exNs is the venue's timestamp in ns
 	// (0 if none). It must not allocate for data frames or retain frame.
 	Scan(frame []byte, touch func(channel, instrument []byte)) (c FrameClass, exNs int64)
+}
+
+// Acker is a ClientProtocol whose venue acknowledges every subscription, in
+// order (FrameAck); without it the first data frame is the only sign.
+type Acker interface {
 	// AckItem returns the item a FrameAck acknowledges.
 	AckItem(frame []byte) (string, bool)
-	// Listing returns the items a frame adds to or removes from the venue's
-	// listing (Polymarket new_market / market_resolved), nil for most
-	// frames. An error means a listing frame that could not be read.
-	Listing(frame []byte) (added, removed []string, err error)
+}
 
-	// BookRequests returns the REST requests whose bodies a capture stores
-	// before every connect of a connection carrying items, so that a replay
-	// learns what the WebSocket books lack (Polymarket: the book summaries'
-	// hash fields), against base (Endpoints.Books when the user gave none).
-	// Nil when the venue needs none.
+// Discoverer is a ClientProtocol that resolves instruments through the
+// venue's REST listing.
+type Discoverer interface {
+	// NeedsDiscovery reports whether instruments must be resolved through
+	// the listing (a market slug rather than a token id).
+	NeedsDiscovery(instruments []string) bool
+	// Discover resolves instruments (and, with all, every listed one)
+	// through the listing at base, fetching with fetch (which stores every
+	// response it returns). The result is deduplicated, in order. Errors
+	// name the instrument or the request.
+	Discover(ctx context.Context, fetch Fetch, base string, instruments []string, all bool) ([]string, error)
+}
+
+// ListingWatcher is a ClientProtocol whose feed announces listing changes
+// (Polymarket new_market / market_resolved).
+type ListingWatcher interface {
+	// Listing returns the items a frame adds to or removes from the
+	// listing, nil for most frames. An error means a listing frame that
+	// could not be read.
+	Listing(frame []byte) (added, removed []string, err error)
+}
+
+// BookFetcher is a ClientProtocol whose capture stores REST book snapshots
+// before every connect of a connection carrying items, so that a replay
+// learns what the WebSocket books lack (Polymarket: the book summaries'
+// hash fields).
+type BookFetcher interface {
+	// BookRequests returns the requests against base (Endpoints.Books when
+	// the user gave none).
 	BookRequests(base string, items []string) []Request
 	// BookResponse reads one of those bodies and returns the items of the
 	// request it has no book for.
 	BookResponse(req Request, body []byte) (missing []string, err error)
+}
 
-	// Mirror returns the REST bases (Discovery, Books) of a host that
-	// serves the venue's API at a WebSocket URL other than the public one
-	// (a test exchange, a replay server, a private gateway): origin is its
-	// scheme (http or https), host and port, wsPath the WebSocket URL's
-	// path.
+// Conflicter is a ClientProtocol with items that cannot share a connection
+// (Hyperliquid: two variants of one channel and coin).
+type Conflicter interface {
+	Conflicts(items []string, item string) bool
+}
+
+// Mirrorer is a ClientProtocol whose REST API a host other than the public
+// one can serve (a test exchange, a replay server, a private gateway).
+type Mirrorer interface {
+	// Mirror returns the REST bases (Discovery, Books) of such a host:
+	// origin is its scheme (http or https), host and port, wsPath the
+	// WebSocket URL's path.
 	Mirror(origin, wsPath string) Endpoints
+}
+
+// ItemMapper is a ClientProtocol whose items are not its instruments
+// (Hyperliquid: a channel and a coin).
+type ItemMapper interface {
+	// Items returns the items that carry instruments on channels, for
+	// instruments added to a running capture.
+	Items(channels, instruments []string) ([]string, error)
+	// Subscriptions lists what a manifest records as subscribed (without
+	// ItemMapper: the channels).
+	Subscriptions(channels, items []string) []string
+}
+
+// Watcher is a ClientProtocol that routes an item's data by channel too,
+// or has items that flow steadily.
+type Watcher interface {
+	// WatchKey returns the (channel, instrument) an item's data is routed
+	// by (as Scan reports it), and whether it flows steadily enough for the
+	// instrument watchdog to expect it (without Watcher: "", the item, not
+	// steady).
+	WatchKey(item string) (channel, instrument string, steady bool)
 }
 
 // ClientFacts are a client protocol's fixed limits and timings.
 type ClientFacts struct {
-	PingInterval  time.Duration // how often the client sends PingFrame
-	PingFrame     []byte        // the heartbeat, sent as a text frame
-	MaxFrameBytes int64         // the largest frame the venue sends
-	Pacing        Pacing        // client sends across all connections
+	// PingInterval is how often the client sends PingFrame, the
+	// heartbeat, as a text frame; 0 when the venue wants no application
+	// heartbeat (the WebSocket's own ping/pong keeps the connection).
+	PingInterval  time.Duration
+	PingFrame     []byte
+	MaxFrameBytes int64  // the largest frame the venue sends
+	Pacing        Pacing // client sends across all connections
 
 	// MaxConns is the most connections per IP (0 = no limit).
 	MaxConns int
@@ -100,9 +137,6 @@ type ClientFacts struct {
 	// connection (capture --assets-per-conn); otherwise it spreads items
 	// over a number of connections (capture --conns).
 	ShardByItems bool
-	// Acks: the venue acknowledges every subscription, in order (FrameAck,
-	// AckItem); otherwise the first data frame is the only sign.
-	Acks bool
 	// SteadyFeeds: some items flow on a fixed clock even when nothing
 	// changes, so an instrument watchdog is on by default.
 	SteadyFeeds bool

@@ -61,6 +61,9 @@ type Trading struct {
 	// FundingRate reads the funding rate of an asset context (EventAssetCtx's
 	// Raw); ok false when it has none.
 	FundingRate func(raw []byte) (rate float64, ok bool)
+	// OraclePrice reads the oracle price of an asset context, the price
+	// funding is paid on, as a decimal's text; nil when the venue has none.
+	OraclePrice func(raw []byte) (text []byte, ok bool)
 	// TradeFeeRate reads the fee rate a recorded trade states (EventTrade's
 	// Raw: Polymarket's last_trade_price fee_rate_bps) as a fraction, the
 	// rate of the ProbabilityFees formula; ok false when the trade states
@@ -85,4 +88,5 @@ type TradingReasons struct {
 	MinNotional     string // order value below MinNotional
 	Expiration      string // GTD expiration too close, or an expiration on another type
 	ReduceOnly      string // a reduce-only order that would increase the position
+	UnknownOrder    string // a cancel or modify of an order the venue does not have (never placed, or already done)
 }

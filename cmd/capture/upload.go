@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -64,7 +65,7 @@ func (f *uploadFlags) start(ctx context.Context, dir string, rec *recorder.Recor
 	if err != nil {
 		return nil, err
 	}
-	if _, err := st.Objects(); err != nil {
+	if err := st.Check(ctx); err != nil {
 		return nil, fmt.Errorf("upload: %w", err)
 	}
 	return s3store.NewUploader(dir, f.URL, s3store.UploaderOptions{
@@ -102,7 +103,7 @@ func (f *uploadFlags) status(up *s3store.Uploader) func() *statusweb.UploadStatu
 	return func() *statusweb.UploadStatus {
 		s := up.Stats()
 		return &statusweb.UploadStatus{Target: up.Location(), PendingSegments: s.Pending, UploadedFiles: s.Files,
-			UploadedBytes: s.Bytes, Failures: s.Failures}
+			UploadedBytes: s.Bytes, Failures: s.Failures, LastError: s.LastError}
 	}
 }
 
@@ -127,10 +128,10 @@ func (f *uploadFlags) finish(up *s3store.Uploader, dir string, out io.Writer, lo
 
 // uploadOptions are the parsed flags of `capture upload`.
 type uploadOptions struct {
-	Dir, URL string
-	Delete   bool
-	Timeout  time.Duration
-	Out      io.Writer
+	Dir, URL    string
+	Delete      bool
+	Timeout     time.Duration
+	Out, ErrOut io.Writer
 }
 
 func newUploadCmd(runF func(*uploadOptions) error) *cobra.Command {
@@ -155,7 +156,7 @@ repair" first to close it.`,
   $ capture upload --s3-endpoint http://127.0.0.1:9000 --delete pm-day s3://tapes/pm-day`,
 		Args: cli.ExactArgs("DATASET", "URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Dir, o.URL, o.Out = args[0], args[1], cmd.OutOrStdout()
+			o.Dir, o.URL, o.Out, o.ErrOut = args[0], args[1], cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if _, _, err := s3store.ParseURL(o.URL); err != nil {
 				return cli.FlagErrorf("%v", err)
 			}
@@ -185,12 +186,14 @@ func runUpload(ctx context.Context, o *uploadOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, err := st.Objects(); err != nil {
+	if err := st.Check(ctx); err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}
-	var lastErr error
+	// Each failed attempt is said, with why, as it happens (on stderr).
 	up, err := s3store.NewUploader(o.Dir, o.URL, s3store.UploaderOptions{Delete: o.Delete,
-		OnFailure: func(name string, attempt int, err error) { lastErr = err }})
+		OnFailure: func(name string, attempt int, err error) {
+			fmt.Fprintf(o.ErrOut, "upload: attempt %d of %s failed: %v; retrying\n", attempt, name, err)
+		}})
 	if err != nil {
 		return err
 	}
@@ -198,22 +201,31 @@ func runUpload(ctx context.Context, o *uploadOptions) error {
 	s := up.Stats()
 	fmt.Fprintf(o.Out, "%s\t%d files uploaded\t%d bytes\t%d failed attempts\n", up.Location(), s.Files, s.Bytes, s.Failures)
 	if err != nil {
-		if lastErr != nil {
-			return fmt.Errorf("upload: %w (last failure: %v)", err, lastErr)
+		if s.LastError != "" && !strings.Contains(err.Error(), s.LastError) {
+			return fmt.Errorf("upload: %w (last failure: %s)", err, s.LastError)
 		}
 		return fmt.Errorf("upload: %w", err)
 	}
 	return nil
 }
 
-// checkRemoteOut refuses an s3:// --out that holds a dataset unless force.
+// checkRemoteOut refuses an s3:// --out whose bucket does not answer
+// (missing, refused), before anything is imported, or that holds a dataset
+// unless force.
 func checkRemoteOut(loc string, force bool) error {
 	st, err := s3store.Open(loc)
 	if err != nil {
 		return cli.FlagErrorf("--out: %v", err)
 	}
-	if _, _, err := st.Stat(datasets.ManifestName); err == nil && !force {
+	if err := st.Check(context.Background()); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	_, _, err = st.Stat(datasets.ManifestName)
+	switch {
+	case err == nil && !force:
 		return cli.FlagErrorf("--out %s already holds a dataset (add --force to replace it)", loc)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--out: %w", err)
 	}
 	return nil
 }

@@ -208,6 +208,10 @@ func TestKillNineDuringUpload(t *testing.T) {
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("--delete left %s: %v", out, err)
 	}
+	// The README's recovery path ends in a dataset that verifies.
+	if rep, err := datasets.Verify(loc); err != nil || !rep.OK() {
+		t.Errorf("verify of the repaired upload: %v %+v", err, rep.Problems)
+	}
 	rd, err := datasets.Open(loc, datasets.WithSkipDamaged())
 	if err != nil {
 		t.Fatal(err)
@@ -257,8 +261,9 @@ func TestImportToS3(t *testing.T) {
 	if code, _, errs := execImport(t, append(args, "--out", "s3://tapes/imported/pm", "--force")...); code != cli.ExitOK {
 		t.Errorf("--force: exit %d %s", code, errs)
 	}
-	if code, _, errs := execImport(t, append(args, "--out", "s3://nosuch/pm")...); code == cli.ExitOK || !strings.Contains(errs, "nosuch") {
-		t.Errorf("missing bucket: exit %d %s", code, errs)
+	// A missing bucket fails before anything is imported (no summary).
+	if code, out, errs := execImport(t, append(args, "--out", "s3://nosuch/pm")...); code == cli.ExitOK || !strings.Contains(errs, `bucket "nosuch" does not exist`) || out != "" {
+		t.Errorf("missing bucket: exit %d %s%s", code, out, errs)
 	}
 }
 
@@ -278,4 +283,18 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestUploadSaysWhy: capture upload says each failed attempt and why as it
+// happens, not only how many there were (issue 30, finding 5).
+func TestUploadSaysWhy(t *testing.T) {
+	srv := s3test.Start(t, "tapes")
+	srv.SetFault("why/00000001.seg", s3test.Fault{Method: "PUT", Status: 500, Times: 2})
+	code, out, errs := capExec(context.Background(), "upload", filepath.Join("..", "..", "datasets", "samples", "polymarket"), "s3://tapes/why")
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d %s %s", code, out, errs)
+	}
+	if !strings.Contains(errs, "attempt 1 of s3://tapes/why/00000001.seg failed") || !strings.Contains(errs, "InternalError") {
+		t.Errorf("stderr does not say why the attempts failed:\n%s", errs)
+	}
 }

@@ -120,7 +120,7 @@ func TestS3Verbs(t *testing.T) {
 	}
 
 	code, _, errs = execReplay(t, "run", "s3://nosuchbucket/x")
-	if code != cli.ExitError || !strings.Contains(errs, "nosuchbucket") {
+	if code != cli.ExitError || !strings.Contains(errs, `bucket "nosuchbucket" does not exist`) || strings.Contains(errs, "no manifest") {
 		t.Errorf("missing bucket: exit %d %s", code, errs)
 	}
 	t.Setenv("AWS_ACCESS_KEY_ID", "wrong")

@@ -4,17 +4,24 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/tapedeck/tapedeck/backtest"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/replayer"
+	"github.com/tapedeck/tapedeck/replayer/export"
 	"github.com/tapedeck/tapedeck/replayer/serve"
+	"github.com/tapedeck/tapedeck/replayer/serve/trading"
+	"github.com/tapedeck/tapedeck/venue"
 	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
@@ -30,7 +37,20 @@ type serveCmdOptions struct {
 	MaxSubs    int
 	MaxBytes   int64
 
+	// Trading mode (--trading).
+	Trading       bool
+	Deterministic bool
+	Settle        time.Duration
+	AnySignature  bool
+	Accounts      int
+	ExitAtEnd     bool
+	Out           string
+	OutFormat     export.Format
+	OutOpts       []export.Option
+	Sim           backtest.Config
+
 	ErrOut io.Writer
+	StdOut io.Writer
 	// Ready, if set, is called on a goroutine of its own with the listening
 	// address as the server starts accepting (tests use it with --listen
 	// 127.0.0.1:0).
@@ -40,6 +60,7 @@ type serveCmdOptions struct {
 func newServeCmd(runF func(context.Context, *serveCmdOptions) error) *cobra.Command {
 	opts := &serveCmdOptions{}
 	var speed string
+	var sim serveSimFlags
 	cmd := &cobra.Command{
 		Use:   "serve DATASET...",
 		Short: "Serve recordings over WebSocket in the venue's own protocol",
@@ -65,7 +86,34 @@ or sending more than --max-client-bytes of frames, is closed with 1008 and a
 reason.
 
 Serve on a loopback address: there is no authentication. Ctrl-C stops the
-server and prints what it served.`,
+server and prints what it served.
+
+--trading adds the venue's own trading API on the same address, answered by
+the simulated exchange of "replay backtest" (the same fills, queue, latency
+and fee models and rules), so a bot written against the venue's SDK trades the
+recording unchanged. Hyperliquid: POST /info (l2Book, allMids, meta,
+metaAndAssetCtxs, openOrders, frontendOpenOrders, orderStatus, userFills,
+clearinghouseState) and POST /exchange (order GTC/IOC/ALO with reduce-only
+and cloid, cancel, cancelByCloid, modify, batchModify, updateLeverage), the
+WebSocket post method and the userFills, orderUpdates and userEvents
+subscriptions. An account is the signer address recovered from the action's
+EIP-712 signature (--any-signature: every request trades one account), each
+starting with --cash. Nothing is sent anywhere: the server answers everything
+itself.
+
+With --trading there is one replay, shared by every connection: it starts a
+--subscribe-window after the first subscription and each client gets the
+recorded frames from the point it has reached. An order sent through the API
+is handed to the account's simulator at the next recorded event it processes
+(the replay clock, plus --entry-latency), and the request is answered once
+the simulator has accepted, filled or refused it. --deterministic replays as
+fast as the bots go but never ahead of them: after each recorded frame sent to
+a client, the replay waits until the client has been sent it and the API has
+been quiet for --settle, so the same recording, flags and deterministic bot
+give the same fills on every run. --out DIR writes the orders, fills,
+positions, equity and markouts tables of "replay backtest" at the end (a
+directory per account when there are several), and the summaries are printed;
+--exit-at-end stops the server when the recording ends.`,
 		Example: `  # Serve the Hyperliquid sample at wire speed; point a client at ws://127.0.0.1:8765/ws
   $ replay serve datasets/samples/hyperliquid --listen 127.0.0.1:8765
 
@@ -73,11 +121,17 @@ server and prints what it served.`,
   $ replay serve datasets/samples/hyperliquid --listen 127.0.0.1:8765 --speed 10x --close-at-end
 
   # The Polymarket sample as fast as the client reads (ws://127.0.0.1:8766/ws/market)
-  $ replay serve datasets/samples/polymarket --listen 127.0.0.1:8766 --speed max`,
+  $ replay serve datasets/samples/polymarket --listen 127.0.0.1:8766 --speed max
+
+  # Trade the Hyperliquid sample with an unchanged SDK bot (HttpTransport apiUrl
+  # http://127.0.0.1:8765, WebSocketTransport url ws://127.0.0.1:8765/ws),
+  # deterministic, the tables written when the recording ends
+  $ replay serve datasets/samples/hyperliquid --trading --deterministic --exit-at-end --out fills/`,
 		Args: cli.AtLeastOne("DATASET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Paths = args
 			opts.ErrOut = cmd.ErrOrStderr()
+			opts.StdOut = cmd.OutOrStdout()
 			var err error
 			if opts.Speed, err = replayer.ParseSpeed(speed); err != nil {
 				return cli.FlagErrorf("--speed: %v", err)
@@ -97,6 +151,31 @@ server and prints what it served.`,
 			if opts.MaxSubs < 1 || opts.MaxBytes < 1 {
 				return cli.FlagErrorf("--max-subscriptions and --max-client-bytes: want at least 1")
 			}
+			if !opts.Trading {
+				for _, name := range []string{"deterministic", "settle", "any-signature", "accounts", "exit-at-end", "out",
+					"format", "cash", "queue-model", "entry-latency", "ack-latency", "cancel-latency", "fee-rate", "fee-tier", "allow-short"} {
+					if cmd.Flags().Changed(name) {
+						return cli.FlagErrorf("--%s applies to --trading only", name)
+					}
+				}
+			}
+			if opts.Trading {
+				if opts.Settle <= 0 || opts.Accounts < 1 {
+					return cli.FlagErrorf("--settle and --accounts: want more than 0")
+				}
+				if opts.Sim, err = sim.config(); err != nil {
+					return err
+				}
+				if opts.OutFormat, opts.OutOpts, err = backtestOutput(sim.format, "", 0); err != nil {
+					return err
+				}
+				if opts.Deterministic {
+					if cmd.Flags().Changed("speed") && opts.Speed != replayer.SpeedMax {
+						return cli.FlagErrorf("--deterministic paces the replay by the bots: leave --speed out")
+					}
+					opts.Speed = replayer.SpeedMax
+				}
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -111,7 +190,59 @@ server and prints what it served.`,
 	cmd.Flags().IntVar(&opts.Queue, "queue", serve.DefaultSendQueue, "messages a client may fall behind by before it is disconnected as slow")
 	cmd.Flags().DurationVar(&opts.Window, "subscribe-window", serve.DefaultSubscribeWindow, "delay from a client's first subscribe to the start of its replay")
 	cmd.Flags().BoolVar(&opts.CloseAtEnd, "close-at-end", false, "close each connection (code 1000) once its replay has sent the last frame")
+	f := cmd.Flags()
+	f.BoolVar(&opts.Trading, "trading", false, "also serve the venue's trading API, answered by the backtest simulator (see above)")
+	f.BoolVar(&opts.Deterministic, "deterministic", false, "--trading: replay as fast as the bots react, never ahead of them (same bot, same fills)")
+	f.DurationVar(&opts.Settle, "settle", trading.DefaultSettle, "--deterministic: quiet time a bot gets to react to each frame")
+	f.BoolVar(&opts.AnySignature, "any-signature", false, "--trading: accept any signature; every request trades one account")
+	f.IntVar(&opts.Accounts, "accounts", trading.DefaultMaxAccounts, "--trading: most accounts (signers) the simulated exchange opens")
+	f.BoolVar(&opts.ExitAtEnd, "exit-at-end", false, "--trading: stop the server when the recording ends")
+	f.StringVar(&opts.Out, "out", "", "--trading: write each account's orders, fills, positions, equity and markouts into `DIR` at the end")
+	sim.register(f)
 	return cmd
+}
+
+// serveSimFlags are the simulator flags of replay serve --trading, as
+// replay backtest names them.
+type serveSimFlags struct {
+	cash                  float64
+	queue, format         string
+	entry, ack, cancelLat time.Duration
+	feeRate               float64
+	feeTier               int
+	allowShort            bool
+}
+
+func (s *serveSimFlags) register(f *pflag.FlagSet) {
+	f.Float64Var(&s.cash, "cash", 1000, "--trading: starting cash of each account in dollars")
+	f.StringVar(&s.queue, "queue-model", "risk-averse", "--trading: queue position model (replay backtest --queue): risk-averse, power:N, log")
+	f.DurationVar(&s.entry, "entry-latency", 0, "--trading: order entry latency (replay clock)")
+	f.DurationVar(&s.ack, "ack-latency", 0, "--trading: acknowledgement latency")
+	f.DurationVar(&s.cancelLat, "cancel-latency", 0, "--trading: cancel latency")
+	f.Float64Var(&s.feeRate, "fee-rate", 0, "--trading: default Polymarket taker fee rate where the recording states none")
+	f.IntVar(&s.feeTier, "fee-tier", 0, "--trading: tier of tiered fee schedules (Hyperliquid perps VIP 0..6)")
+	f.BoolVar(&s.allowShort, "allow-short", false, "--trading: allow Polymarket SELLs beyond the shares held")
+	f.StringVar(&s.format, "format", "csv", "--out tables: csv, parquet or arrow")
+}
+
+func (s *serveSimFlags) config() (backtest.Config, error) {
+	qm, err := backtest.ParseQueueModel(s.queue)
+	if err != nil {
+		return backtest.Config{}, cli.FlagErrorf("--queue-model: %v", err)
+	}
+	if s.entry < 0 || s.ack < 0 || s.cancelLat < 0 {
+		return backtest.Config{}, cli.FlagErrorf("latencies must not be negative")
+	}
+	if math.IsNaN(s.cash) || s.cash < 0 || s.cash > 1e8 {
+		return backtest.Config{}, cli.FlagErrorf("--cash %v: want 0..1e8 dollars", s.cash)
+	}
+	cfg := backtest.Config{Queue: qm, Cash: int64(math.Round(s.cash * 1e10)), FeeRate: s.feeRate, FeeTier: s.feeTier,
+		AllowShort: s.allowShort,
+		Latency:    backtest.ConstantLatency{EntryNs: int64(s.entry), AckNs: int64(s.ack), CancelNs: int64(s.cancelLat)}}
+	if err := cfg.Validate(); err != nil {
+		return cfg, cli.FlagErrorf("%v", err)
+	}
+	return cfg, nil
 }
 
 // checkServeListen accepts HOST:PORT with a numeric port.
@@ -137,9 +268,26 @@ func runServe(ctx context.Context, opts *serveCmdOptions) error {
 	if opts.CloseAtEnd {
 		sopts = append(sopts, serve.WithCloseAtEnd())
 	}
+	if opts.Trading {
+		sopts = append(sopts, serve.WithTrading(trading.Options{Speed: opts.Speed, MaxGap: opts.MaxGap,
+			Deterministic: opts.Deterministic, Settle: opts.Settle, Backtest: opts.Sim, MaxAccounts: opts.Accounts},
+			venue.TradingOptions{AnySignature: opts.AnySignature}))
+	}
 	s, err := serve.New(opts.Paths, sopts...)
 	if err != nil {
 		return err
+	}
+	if opts.Trading && opts.ExitAtEnd {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-s.Hub().Done():
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 	}
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
@@ -161,5 +309,36 @@ func runServe(ctx context.Context, opts *serveCmdOptions) error {
 	if k := st.Skipped; k != (replayer.Skipped{}) {
 		fmt.Fprintf(opts.ErrOut, "not waited out: %s\n", skippedText(&k))
 	}
+	if err == nil && opts.Trading {
+		err = serveResults(opts, s)
+	}
 	return err
+}
+
+// serveResults prints each account's summary and writes its tables.
+func serveResults(opts *serveCmdOptions, s *serve.Server) error {
+	ids, results := s.Hub().Results()
+	if opts.StdOut == nil {
+		opts.StdOut = io.Discard
+	}
+	w := opts.Out
+	for i, res := range results {
+		res.Summary.Strategy = "api:" + ids[i]
+		fmt.Fprintf(opts.StdOut, "account %s\n", ids[i])
+		res.Summary.WriteTable(opts.StdOut)
+		if w == "" {
+			continue
+		}
+		dir := w
+		if len(results) > 1 {
+			dir = filepath.Join(w, ids[i])
+		}
+		if err := res.WriteTables(dir, opts.OutFormat, append(opts.OutOpts, export.WithDatasets(opts.Paths...))...); err != nil {
+			return err
+		}
+	}
+	if len(results) == 0 {
+		fmt.Fprintln(opts.ErrOut, "no account traded")
+	}
+	return nil
 }

@@ -160,6 +160,9 @@ func TestServeExamples(t *testing.T) {
 			if i > 0 && args[i-1] == "--listen" {
 				args[i] = "127.0.0.1:0"
 			}
+			if i > 0 && args[i-1] == "--out" {
+				args[i] = t.TempDir()
+			}
 		}
 		want, sub := serveFirstFrame(t, args[0], v)
 		ping, pong := `{"method":"ping"}`, `{"channel":"pong"}`
@@ -189,7 +192,7 @@ func TestServeExamples(t *testing.T) {
 			t.Errorf("%s: stderr %q", line, errb.String())
 		}
 	}
-	if n != 3 {
+	if n != 4 {
 		t.Fatalf("%d examples", n)
 	}
 }

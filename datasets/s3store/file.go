@@ -187,7 +187,9 @@ func (f *file) ReadAt(b []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// fetch returns bytes [off, end) of the object, from the cache or a GET.
+// fetch returns bytes [off, end) of the object, from the cache or a GET;
+// a GET whose body stalls or is cut short is tried again (Config.Attempts
+// tries in all).
 func (f *file) fetch(off, end int64) ([]byte, error) {
 	cache := ""
 	if dir := f.s.cfg.CacheDir; dir != "" {
@@ -197,6 +199,22 @@ func (f *file) fetch(off, end int64) ([]byte, error) {
 			return b, nil
 		}
 	}
+	var b []byte
+	err := f.s.retry(f.ctx, func() (err error) {
+		b, err = f.get(off, end)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cache != "" {
+		writeCache(cache, b)
+	}
+	return b, nil
+}
+
+// get is one ranged GET of bytes [off, end), pinned to the ETag.
+func (f *file) get(off, end int64) ([]byte, error) {
 	var opts minio.GetObjectOptions
 	if err := opts.SetRange(off, end-1); err != nil {
 		return nil, err
@@ -217,16 +235,13 @@ func (f *file) fetch(off, end int64) ([]byte, error) {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			// Not wrapped: a cut response is not a short file (a reader
 			// would take it for a torn tail).
-			return nil, fmt.Errorf("s3: read %s bytes %d-%d: the response ended after %d bytes (%v)", f.s.Join(f.name), off, end, n, err)
+			return nil, &cutError{msg: fmt.Sprintf("s3: read %s bytes %d-%d: the response ended after %d bytes (%v)", f.s.Join(f.name), off, end, n, err)}
 		}
 		er := minio.ToErrorResponse(err)
 		if er.Code == "PreconditionFailed" {
 			return nil, fmt.Errorf("s3: read %s: the object changed while it was read (ETag %s)", f.s.Join(f.name), f.etag)
 		}
 		return nil, f.s.wrap("read", f.name, fmt.Errorf("bytes %d-%d: %w", off, end, err))
-	}
-	if cache != "" {
-		writeCache(cache, b)
 	}
 	return b, nil
 }

@@ -52,16 +52,59 @@ func (s *Store) PutBytes(ctx context.Context, name string, b []byte) error {
 	return s.put(ctx, name, bytes.NewReader(b), int64(len(b)), hex.EncodeToString(h[:]))
 }
 
-func (s *Store) put(ctx context.Context, name string, r io.Reader, size int64, sum string) error {
-	_, err := s.cl.PutObject(ctx, s.bucket, s.Key(name), r, size, minio.PutObjectOptions{
-		SendContentMd5:   true,
-		DisableMultipart: true,
-		ContentType:      "application/octet-stream",
+func (s *Store) put(ctx context.Context, name string, r io.ReadSeeker, size int64, sum string) error {
+	err := s.retry(ctx, func() error {
+		if _, err := r.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		_, err := s.cl.PutObject(ctx, s.bucket, s.Key(name), r, size, minio.PutObjectOptions{
+			SendContentMd5:   true,
+			DisableMultipart: true,
+			ContentType:      "application/octet-stream",
+		})
+		if err != nil {
+			return s.putError(ctx, name, err)
+		}
+		return nil
 	})
 	if err != nil {
-		return s.wrap("put", name, err)
+		return err
 	}
 	return s.Verify(ctx, name, size, sum)
+}
+
+// DamagedError is an upload the store refused because the body it received
+// does not match what was signed or its Content-MD5: the bytes were
+// changed on the way (a faulty proxy, NIC or memory), while a request
+// without a body, signed with the same credentials, is accepted. It is
+// transient: the upload is tried again.
+type DamagedError struct {
+	URL  string // s3://bucket/key
+	Code string // the store's error code (BadDigest, SignatureDoesNotMatch, …)
+	Msg  string
+}
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("s3: put %s: the store received a body that differs from the one sent (%s: %s): damaged in flight; the credentials are good (a request without a body was accepted)", e.URL, e.Code, e.Msg)
+}
+
+// bodyCodes are the refusals of a PUT that a body damaged in flight
+// causes: the payload's signature (its SHA-256, or a streaming chunk's
+// signature) or its Content-MD5 no longer match.
+var bodyCodes = map[string]bool{"BadDigest": true, "XAmzContentSHA256Mismatch": true, "SignatureDoesNotMatch": true,
+	"IncompleteBody": true, "InvalidDigest": true}
+
+// putError names a failed PUT: a refusal that a damaged body explains, when
+// the same credentials are accepted for a request without a body, is a
+// *DamagedError, not a credentials problem.
+func (s *Store) putError(ctx context.Context, name string, err error) error {
+	er := minio.ToErrorResponse(err)
+	if bodyCodes[er.Code] {
+		if _, perr := s.cl.BucketExists(ctx, s.bucket); perr == nil {
+			return &DamagedError{URL: s.Join(name), Code: er.Code, Msg: er.Message}
+		}
+	}
+	return s.wrap("put", name, err)
 }
 
 // Verify checks that object name exists with size bytes and, where its ETag

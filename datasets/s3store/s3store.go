@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"path"
@@ -28,6 +29,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -46,11 +48,22 @@ type Config struct {
 	// ReadAhead bounds the bytes fetched ahead of a reader (default 32 MiB);
 	// ChunkSize is the largest ranged GET (default 4 MiB).
 	ReadAhead, ChunkSize int64
+	// Timeout is the longest a request may go without progress: to
+	// connect, to get an answer, between two reads of a body, sent or
+	// received (default 10 s). A request that times out fails with a
+	// *TimeoutError naming it and is retried: Attempts bounds the tries of
+	// one request, and of a body that stalls, is cut short or arrives
+	// damaged (default 2), so a server that never answers costs about
+	// Attempts×Timeout per command.
+	Timeout  time.Duration
+	Attempts int
 }
 
 const (
 	defaultReadAhead = 32 << 20
 	defaultChunk     = 4 << 20
+	defaultTimeout   = 10 * time.Second
+	defaultAttempts  = 2
 )
 
 var (
@@ -83,6 +96,12 @@ func config() Config {
 	if c.ChunkSize > c.ReadAhead {
 		c.ChunkSize = c.ReadAhead
 	}
+	if c.Timeout <= 0 {
+		c.Timeout = defaultTimeout
+	}
+	if c.Attempts <= 0 {
+		c.Attempts = defaultAttempts
+	}
 	return c
 }
 
@@ -96,14 +115,15 @@ func endpoint(c Config) string {
 	return "https://s3.amazonaws.com"
 }
 
-// client returns the client of the configured endpoint, made once.
-// retries > 0 bounds the client's own retries of a failed request (an
-// uploader does its own, with its own backoff).
-func client(c Config, retries int) (*minio.Client, error) {
+// client returns the client of the configured endpoint, made once; it
+// tries a request c.Attempts times.
+func client(c Config) (*minio.Client, error) {
 	ep := endpoint(c)
+	attempts := c.Attempts
 	// One client (and connection pool) per endpoint and identity: the
 	// credential chain caches what it found.
-	id := ep + "\x00" + os.Getenv("AWS_ACCESS_KEY_ID") + "\x00" + os.Getenv("AWS_PROFILE") + "\x00" + os.Getenv("AWS_SHARED_CREDENTIALS_FILE") + fmt.Sprintf("\x00%d", retries)
+	id := ep + "\x00" + os.Getenv("AWS_ACCESS_KEY_ID") + "\x00" + os.Getenv("AWS_SECRET_ACCESS_KEY") + "\x00" + os.Getenv("AWS_SESSION_TOKEN") + "\x00" + os.Getenv("AWS_PROFILE") + "\x00" + os.Getenv("AWS_SHARED_CREDENTIALS_FILE") +
+		"\x00" + os.Getenv("AWS_REGION") + os.Getenv("AWS_DEFAULT_REGION") + fmt.Sprintf("\x00%d\x00%v", attempts, c.Timeout)
 	cfgMu.Lock()
 	defer cfgMu.Unlock()
 	if cl := clients[id]; cl != nil {
@@ -125,11 +145,20 @@ func client(c Config, retries int) (*minio.Client, error) {
 	if region == "" {
 		region = os.Getenv("AWS_DEFAULT_REGION")
 	}
+	tr, err := minio.DefaultTransport(u.Scheme == "https")
+	if err != nil {
+		return nil, fmt.Errorf("s3: endpoint %s: %w", ep, err)
+	}
+	// The watchdog bounds every wait, the connection's too.
+	tr.ResponseHeaderTimeout = 0
+	tr.DialContext = (&net.Dialer{Timeout: c.Timeout, KeepAlive: 30 * time.Second}).DialContext
+	tr.TLSHandshakeTimeout = c.Timeout
 	cl, err := minio.New(u.Host, &minio.Options{
 		Creds:      credentials.NewChainCredentials(providers),
 		Secure:     u.Scheme == "https",
 		Region:     region,
-		MaxRetries: retries,
+		MaxRetries: attempts,
+		Transport:  &watchdog{base: tr, timeout: c.Timeout},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("s3: endpoint %s: %w", ep, err)
@@ -171,13 +200,16 @@ func ParseURL(loc string) (bucket, prefix string, err error) {
 // by Configure. It makes no request.
 func Open(loc string) (*Store, error) { return open(loc, 0) }
 
-func open(loc string, retries int) (*Store, error) {
+func open(loc string, attempts int) (*Store, error) {
 	bucket, prefix, err := ParseURL(loc)
 	if err != nil {
 		return nil, err
 	}
 	c := config()
-	cl, err := client(c, retries)
+	if attempts > 0 {
+		c.Attempts = attempts // an uploader retries itself, with backoff
+	}
+	cl, err := client(c)
 	if err != nil {
 		return nil, err
 	}
@@ -211,8 +243,18 @@ func (s *Store) Sub(name string) *Store {
 // Fetched returns the bytes fetched from the store so far (GET bodies).
 func (s *Store) Fetched() int64 { return s.fetched.Load() }
 
-// wrap gives err the object's URL and, for a missing object or bucket,
-// fs.ErrNotExist; access errors say so plainly.
+// NoBucketError is a request to a bucket that does not exist. It is not an
+// fs.ErrNotExist: a missing bucket is a wrong URL or endpoint, not a
+// missing dataset.
+type NoBucketError struct{ Bucket string }
+
+func (e *NoBucketError) Error() string {
+	return fmt.Sprintf("bucket %q does not exist (check the URL and the endpoint)", e.Bucket)
+}
+
+// wrap gives err the object's URL and, for a missing object,
+// fs.ErrNotExist; a missing bucket is a *NoBucketError; access errors say
+// so plainly.
 func (s *Store) wrap(op, name string, err error) error {
 	if err == nil {
 		return nil
@@ -222,7 +264,7 @@ func (s *Store) wrap(op, name string, err error) error {
 	case "NoSuchKey", "NotFound":
 		return &fs.PathError{Op: op, Path: s.Join(name), Err: fs.ErrNotExist}
 	case "NoSuchBucket":
-		return fmt.Errorf("s3: %s %s: bucket %q does not exist: %w", op, s.Join(name), s.bucket, fs.ErrNotExist)
+		return fmt.Errorf("s3: %s %s: %w", op, s.Join(name), &NoBucketError{Bucket: s.bucket})
 	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken":
 		return fmt.Errorf("s3: %s %s: access refused (%s: %s); check the credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE, …)", op, s.Join(name), er.Code, er.Message)
 	}
@@ -235,8 +277,18 @@ func (s *Store) wrap(op, name string, err error) error {
 	return fmt.Errorf("s3: %s %s: %w", op, s.Join(name), err)
 }
 
-// ReadFile returns the whole object name.
+// ReadFile returns the whole object name. A body that stalls or is cut
+// short is read again (Config.Attempts tries in all).
 func (s *Store) ReadFile(name string) ([]byte, error) {
+	var b []byte
+	err := s.retry(context.Background(), func() (err error) {
+		b, err = s.readFile(name)
+		return err
+	})
+	return b, err
+}
+
+func (s *Store) readFile(name string) ([]byte, error) {
 	ctx := context.Background()
 	obj, err := s.cl.GetObject(ctx, s.bucket, s.Key(name), minio.GetObjectOptions{})
 	if err != nil {
@@ -251,6 +303,9 @@ func (s *Store) ReadFile(name string) ([]byte, error) {
 	n, err := readFull(obj, b)
 	s.fetched.Add(int64(n))
 	if err != nil {
+		if errors.Is(err, errShort) || errors.Is(err, errEOF) {
+			return nil, &cutError{msg: fmt.Sprintf("s3: read %s: the response ended after %d of %d bytes", s.Join(name), n, st.Size)}
+		}
 		return nil, s.wrap("read", name, fmt.Errorf("%d of %d bytes: %w", n, st.Size, err))
 	}
 	return b, nil
@@ -320,6 +375,19 @@ func (s *Store) Datasets() ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// Check makes sure the bucket exists and answers with these credentials:
+// it fails with a *NoBucketError, or the refusal.
+func (s *Store) Check(ctx context.Context) error {
+	ok, err := s.cl.BucketExists(ctx, s.bucket)
+	if err != nil {
+		return s.wrap("check", "", err)
+	}
+	if !ok {
+		return fmt.Errorf("s3: %s: %w", s.Location(), &NoBucketError{Bucket: s.bucket})
+	}
+	return nil
 }
 
 // Stat returns the size and ETag of object name.

@@ -8,8 +8,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/tapedeck/tapedeck/datasets"
 )
 
@@ -56,26 +59,20 @@ func UploadDataset(ctx context.Context, dir, loc string) (*UploadResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	have := map[string]string{}
-	if objs, err := st.Objects(); err == nil {
-		for _, o := range objs {
-			have[o.Key] = fmt.Sprintf("%d/%s", o.Size, strings.Trim(o.ETag, `"`))
-		}
-	} else {
+	objs, err := st.Objects()
+	if err != nil {
 		return nil, err
 	}
+	have := objectMap(objs)
 	res := &UploadResult{}
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		p := filepath.Join(dir, name)
-		if tag, ok := have[name]; ok {
-			size, sum, err := fileMD5(p)
-			if err == nil && tag == fmt.Sprintf("%d/%s", size, sum) {
-				res.Skipped = append(res.Skipped, name)
-				continue
-			}
+		if o, ok := have[name]; ok && sameContent(p, o) {
+			res.Skipped = append(res.Skipped, name)
+			continue
 		}
 		if _, err := st.PutFile(ctx, name, p); err != nil {
 			return res, err
@@ -87,6 +84,96 @@ func UploadDataset(ctx context.Context, dir, loc string) (*UploadResult, error) 
 		res.Uploaded = append(res.Uploaded, name)
 	}
 	return res, nil
+}
+
+// objectMap indexes a listing by name.
+func objectMap(objs []minio.ObjectInfo) map[string]minio.ObjectInfo {
+	m := make(map[string]minio.ObjectInfo, len(objs))
+	for _, o := range objs {
+		m[o.Key] = o
+	}
+	return m
+}
+
+// sameContent reports whether the local file at p has the size and content
+// of object o, by its ETag: the MD5 of the content for an object sent in
+// one PUT, and for one sent in parts (by another tool: "MD5-N", the MD5 of
+// the parts' MD5s) the same computed over the file cut in N parts of the
+// sizes uploaders use. An ETag that is neither (SSE-KMS, a store of its
+// own) matches nothing: the file is sent again.
+func sameContent(p string, o minio.ObjectInfo) bool {
+	fi, err := os.Stat(p)
+	if err != nil || fi.Size() != o.Size {
+		return false
+	}
+	tag := strings.Trim(o.ETag, `"`)
+	if isMD5(tag) {
+		_, sum, err := fileMD5(p)
+		return err == nil && strings.EqualFold(sum, tag)
+	}
+	hexSum, nstr, ok := strings.Cut(tag, "-")
+	parts, err := strconv.Atoi(nstr)
+	if !ok || err != nil || parts < 1 || !isMD5(hexSum) {
+		return false
+	}
+	for _, size := range partSizes(o.Size, parts) {
+		if sum, err := multipartETag(p, size); err == nil && strings.EqualFold(sum, tag) {
+			return true
+		}
+	}
+	return false
+}
+
+// partSizes returns the part sizes that cut size bytes into exactly n
+// parts among those uploaders use: whole MiB from 5 (S3's least; rclone),
+// 8 (AWS CLI), 15 (s3cmd), 16 (minio-go, AWS SDKs' managers) up to 5 GiB,
+// the smallest that suffices rounded up to a MiB first. At most six, each
+// costing a read of the file.
+func partSizes(size int64, n int) []int64 {
+	const mib = 1 << 20
+	fits := func(p int64) bool { return p > 0 && (size+p-1)/p == int64(n) }
+	var out []int64
+	add := func(p int64) {
+		if len(out) < 6 && fits(p) && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	if n == 1 {
+		add(size)
+	}
+	least := (size + int64(n) - 1) / int64(n)
+	add((least + mib - 1) / mib * mib)
+	for _, m := range []int64{5, 8, 15, 16, 10, 32, 64, 100, 128, 256, 512, 1024, 5120} {
+		add(m * mib)
+	}
+	return out
+}
+
+// multipartETag is the ETag S3 gives the file at p uploaded in parts of
+// partSize bytes: the MD5 of the parts' MD5s, then "-" and their count.
+func multipartETag(p string, partSize int64) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	all := md5.New()
+	n := 0
+	for {
+		h := md5.New()
+		m, err := io.CopyN(h, f, partSize)
+		if m > 0 {
+			all.Write(h.Sum(nil))
+			n++
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("%s-%d", hex.EncodeToString(all.Sum(nil)), n), nil
 }
 
 // fileMD5 returns the size and MD5 (hex) of the file at p.

@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tapedeck/tapedeck/datasets"
 )
@@ -37,6 +37,10 @@ type UploadStats struct {
 	Failures uint64 // failed attempts
 	Pending  int    // finished segments waiting for upload
 	Deleted  uint64 // local files removed after verification
+	// LastError is why the last failed attempt failed ("" if none has),
+	// LastErrorAt when (Unix ns).
+	LastError   string
+	LastErrorAt int64
 }
 
 // Uploader sends the finished segments of a dataset being written to object
@@ -57,6 +61,8 @@ type Uploader struct {
 	done     chan struct{}
 	cancel   context.CancelFunc
 	loopErr  error
+	lastErr  string
+	lastAt   int64
 
 	files, bytes, failures, deleted atomic.Uint64
 	npending                        atomic.Int64
@@ -101,8 +107,22 @@ func (u *Uploader) SegmentDone(num uint32) {
 
 // Stats returns the counts so far.
 func (u *Uploader) Stats() UploadStats {
+	u.mu.Lock()
+	last, at := u.lastErr, u.lastAt
+	u.mu.Unlock()
 	return UploadStats{Files: u.files.Load(), Bytes: u.bytes.Load(), Failures: u.failures.Load(),
-		Pending: int(u.npending.Load()), Deleted: u.deleted.Load()}
+		Pending: int(u.npending.Load()), Deleted: u.deleted.Load(), LastError: last, LastErrorAt: at}
+}
+
+// failed counts a failed attempt and reports it.
+func (u *Uploader) failed(name string, attempt int, err error) {
+	u.mu.Lock()
+	u.lastErr, u.lastAt = err.Error(), time.Now().UnixNano()
+	u.mu.Unlock()
+	u.failures.Add(1)
+	if u.o.OnFailure != nil {
+		u.o.OnFailure(name, attempt, err)
+	}
 }
 
 // Register adds the uploader's metrics to reg:
@@ -211,10 +231,7 @@ func (u *Uploader) send(ctx context.Context, name string) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("s3: upload %s: %w (gave up: %v)", u.st.Join(name), err, ctx.Err())
 		}
-		u.failures.Add(1)
-		if u.o.OnFailure != nil {
-			u.o.OnFailure(u.st.Join(name), attempt, err)
-		}
+		u.failed(u.st.Join(name), attempt, err)
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
@@ -277,19 +294,14 @@ func (u *Uploader) sweep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	have := map[string]string{}
+	var have map[string]minio.ObjectInfo
 	for attempt := 1; ; attempt++ {
 		list, err := u.st.Objects()
 		if err == nil {
-			for _, o := range list {
-				have[o.Key] = fmt.Sprintf("%d/%s", o.Size, strings.Trim(o.ETag, `"`))
-			}
+			have = objectMap(list)
 			break
 		}
-		u.failures.Add(1)
-		if u.o.OnFailure != nil {
-			u.o.OnFailure(u.st.Location(), attempt, err)
-		}
+		u.failed(u.st.Location(), attempt, err)
 		select {
 		case <-time.After(u.o.MinBackoff):
 		case <-ctx.Done():
@@ -298,10 +310,8 @@ func (u *Uploader) sweep(ctx context.Context) error {
 	}
 	for _, name := range names {
 		p := filepath.Join(u.dir, name)
-		if name != datasets.ManifestName {
-			if size, sum, err := fileMD5(p); err == nil && have[name] == fmt.Sprintf("%d/%s", size, sum) {
-				continue
-			}
+		if o, ok := have[name]; ok && name != datasets.ManifestName && sameContent(p, o) {
+			continue
 		}
 		if err := u.send(ctx, name); err != nil {
 			return err
@@ -309,7 +319,10 @@ func (u *Uploader) sweep(ctx context.Context) error {
 	}
 	if u.o.Delete {
 		u.remove(names...)
+		// What a writer leaves beside the data: its lock and the disk
+		// space it reserved for its last records (a killed writer's).
 		os.Remove(filepath.Join(u.dir, ".lock"))
+		os.Remove(filepath.Join(u.dir, datasets.ReserveName))
 		os.Remove(u.dir) // only if nothing else is left
 	}
 	return nil

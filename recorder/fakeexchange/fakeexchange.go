@@ -161,7 +161,11 @@ func (s *Server) WSURL() string {
 // RESTURL is the discovery endpoint: the Gamma base URL for Polymarket, the
 // info URL for Hyperliquid.
 func (s *Server) RESTURL() string {
-	return s.drv.Client().Mirror(s.http.URL, s.drv.Endpoints().ServePath).Discovery
+	m, ok := s.drv.Client().(venue.Mirrorer)
+	if !ok {
+		return ""
+	}
+	return m.Mirror(s.http.URL, s.drv.Endpoints().ServePath).Discovery
 }
 
 // CLOBURL is the Polymarket CLOB REST base URL (POST /books, GET /book).

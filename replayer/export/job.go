@@ -456,6 +456,10 @@ func (j *Job) exportTable(ctx context.Context, open func(path string) (io.Writer
 				return nil, fmt.Errorf("export: instruments %s and %s both map to %s", other, inst, p)
 			}
 			paths[p] = inst
+			// A template may name a directory per instrument: tables/{instrument}/depth.csv.
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return nil, fmt.Errorf("export: %w", err)
+			}
 			if !j.Force {
 				if _, err := os.Stat(p); err == nil {
 					return nil, fmt.Errorf("export: %s exists (use -f/--force to overwrite)", p)

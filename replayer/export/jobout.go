@@ -156,15 +156,22 @@ func (f *outFile) abort() {
 
 // splitPath is a split template with {venue} and {instrument} filled in;
 // characters that do not belong in a file name (Hyperliquid's "@107",
-// "PURR/USDC") become '_'.
+// "PURR/USDC") become '_', and a name of dots only ("..") is all '_' so it
+// never names a directory. See fitName for long names.
 func splitPath(tmpl, venueName, instrument string) string {
 	clean := func(s string) string {
-		return strings.Map(func(r rune) rune {
+		dots := true
+		s = strings.Map(func(r rune) rune {
+			dots = dots && r == '.'
 			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_' {
 				return r
 			}
 			return '_'
 		}, s)
+		if dots {
+			s = strings.Repeat("_", len(s))
+		}
+		return fitName(s)
 	}
 	return strings.NewReplacer("{instrument}", clean(instrument), "{venue}", clean(venueName)).Replace(tmpl)
 }
@@ -199,10 +206,13 @@ func (j *Job) newPartOut() (*partOut, error) {
 				return nil, err
 			}
 		}
+		p.remote = st
+		if err := p.refuseEarlier(); err != nil {
+			return nil, err
+		}
 		if p.root, err = os.MkdirTemp("", "tapedeck-export-*"); err != nil {
 			return nil, err
 		}
-		p.remote = st
 		return p, nil
 	}
 	if err := os.MkdirAll(j.Out, 0o755); err != nil {
@@ -220,7 +230,28 @@ func (j *Job) newPartOut() (*partOut, error) {
 	if j.Force && !j.Shard.Whole() {
 		os.Remove(filepath.Join(j.Out, shardMark(j.Shard)))
 	}
+	if err := p.refuseEarlier(); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// refuseEarlier refuses, without Force, a tree holding files this export
+// would replace: partitions it might not write again would stay beside its
+// own under _SUCCESS.
+func (p *partOut) refuseEarlier() error {
+	if p.j.Force {
+		return nil
+	}
+	old, err := p.existing()
+	if err != nil || len(old) == 0 {
+		return err
+	}
+	where := filepath.Join(p.root, filepath.FromSlash(old[0]))
+	if p.remote != nil {
+		where = p.remote.Join(old[0])
+	}
+	return optionf("export: %s exists, from an earlier export into %s (use -f/--force to replace that export's files)", where, p.j.Out)
 }
 
 func (p *partOut) create(rel string) (io.Writer, error) {
@@ -249,6 +280,8 @@ func (p *partOut) done(rel string) error {
 	f := p.open[rel]
 	delete(p.open, rel)
 	if err := f.commit(); err != nil {
+		f.abort()
+		p.prune(f.path)
 		return err
 	}
 	if p.remote != nil {
@@ -261,14 +294,141 @@ func (p *partOut) done(rel string) error {
 	return nil
 }
 
-// abort removes what is not finished (and the staging directory).
+// abort removes what is not finished (and the staging directory): the
+// temporary files and the partition directories left empty.
 func (p *partOut) abort() {
 	for _, f := range p.open {
 		f.abort()
+		p.prune(f.path)
 	}
+	clear(p.open)
 	if p.remote != nil {
 		os.RemoveAll(p.root)
 	}
+}
+
+// prune removes the directories of path up to the tree's root that are
+// empty (a partition whose only file was not written).
+func (p *partOut) prune(path string) {
+	for dir := filepath.Dir(path); dir != p.root && strings.HasPrefix(dir, p.root+string(filepath.Separator)); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil {
+			return
+		}
+	}
+}
+
+// partNumber returns N of a file a partitioned export writes in its tree,
+// field=value/…/part-N.ext, or -1 for any other path.
+func partNumber(rel string) int {
+	dirs := strings.Split(rel, "/")
+	base := dirs[len(dirs)-1]
+	dirs = dirs[:len(dirs)-1]
+	if len(dirs) == 0 {
+		return -1
+	}
+	for _, d := range dirs {
+		if !strings.Contains(d, "=") {
+			return -1
+		}
+	}
+	num, ok := strings.CutPrefix(base, "part-")
+	if !ok {
+		return -1
+	}
+	num, ext, _ := strings.Cut(num, ".")
+	if ext != "parquet" && ext != "arrow" && ext != "csv" {
+		return -1
+	}
+	n := 0
+	for _, c := range []byte(num) {
+		if c < '0' || c > '9' || n > 1<<20 {
+			return -1
+		}
+		n = n*10 + int(c-'0')
+	}
+	if num == "" {
+		return -1
+	}
+	return n
+}
+
+// own reports whether the file at rel (relative, slash-separated) is one
+// this export replaces: a part file of the tree, of its own shard when
+// sharded (part-(K-1)), of any shard when not, and when not sharded the
+// shard markers of an earlier sharded export.
+func (p *partOut) own(rel string) bool {
+	if p.j.Shard.Whole() && strings.HasPrefix(rel, "_SHARD-") && !strings.Contains(rel, "/") {
+		return true
+	}
+	n := partNumber(rel)
+	if p.j.Shard.Whole() {
+		return n >= 0
+	}
+	return n == p.j.Shard.K-1
+}
+
+// existing returns the files of the tree this export replaces
+// (partOut.own), relative and slash-separated, sorted.
+func (p *partOut) existing() ([]string, error) {
+	var out []string
+	if p.remote != nil {
+		objs, err := p.remote.Objects()
+		if err != nil {
+			return nil, fmt.Errorf("export: %w", err)
+		}
+		for _, o := range objs {
+			if p.own(o.Key) {
+				out = append(out, o.Key)
+			}
+		}
+		return out, nil
+	}
+	err := filepath.WalkDir(p.root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(p.root, path)
+		if rel = filepath.ToSlash(rel); p.own(rel) {
+			out = append(out, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// sweep removes the files of the tree this export replaces that it did not
+// write (partitions of an earlier, wider export): with Force, a re-run
+// leaves exactly its own tree under the markers.
+func (p *partOut) sweep() error {
+	old, err := p.existing()
+	if err != nil {
+		return err
+	}
+	written := make(map[string]bool, len(p.written))
+	for _, rel := range p.written {
+		written[rel] = true
+	}
+	for _, rel := range old {
+		if written[rel] {
+			continue
+		}
+		if p.remote != nil {
+			if err := p.remote.Remove(context.Background(), rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("export: remove the earlier export's %s: %w", p.remote.Join(rel), err)
+			}
+			continue
+		}
+		path := filepath.Join(p.root, filepath.FromSlash(rel))
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("export: remove the earlier export's %s: %w", path, err)
+		}
+		p.prune(path)
+	}
+	return nil
 }
 
 // finish marks the table complete: _SUCCESS when unsharded; with a shard,
@@ -276,6 +436,9 @@ func (p *partOut) abort() {
 // there (whichever shard ends last writes it).
 func (p *partOut) finish() error {
 	defer p.abort()
+	if err := p.sweep(); err != nil {
+		return err
+	}
 	marks := []string{successName}
 	if s := p.j.Shard; !s.Whole() {
 		marks = []string{shardMark(s)}

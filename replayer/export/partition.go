@@ -1,12 +1,15 @@
 package export
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tapedeck/tapedeck/replayer"
 )
@@ -71,6 +74,27 @@ func HiveEscape(v string) string {
 		return "__HIVE_DEFAULT_PARTITION__"
 	}
 	return b.String()
+}
+
+// maxName is the most bytes of a name (a split file's instrument, a
+// partition's value) put in a path: file systems take 255 bytes a path
+// component, and the temporary file beside it adds a few.
+const maxName = 160
+
+// fitName returns s, or when it is longer than maxName its first bytes and
+// a hash of the whole ("~" and 16 hex digits), so that one venue-supplied
+// name of thousands of characters neither fails the export nor shares a
+// file with another.
+func fitName(s string) string {
+	if len(s) <= maxName {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	cut := maxName - 17
+	for cut > 0 && (!utf8.RuneStart(s[cut]) || s[cut-1] == '%' || cut > 1 && s[cut-2] == '%') {
+		cut-- // not inside a character or a %XX escape
+	}
+	return s[:cut] + "~" + hex.EncodeToString(sum[:8])
 }
 
 // Partitioned writes a table as a Hive-partitioned tree: one file
@@ -141,13 +165,13 @@ func (p *Partitioned) path(e *replayer.Event) (path, period string) {
 		b = append(b, '=')
 		switch f {
 		case PartVenue:
-			b = append(b, HiveEscape(e.Venue)...)
+			b = append(b, fitName(HiveEscape(e.Venue))...)
 		case PartDate:
 			b = t.AppendFormat(b, "2006-01-02")
 		case PartHour:
 			b = t.AppendFormat(b, "15")
 		case PartInstrument:
-			b = append(b, HiveEscape(e.Instrument)...)
+			b = append(b, fitName(HiveEscape(e.Instrument))...)
 		}
 		b = append(b, '/')
 	}

@@ -28,6 +28,8 @@ type conn struct {
 
 	mu      sync.Mutex // guards sess, started, subs and inBytes
 	sess    venue.ServerSession
+	trade   venue.TradingSession // trading mode: the venue's user channels, post requests
+	unhub   func()               // trading mode: stops the hub's forwarding
 	started bool
 	subs    int   // subscriptions held (Added minus Removed)
 	inBytes int64 // bytes of client frames so far
@@ -63,6 +65,10 @@ func newConn(s *Server, ws *websocket.Conn) *conn {
 	c := &conn{s: s, ws: ws, ctx: ctx, cancel: cancel, out: make(chan outMsg, q),
 		ctrl: make(chan outMsg, ctrlQueue), kicked: make(chan struct{})}
 	c.sess = s.drv.Server().NewSession()
+	if s.hub != nil {
+		c.ctrl = make(chan outMsg, tradingCtrlQueue)
+		c.trade = s.api.NewSession(s.hub, s.opts.trading.api, func(b []byte) { c.reply(websocket.TextMessage, b) })
+	}
 	return c
 }
 
@@ -73,6 +79,15 @@ func (c *conn) run() {
 	go c.writeLoop()
 	c.readLoop()
 	c.cancel()
+	if c.trade != nil {
+		c.trade.Close()
+	}
+	c.mu.Lock()
+	unhub := c.unhub
+	c.mu.Unlock()
+	if unhub != nil {
+		unhub()
+	}
 	c.wg.Wait()
 	c.ws.Close()
 	for _, q := range []chan outMsg{c.ctrl, c.out} {
@@ -96,6 +111,21 @@ func (c *conn) readLoop() {
 			c.discard()
 			return
 		}
+		c.mu.Unlock()
+		if c.trade != nil && typ == websocket.TextMessage {
+			// Outside c.mu: the trading session takes the hub's lock, and
+			// the hub calls Forward (which takes c.mu) under it.
+			c.s.hub.Begin()
+			answers, handled := c.trade.Handle(msg)
+			c.s.hub.End()
+			if handled {
+				for _, a := range answers {
+					c.reply(websocket.TextMessage, a)
+				}
+				continue
+			}
+		}
+		c.mu.Lock()
 		r := c.sess.Handle(msg, typ == websocket.BinaryMessage)
 		if c.subs += len(r.Added) - len(r.Removed); c.subs > c.s.opts.maxSubs {
 			c.mu.Unlock()
@@ -117,7 +147,10 @@ func (c *conn) readLoop() {
 			c.discard()
 			return
 		}
-		if start {
+		if start && c.s.hub != nil {
+			c.wg.Add(1)
+			go c.joinHub()
+		} else if start {
 			c.wg.Add(1)
 			go c.replay()
 		}
@@ -156,6 +189,10 @@ const closeWait = 2 * time.Second
 // ctrlQueue bounds the answers waiting for one client: only a client that
 // sends requests without reading the answers fills it.
 const ctrlQueue = 256
+
+// tradingCtrlQueue bounds the answers and user-channel messages (order
+// updates, fills) waiting for one client of a trading server.
+const tradingCtrlQueue = 8192
 
 // send queues a copy of b: a recorded frame on out, an answer on ctrl. When
 // a queue is full the client is not keeping up and is kicked, except for
@@ -307,14 +344,8 @@ func (c *conn) finish() {
 // subscribed to, paced by a clock of its own.
 func (c *conn) replay() {
 	defer c.wg.Done()
-	if w := c.s.opts.window; w > 0 {
-		t := time.NewTimer(w)
-		select {
-		case <-t.C:
-		case <-c.ctx.Done():
-			t.Stop()
-			return
-		}
+	if !c.waitWindow() {
+		return
 	}
 	err := c.replayFrames()
 	if err != nil {
@@ -376,4 +407,66 @@ func (c *conn) replayFrames() error {
 		}
 	}
 	return m.Err()
+}
+
+// joinHub makes the client a receiver of the trading server's shared
+// replay, one subscribe window after its first subscription, and starts
+// that replay if it has not started.
+func (c *conn) joinHub() {
+	defer c.wg.Done()
+	if !c.waitWindow() {
+		return
+	}
+	un := c.s.hub.AddClient(hubClient{c})
+	c.mu.Lock()
+	c.unhub = un
+	gone := c.ctx.Err() != nil
+	c.mu.Unlock()
+	if gone {
+		un()
+		return
+	}
+	c.s.hub.Start()
+}
+
+// hubClient is a conn as the hub's Client.
+type hubClient struct{ c *conn }
+
+func (h hubClient) Forward(payload []byte, binary bool) bool {
+	c := h.c
+	c.mu.Lock()
+	want := c.sess.Wants(payload)
+	c.mu.Unlock()
+	if !want {
+		return false
+	}
+	typ := websocket.TextMessage
+	if binary {
+		typ = websocket.BinaryMessage
+	}
+	return c.send(typ, payload, true)
+}
+
+func (h hubClient) Flushed() bool {
+	c := h.c
+	select {
+	case <-c.kicked:
+		return true
+	default:
+	}
+	return len(c.out) == 0 && len(c.ctrl) == 0 && c.queued.Load() == 0
+}
+
+// waitWindow waits out the subscribe window; false: the connection ended.
+func (c *conn) waitWindow() bool {
+	if w := c.s.opts.window; w > 0 {
+		t := time.NewTimer(w)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			return false
+		}
+	}
+	return c.ctx.Err() == nil
 }

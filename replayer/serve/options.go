@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/replayer"
+	"github.com/tapedeck/tapedeck/replayer/serve/trading"
+	"github.com/tapedeck/tapedeck/venue"
 )
 
 // Option configures a Server. Options validate their arguments;
@@ -12,6 +14,7 @@ import (
 type Option func(*options) error
 
 type options struct {
+	driver       venue.Driver // nil: the registry's, by the manifests' venue
 	speed        replayer.Speed
 	queue        int
 	window       time.Duration
@@ -22,6 +25,13 @@ type options struct {
 	maxSubs      int
 	maxIn        int64
 	maxQueued    int64
+	trading      *tradingOpts
+}
+
+// tradingOpts is WithTrading's choice.
+type tradingOpts struct {
+	hub trading.Options
+	api venue.TradingOptions
 }
 
 // Serve defaults.
@@ -164,6 +174,40 @@ func WithSleeper(s replayer.Sleeper) Option {
 			return fmt.Errorf("%w: nil Sleeper", ErrOption)
 		}
 		o.sleeper = s
+		return nil
+	}
+}
+
+// WithDriver serves recordings of d's venue with d, a venue the registry
+// does not list (or a variant of one), instead of the registry's driver
+// named by the manifests.
+func WithDriver(d venue.Driver) Option {
+	return func(o *options) error {
+		if d == nil {
+			return fmt.Errorf("%w: nil driver", ErrOption)
+		}
+		o.driver = d
+		return nil
+	}
+}
+
+// WithTrading serves the venue's trading API beside the market data, on the
+// same address (see Server): one shared replay (paced by hub.Speed, or by
+// the bots with hub.Deterministic) drives a simulated exchange per account
+// (package replayer/serve/trading); the venue's REST paths answer from it,
+// and WebSocket clients get the recorded frames of that shared replay from
+// the point it has reached, with the venue's user channels. The venue's
+// driver must implement venue.TradingServer. WithSpeed and WithMaxGap do
+// not apply to it (hub.Speed, hub.MaxGap do).
+func WithTrading(hub trading.Options, api venue.TradingOptions) Option {
+	return func(o *options) error {
+		if hub.Speed != 0 && (hub.Speed != hub.Speed || !hub.Speed.Valid()) {
+			return fmt.Errorf("%w: speed %v", ErrOption, float64(hub.Speed))
+		}
+		if hub.Settle < 0 || hub.MaxAccounts < 0 || hub.MaxOrders < 0 {
+			return fmt.Errorf("%w: trading settle %v, accounts %d, orders %d", ErrOption, hub.Settle, hub.MaxAccounts, hub.MaxOrders)
+		}
+		o.trading = &tradingOpts{hub: hub, api: api}
 		return nil
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/replayer"
+	"github.com/tapedeck/tapedeck/replayer/serve/trading"
 	"github.com/tapedeck/tapedeck/venue"
 	"github.com/tapedeck/tapedeck/venue/registry"
 )
@@ -78,6 +79,12 @@ type Server struct {
 	closed bool
 	wg     sync.WaitGroup
 
+	// Trading mode (WithTrading): the shared replay and simulated
+	// exchange, the venue's trading API over it, and its REST handler.
+	hub  *trading.Hub
+	api  venue.TradingAPI
+	rest http.Handler
+
 	stats struct {
 		accepted, slow, failed, frames, bytes atomic.Uint64
 		overLimit                             atomic.Uint64
@@ -121,7 +128,10 @@ func New(paths []string, opts ...Option) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("serve %s: %w", p, err)
 		}
-		d, err := registry.Lookup(m.Venue)
+		d, err := s.opts.driver, error(nil)
+		if d == nil || d.Name() != m.Venue {
+			d, err = registry.Lookup(m.Venue)
+		}
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("%w %q: serve %s", ErrVenue, m.Venue, p)
@@ -131,6 +141,18 @@ func New(paths []string, opts ...Option) (*Server, error) {
 		}
 		s.venue, s.drv = m.Venue, d
 	}
+	if t := s.opts.trading; t != nil {
+		ts, ok := s.drv.(venue.TradingServer)
+		if !ok {
+			return nil, fmt.Errorf("%w: no trading API is simulated for %s", ErrVenue, s.venue)
+		}
+		hub, err := trading.NewHub(s.paths, t.hub)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrOption, err)
+		}
+		s.hub, s.api = hub, ts.TradingAPI()
+		s.rest = s.api.Handler(hub, t.api)
+	}
 	s.up = websocket.Upgrader{
 		ReadBufferSize:  4096,
 		WriteBufferSize: 32 << 10,
@@ -138,6 +160,10 @@ func New(paths []string, opts ...Option) (*Server, error) {
 	}
 	return s, nil
 }
+
+// Hub returns the simulated exchange of a trading server (WithTrading),
+// nil otherwise. Its results (Hub.Results) are complete once Serve returned.
+func (s *Server) Hub() *trading.Hub { return s.hub }
 
 // Venue returns the venue whose protocol the server speaks.
 func (s *Server) Venue() string { return s.venue }
@@ -178,6 +204,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if closed {
 		http.Error(w, "replay server closed", http.StatusServiceUnavailable)
+		return
+	}
+	if s.rest != nil && !websocket.IsWebSocketUpgrade(r) {
+		// The venue's REST API; deterministic mode waits for requests in
+		// progress before it replays on.
+		s.hub.Begin()
+		defer s.hub.End()
+		s.rest.ServeHTTP(w, r)
 		return
 	}
 	ws, err := s.up.Upgrade(w, r, nil) // on failure it has answered the request
@@ -227,6 +261,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
+	hubDone := make(chan struct{})
+	hctx, hcancel := context.WithCancel(ctx)
+	defer func() { hcancel(); <-hubDone }()
+	if s.hub != nil {
+		go func() {
+			defer close(hubDone)
+			_, _ = s.hub.Run(hctx)
+			if s.opts.closeAtEnd {
+				s.mu.Lock()
+				for c := range s.conns {
+					c.kick(websocket.CloseNormalClosure, "tapedeck: end of recording", true)
+				}
+				s.mu.Unlock()
+			}
+		}()
+	} else {
+		close(hubDone)
+	}
 	var err error
 	select {
 	case <-ctx.Done():

@@ -24,6 +24,16 @@ var DefaultChannels = []string{SubL2Book, SubTrades}
 
 type client struct{}
 
+// The capabilities Hyperliquid's client protocol has beyond the core.
+var (
+	_ venue.Acker      = client{}
+	_ venue.Discoverer = client{}
+	_ venue.Conflicter = client{}
+	_ venue.Mirrorer   = client{}
+	_ venue.ItemMapper = client{}
+	_ venue.Watcher    = client{}
+)
+
 func (driver) Client() venue.ClientProtocol { return client{} }
 
 func (client) Facts() venue.ClientFacts {
@@ -34,7 +44,6 @@ func (client) Facts() venue.ClientFacts {
 		Pacing:         venue.Pacing{Burst: SubscribeBurst, Window: SubscribeBurstWindow, PerMinute: SentPerMinute},
 		MaxConns:       MaxConns,
 		MaxConnItems:   MaxSubscriptions,
-		Acks:           true,
 		SteadyFeeds:    true,
 		DiscoverForRun: true,
 		UncheckedNote:  "coins not checked against meta/spotMeta: an unknown coin makes the venue close the socket with 1006 (capture plan --check asks the venue)",
@@ -278,12 +287,6 @@ func (client) AckItem(frame []byte) (string, bool) {
 
 // Listing is nil: Hyperliquid announces no listing changes in band (a
 // capture of all markets re-reads meta periodically).
-func (client) Listing([]byte) (added, removed []string, err error) { return nil, nil, nil }
-
-// BookRequests is nil: every l2Book frame is a whole book.
-func (client) BookRequests(string, []string) []venue.Request { return nil }
-
-func (client) BookResponse(venue.Request, []byte) ([]string, error) { return nil, nil }
 
 // Mirror: info at /info beside the WebSocket's /ws.
 func (client) Mirror(origin, wsPath string) venue.Endpoints {

@@ -43,26 +43,43 @@ var Trading = &venue.Trading{
 		MinNotional:     "Order must have minimum value of $10.",
 		Expiration:      "hyperliquid orders take no expiration",
 		ReduceOnly:      "Reduce only order would increase position.",
+		UnknownOrder:    "Order was never placed, already canceled, or filled.",
 	},
 	FundingRate: tradingFunding,
+	OraclePrice: tradingOracle,
 }
 
 var fundingKey = []byte(`"funding"`)
 
+var oracleKey = []byte(`"oraclePx"`)
+
+// ctxField returns the text of a string or number field of an
+// activeAssetCtx frame, without a DOM.
+func ctxField(raw, key []byte) ([]byte, bool) {
+	i := bytes.Index(raw, key)
+	if i < 0 {
+		return nil, false
+	}
+	rest := bytes.TrimLeft(raw[i+len(key):], " \t\r\n:")
+	end := bytes.IndexAny(rest, ",}")
+	if end < 0 {
+		return nil, false
+	}
+	tok := bytes.TrimSpace(rest[:end])
+	return bytes.Trim(tok, `"`), true
+}
+
+// tradingOracle reads ctx.oraclePx, the price hourly funding is paid on
+// ("Funding": position size × oracle price × funding rate).
+func tradingOracle(raw []byte) ([]byte, bool) { return ctxField(raw, oracleKey) }
+
 // tradingFunding reads ctx.funding (a decimal string) of an activeAssetCtx
 // frame without a DOM.
 func tradingFunding(raw []byte) (float64, bool) {
-	i := bytes.Index(raw, fundingKey)
-	if i < 0 {
+	tok, ok := ctxField(raw, fundingKey)
+	if !ok {
 		return 0, false
 	}
-	rest := bytes.TrimLeft(raw[i+len(fundingKey):], " \t\r\n:")
-	end := bytes.IndexAny(rest, ",}")
-	if end < 0 {
-		return 0, false
-	}
-	tok := bytes.TrimSpace(rest[:end])
-	tok = bytes.Trim(tok, `"`)
 	f, err := strconv.ParseFloat(string(tok), 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, false

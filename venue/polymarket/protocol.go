@@ -25,6 +25,14 @@ const maxGammaPages = 400
 
 type client struct{}
 
+// The capabilities Polymarket's client protocol has beyond the core.
+var (
+	_ venue.Discoverer     = client{}
+	_ venue.ListingWatcher = client{}
+	_ venue.BookFetcher    = client{}
+	_ venue.Mirrorer       = client{}
+)
+
 func (driver) Client() venue.ClientProtocol { return client{} }
 
 func (client) Facts() venue.ClientFacts {
@@ -132,10 +140,6 @@ func (client) Plan(req venue.PlanRequest) ([]venue.ConnPlan, error) {
 	return out, nil
 }
 
-func (client) Items(_, instruments []string) ([]string, error) { return instruments, nil }
-func (client) Conflicts([]string, string) bool                 { return false }
-func (client) Subscriptions([]string, []string) []string       { return []string{Channel} }
-
 func chunks(items []string, n int) [][]string {
 	var out [][]string
 	for i := 0; i < len(items); i += n {
@@ -174,9 +178,6 @@ func (client) RemoveFrames(items []string) []venue.SendFrame {
 
 // WatchKey: every frame of the market channel is routed by asset id alone,
 // and a quiet market sends nothing, so no item is steady.
-func (client) WatchKey(item string) (string, string, bool) { return "", item, false }
-
-func (client) AckItem([]byte) (string, bool) { return "", false }
 
 var (
 	scanAssetKey = []byte(`"asset_id"`)

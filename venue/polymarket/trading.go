@@ -41,6 +41,9 @@ var Trading = &venue.Trading{
 		MinSize:         "INVALID_ORDER_MIN_SIZE: order is invalid. Size lower than the minimum",
 		Expiration:      "INVALID_ORDER_EXPIRATION: invalid expiration",
 		ReduceOnly:      "reduce-only orders do not exist on polymarket",
+		// DELETE /order answers a cancel it cannot do in not_canceled,
+		// by order id.
+		UnknownOrder: "not_canceled: order not found (already canceled or matched)",
 	},
 	Resolution:   tradingResolution,
 	TradeFeeRate: tradingTradeFee,

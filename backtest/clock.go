@@ -1,0 +1,407 @@
+package backtest
+
+import (
+	"slices"
+
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/feed"
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// The three clocks (see the package doc): the exchange clock of each venue
+// is the latest exchange timestamp its feed has shown (events without one
+// never move it); the receive clock is the events' receive times; the
+// strategy clock is the receive clock, on which the strategy acts and on
+// which the exchange's responses reach it.
+//
+// An action (an order, a cancel, an amend) the strategy sends at local time
+// t reaches the venue at T = t + entry latency on the venue's clock. It is
+// applied when the first event of that venue stamped after T arrives, before
+// that event touches anything, against the exchange's book as it stood
+// after every event stamped at or before T (hftbacktest's rule: its
+// EventSet orders exchange data before an order received at the same
+// timestamp, evs.rs). The engine keeps that book itself, per instrument the
+// strategy trades (Instrument.xb), because the decoder's book is already
+// the book after the whole frame by the time an event is delivered. GTD
+// expiries sit on the same queue at their expiry time and apply before any
+// event stamped at or after it.
+
+type actionKind uint8
+
+const (
+	actSubmit actionKind = iota
+	actCancel
+	actAmend
+	actExpire // a GTD order leaves the book (exchange clock)
+)
+
+type action struct {
+	atNs  int64 // on the venue's exchange clock
+	seq   uint64
+	kind  actionKind
+	order *Order
+	price int64
+	size  int64
+}
+
+// actionSeq puts expiries before actions at the same time: an order gone
+// at E is gone for an action arriving at E.
+const actionSeq = uint64(1) << 62
+
+// due reports whether a is applied before an event stamped x.
+func (a *action) due(x int64) bool {
+	return a.atNs < x || (a.atNs == x && a.kind == actExpire)
+}
+
+// exchangeTime is the exchange time ev moves its venue's clock to: the
+// venue's timestamp (receive time with IgnoreExchangeTime); 0 when it has
+// none (Hyperliquid asset contexts and mids, pongs, control records).
+func (e *Engine) exchangeTime(ev *feed.Event) int64 {
+	if e.cfg.IgnoreExchangeTime {
+		return ev.RecvNs
+	}
+	if d := ev.Decoded; d != nil {
+		return d.ExchangeNs
+	}
+	return 0
+}
+
+// advance brings venue r's exchange to time x: funding due at the interval
+// boundaries crossed, then every action and expiry due before an event
+// stamped x, in time order (then the order sent). The clock never goes
+// back: an event stamped before the clock (another connection's, late) is
+// applied where it is, and actions that became due later than the clock
+// apply at the next stamped event.
+func (e *Engine) advance(r *venueRules, x int64) {
+	prev := r.clockNs
+	if x > prev {
+		if iv := int64(r.t.FundingInterval); iv > 0 && prev > 0 && x/iv > prev/iv {
+			// Funding at each boundary crossed, after what was due before it.
+			for h := (prev/iv + 1) * iv; h <= x; h += iv {
+				e.drain(r, h, prev)
+				e.xNs = h
+				e.fundAt(r, h)
+				prev = h
+			}
+		}
+		r.clockNs = x
+	}
+	e.drain(r, x, prev)
+}
+
+// drain applies r's actions and expiries due before an event stamped x;
+// each at its own time, or at the clock (prev) if that is later.
+func (e *Engine) drain(r *venueRules, x, prev int64) {
+	for len(r.due) > 0 && r.due[0].due(x) {
+		a := r.due.pop()
+		e.xNs = max(a.atNs, prev)
+		e.apply(a)
+	}
+}
+
+func (e *Engine) push(a action) {
+	in := e.insts[a.order.Instrument]
+	if a.kind == actExpire {
+		a.seq = a.order.ID
+	} else {
+		e.seq++
+		a.seq = actionSeq + e.seq
+	}
+	in.rules.due.push(a)
+}
+
+// apply carries out an action at the exchange (e.xNs is its time).
+func (e *Engine) apply(a action) {
+	o := a.order
+	in := e.insts[o.Instrument]
+	switch a.kind {
+	case actExpire:
+		if o.Status == StatusOpen {
+			e.finish(in, o, StatusExpired, "expired")
+		}
+	case actCancel:
+		switch {
+		case o.Status == StatusPending:
+			// The venue does not know the order yet: it answers the cancel
+			// with its unknown-order error, and the order, when it arrives,
+			// rests as sent.
+			e.cancelRejects++
+			e.noteWith(o, in.rules.t.Reasons.UnknownOrder)
+		case !o.Status.Done():
+			e.finish(in, o, StatusCancelled, "cancelled")
+		default:
+			e.cancelRejects++
+			e.noteWith(o, in.rules.t.Reasons.UnknownOrder)
+		}
+	case actAmend:
+		if o.Status != StatusOpen {
+			e.cancelRejects++
+			e.noteWith(o, in.rules.t.Reasons.UnknownOrder)
+			return
+		}
+		if a.price == o.Price && a.size <= o.Size && a.size > o.Filled {
+			o.Size = a.size // a size decrease keeps priority
+			e.note(o)
+			return
+		}
+		e.unrest(in, o)
+		o.Price, o.Size = a.price, a.size
+		o.Status = StatusPending
+		e.enter(in, o)
+	case actSubmit:
+		e.enter(in, o)
+	}
+}
+
+// track starts keeping the exchange-side book of in (and of its mirror):
+// from now on every event of in updates in.xb as it is delivered, so an
+// order arriving between two events meets the book between them.
+func (e *Engine) track(in *Instrument) {
+	if in.xb == nil {
+		in.xb = book.New(in.Scale)
+		if in.Book != nil {
+			copyBook(in.xb, in.Book, &in.scratch)
+		} else {
+			in.xb.Invalidate()
+		}
+	}
+	if c := in.Complement; c != nil && c.xb == nil {
+		e.track(c)
+	}
+}
+
+// copyBook makes dst a copy of src (levels and validity).
+func copyBook(dst, src *book.Book, scratch *[]book.Level) {
+	if !src.Valid() {
+		dst.Invalidate()
+		return
+	}
+	s := src.Top(book.Bid, (*scratch)[:0], -1)
+	n := len(s)
+	s = src.Top(book.Ask, s, -1)
+	if err := dst.Replace(s[:n], s[n:]); err != nil {
+		dst.Invalidate()
+	}
+	*scratch = s[:0]
+}
+
+// follow applies ev to the exchange-side book of a tracked instrument, as
+// the decoder applied it to the feed's book.
+func (e *Engine) follow(in *Instrument, ev *feed.Event) {
+	xb := in.xb
+	if ev.Book != nil && !ev.Book.Valid() {
+		xb.Invalidate()
+		return
+	}
+	d := ev.Decoded
+	if d == nil {
+		return
+	}
+	switch d.Type {
+	case venue.EventSnapshot:
+		copyBook(xb, ev.Book, &in.scratch)
+	case venue.EventLevel:
+		if err := xb.Set(d.Side, d.Price, d.Size, d.Count); err != nil {
+			xb.Invalidate()
+		}
+	}
+}
+
+// xbook is the book the simulated exchange matches against: the engine's
+// own copy once the strategy trades the instrument, the feed's otherwise.
+func (in *Instrument) xbook() *book.Book {
+	if in.xb != nil {
+		return in.xb
+	}
+	return in.Book
+}
+
+func (e *Engine) unrest(in *Instrument, o *Order) {
+	if i := slices.Index(in.open, o); i >= 0 {
+		in.open = slices.Delete(in.open, i, i+1)
+	}
+}
+
+func (e *Engine) reject(in *Instrument, o *Order, reason string) {
+	e.rejects++
+	e.finish(in, o, StatusRejected, reason)
+}
+
+func (e *Engine) finish(in *Instrument, o *Order, st Status, reason string) {
+	if in != nil {
+		e.unrest(in, o)
+	}
+	o.Status, o.Reason, o.DoneNs = st, reason, e.xNs
+	e.note(o)
+}
+
+// Notifications reach the strategy after the acknowledgement latency,
+// counted from the exchange time of what they report.
+type note struct {
+	atNs int64
+	seq  uint64
+	kind noteKind
+	snap Order // the order as the exchange left it (order notes)
+	fill int   // index in fills (fill notes)
+	in   *Instrument
+	cash int64 // cash change (account notes)
+	pos  int64 // position change (account notes)
+}
+
+type noteKind uint8
+
+const (
+	noteOrder noteKind = iota
+	noteFill
+	noteAccount // funding paid, a settlement
+)
+
+func (e *Engine) noteAt() int64 { return e.xNs + e.cfg.Latency.Ack() }
+
+func (e *Engine) note(o *Order) { e.noteWith(o, "") }
+
+// noteWith reports o's state; reason, when set, replaces its Reason in the
+// report (a cancel the venue refused).
+func (e *Engine) noteWith(o *Order, reason string) {
+	e.seq++
+	n := note{atNs: e.noteAt(), seq: e.seq, kind: noteOrder, snap: *o}
+	n.snap.Queue, n.snap.prevLevel, n.snap.tradedHere = 0, 0, 0
+	if reason != "" {
+		n.snap.Reason = reason
+	}
+	e.notes.push(n)
+}
+
+func (e *Engine) noteAccount(in *Instrument, cash, pos int64) {
+	e.seq++
+	e.notes.push(note{atNs: e.noteAt(), seq: e.seq, kind: noteAccount, in: in, cash: cash, pos: pos})
+}
+
+// deliver hands the strategy every notification and timer due by the
+// local clock, in time order; each updates the strategy's view (local
+// orders, positions, cash, fills) as it arrives.
+func (e *Engine) deliver() {
+	for len(e.timers) > 0 || len(e.notes) > 0 {
+		var useTimer bool
+		switch {
+		case len(e.notes) > 0 && e.notes[0].atNs <= e.nowNs && (len(e.timers) == 0 || e.notes[0].atNs <= e.timers[0].atNs):
+		case len(e.timers) > 0 && e.timers[0].atNs <= e.nowNs:
+			useTimer = true
+		default:
+			return
+		}
+		if useTimer {
+			t := e.timers.pop()
+			if h, ok := e.strat.(TimerHandler); ok && !e.stratDead {
+				e.guard(&feed.Event{RecvNs: e.nowNs}, func() { h.OnTimer(&e.ctx, t.tag) })
+			}
+			continue
+		}
+		n := e.notes.pop()
+		switch n.kind {
+		case noteAccount:
+			e.view.cash += n.cash
+			n.in.view.pos += n.pos
+		case noteFill:
+			f := e.fills[n.fill]
+			e.view.fills = append(e.view.fills, f)
+			if lo := e.view.orders[f.OrderID-1]; f.filled > lo.Filled {
+				lo.Filled = f.filled
+			}
+			e.view.cash += f.cashDelta
+			if f.Side == Buy {
+				n.in.view.pos += f.Size
+			} else {
+				n.in.view.pos -= f.Size
+			}
+			if h, ok := e.strat.(FillHandler); ok && !e.stratDead {
+				e.guard(&feed.Event{RecvNs: e.nowNs}, func() { h.OnFill(&e.ctx, &f) })
+			}
+		case noteOrder:
+			lo := e.view.orders[n.snap.ID-1]
+			wasDone := lo.Status.Done()
+			*lo = n.snap
+			if !wasDone && lo.Status.Done() {
+				if in := e.insts[lo.Instrument]; in != nil {
+					in.view.drop(lo)
+				}
+			}
+			if h, ok := e.strat.(OrderHandler); ok && !e.stratDead {
+				e.guard(&feed.Event{RecvNs: e.nowNs}, func() { h.OnOrder(&e.ctx, lo) })
+			}
+		}
+	}
+}
+
+type timer struct {
+	atNs int64
+	seq  uint64
+	tag  int64
+}
+
+// queue is a binary min-heap ordered by time then sequence (deterministic),
+// without container/heap's boxing of every element in an interface.
+type queue[T timed] []T
+
+type timed interface{ key() (int64, uint64) }
+
+func (a action) key() (int64, uint64) { return a.atNs, a.seq }
+func (n note) key() (int64, uint64)   { return n.atNs, n.seq }
+func (t timer) key() (int64, uint64)  { return t.atNs, t.seq }
+
+func before[T timed](a, b T) bool {
+	at, as := a.key()
+	bt, bs := b.key()
+	return at < bt || (at == bt && as < bs)
+}
+
+func (q *queue[T]) push(x T) {
+	h := append(*q, x)
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !before(h[i], h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	*q = h
+}
+
+func (q *queue[T]) pop() T {
+	h := *q
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	var zero T
+	h[n] = zero
+	h = h[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && before(h[l], h[m]) {
+			m = l
+		}
+		if r := l + 1; r < n && before(h[r], h[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return top
+}
+
+// venueList returns the engine's tradable venues in the order their first
+// instrument was seen (deterministic, unlike the map).
+func (e *Engine) venueList() []*venueRules {
+	var l []*venueRules
+	for _, in := range e.instList {
+		if in.rules != nil && !slices.Contains(l, in.rules) {
+			l = append(l, in.rules)
+		}
+	}
+	return l
+}

@@ -1,0 +1,399 @@
+package backtest
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/feed"
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// enter validates and matches an order arriving at the exchange.
+func (e *Engine) enter(in *Instrument, o *Order) {
+	o.ActiveNs = e.xNs
+	r := in.rules
+	t := r.t
+	exNs := e.xNs
+	xb := in.xbook()
+	switch {
+	case in.Resolved:
+		e.reject(in, o, t.Reasons.Resolved)
+		return
+	case !r.accepts(o.TIF):
+		e.reject(in, o, fmt.Sprintf("time in force %s not offered by %s (it offers %s)", o.TIF, r.name, strings.Join(t.OrderTypes, ", ")))
+		return
+	case xb == nil || !xb.Valid():
+		e.reject(in, o, "book not valid (before the first snapshot or after a gap): order not simulated")
+		return
+	}
+	if reason := check(in, o, exNs); reason != "" {
+		e.reject(in, o, reason)
+		return
+	}
+	if t.Outcomes && !e.cfg.AllowShort && o.Side == Sell && o.Size > in.Position-e.sellingRest(in, o) {
+		e.reject(in, o, t.Reasons.NoBalance)
+		return
+	}
+	if o.ReduceOnly {
+		o.Size = min(o.Size, abs64(in.Position))
+	}
+	bs := o.Side.bookSide()
+	opp := book.Ask
+	if bs == book.Ask {
+		opp = book.Bid
+	}
+	marketable := e.crosses(in, o, opp)
+	if (o.PostOnly || o.TIF == ALO) && marketable {
+		reason := t.Reasons.PostOnlyCrosses
+		if o.TIF == ALO {
+			b, _ := xb.Best(book.Bid)
+			a, _ := xb.Best(book.Ask)
+			reason += ", bbo was " + book.FormatDecimal(b.Price, in.Scale.PriceDecimals) + "@" + book.FormatDecimal(a.Price, in.Scale.PriceDecimals)
+		}
+		e.reject(in, o, reason)
+		return
+	}
+	if o.TIF == FOK && !e.canFill(in, o, opp) {
+		e.reject(in, o, t.Reasons.FOKUnfilled)
+		return
+	}
+	if marketable {
+		e.take(in, o, opp)
+	}
+	if o.Status.Done() {
+		return
+	}
+	if o.TIF.immediate() {
+		if o.Filled == 0 {
+			e.finish(in, o, StatusCancelled, t.Reasons.FAKUnfilled)
+		} else {
+			e.finish(in, o, StatusCancelled, "unfilled rest killed ("+o.TIF.String()+")")
+		}
+		return
+	}
+	o.Status = StatusOpen
+	lv, _ := xb.Level(bs, o.Price)
+	o.Queue, o.prevLevel, o.tradedHere = lv, lv, 0
+	o.unit = float64(pow10(in.Scale.SizeDecimals))
+	in.open = append(in.open, o)
+	if o.TIF == GTD {
+		// Gone at the venue's threshold before the stated time, exactly.
+		e.push(action{atNs: o.ExpireNs - int64(t.GTDThreshold), kind: actExpire, order: o})
+	}
+	e.note(o)
+}
+
+func (e *Engine) sellingRest(in *Instrument, skip *Order) int64 {
+	var s int64
+	for _, o := range in.open {
+		if o != skip && o.Side == Sell {
+			s += o.Leaves()
+		}
+	}
+	return s
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// better reports whether price p is at or inside limit for a taker of side s.
+func better(s Side, p, limit int64) bool {
+	if s == Buy {
+		return p <= limit
+	}
+	return p >= limit
+}
+
+// levels returns the liquidity a taker of o meets on side opp, best first:
+// the recorded book, and for a mirrored pair the complement's book seen
+// from the other side (a BUY YES at p meets SELL YES at p and BUY NO at
+// 1 − p). The venue publishes the same resting orders in both books, so a
+// price's liquidity is the larger of the two, never their sum.
+//
+// local selects the books as the strategy received them (Context.Take,
+// Available) instead of the exchange's (matching).
+func (e *Engine) levels(in *Instrument, opp book.Side, local bool) []book.Level {
+	b := in.xbook()
+	if local {
+		b = in.Book
+	}
+	in.scratch = b.Top(opp, in.scratch[:0], -1)
+	c := in.Complement
+	if c == nil {
+		return in.scratch
+	}
+	cb := c.xbook()
+	if local {
+		cb = c.Book
+	}
+	if cb == nil || !cb.Valid() || (local && cb.Crossed()) {
+		return in.scratch
+	}
+	one := pow10(in.Scale.PriceDecimals)
+	mside := book.Bid
+	if opp == book.Bid {
+		mside = book.Ask
+	}
+	n := cb.Len(mside)
+	base := len(in.scratch)
+	in.scratch = cb.Top(mside, in.scratch, n)
+	own, mir := in.scratch[:base], in.scratch[base:]
+	for i := range mir {
+		mir[i].Price = one - mir[i].Price
+	}
+	// merge own and mir (both best first for opp) into the tail.
+	out := in.scratch[len(in.scratch):]
+	i, j := 0, 0
+	bestFirst := func(a, b int64) bool {
+		if opp == book.Ask {
+			return a < b
+		}
+		return a > b
+	}
+	for i < len(own) || j < len(mir) {
+		switch {
+		case j >= len(mir) || (i < len(own) && bestFirst(own[i].Price, mir[j].Price)):
+			out = append(out, own[i])
+			i++
+		case i >= len(own) || bestFirst(mir[j].Price, own[i].Price):
+			out = append(out, mir[j])
+			j++
+		default:
+			l := own[i]
+			l.Size = max(l.Size, mir[j].Size)
+			out = append(out, l)
+			i++
+			j++
+		}
+	}
+	in.scratch = append(in.scratch[:0], out...)
+	return in.scratch
+}
+
+func (e *Engine) crosses(in *Instrument, o *Order, opp book.Side) bool {
+	for _, l := range e.levels(in, opp, false) {
+		if !better(o.Side, l.Price, o.Price) {
+			return false
+		}
+		if l.Size-in.takenAt(opp, l.Price) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// canFill reports whether a FOK can fill completely now.
+func (e *Engine) canFill(in *Instrument, o *Order, opp book.Side) bool {
+	need, amt := o.Size, o.Amount
+	for _, l := range e.levels(in, opp, false) {
+		if !better(o.Side, l.Price, o.Price) {
+			break
+		}
+		avail := l.Size - in.takenAt(opp, l.Price)
+		if avail <= 0 {
+			continue
+		}
+		if amt > 0 {
+			cost := Notional(l.Price, avail, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
+			if cost >= amt*pow10(CashDecimals-in.Scale.PriceDecimals) {
+				return true
+			}
+			amt -= cost / pow10(CashDecimals-in.Scale.PriceDecimals)
+			continue
+		}
+		need -= avail
+		if need <= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// take walks the levels visible at arrival.
+func (e *Engine) take(in *Instrument, o *Order, opp book.Side) {
+	sc := in.Scale
+	cashUnit := pow10(CashDecimals - sc.PriceDecimals)
+	amtLeft := o.Amount * cashUnit // dollars at CashDecimals
+	for _, l := range e.levels(in, opp, false) {
+		if !better(o.Side, l.Price, o.Price) {
+			break
+		}
+		avail := l.Size - in.takenAt(opp, l.Price)
+		if avail <= 0 {
+			continue
+		}
+		var q int64
+		if o.Amount > 0 {
+			// shares = dollars / price, floored to the size scale.
+			q = mulDivFloor(amtLeft, pow10(sc.SizeDecimals), l.Price*cashUnit)
+			q = min(q, avail)
+			q -= q % in.Lot()
+			if q <= 0 {
+				break
+			}
+		} else {
+			q = min(avail, o.Leaves())
+		}
+		e.consume(in, opp, l.Price, q)
+		if o.Amount > 0 {
+			o.Size += q
+			amtLeft -= Notional(l.Price, q, sc.PriceDecimals, sc.SizeDecimals)
+		}
+		e.fill(in, o, l.Price, q, Taker, 0)
+		if o.Amount == 0 && o.Leaves() == 0 {
+			break
+		}
+	}
+	if o.Amount > 0 && !o.Status.Done() {
+		// A dollar-sized order is done when its money is spent or the book is.
+		e.finish(in, o, StatusFilled, "")
+	}
+}
+
+// consume records q taken at price on side opp of in's book and, for a
+// mirrored pair, at 1 − price on the other side of the complement's: the
+// venue shows the same resting orders in both books, so what one token's
+// taker consumed is gone for the other token's too.
+func (e *Engine) consume(in *Instrument, opp book.Side, price, q int64) {
+	in.take(opp, price, q)
+	if c := in.Complement; c != nil {
+		c.take(1-opp, pow10(in.Scale.PriceDecimals)-price, q)
+	}
+}
+
+// fill books one execution at the exchange (e.xNs); the report reaches
+// the strategy after the acknowledgement latency, and only then does its
+// view (Context.Position, Cash, Fills) change.
+func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, queue int64) {
+	sc := in.Scale
+	o.Filled += q
+	notional := Notional(price, q, sc.PriceDecimals, sc.SizeDecimals)
+	fee := int64(0)
+	if fm := in.rules.fees; fm != nil {
+		fi := e.feeInput(in, price, q, liq)
+		fee = fm.Fee(fi)
+		e.noteFeeRate(fm, fi, fee, e.nowNs)
+	}
+	delta := notional
+	if o.Side == Buy {
+		delta = -notional
+		in.Position += q
+	} else {
+		in.Position -= q
+	}
+	delta -= fee
+	e.cash += delta
+	if fee >= 0 {
+		e.fees += fee
+	} else {
+		e.rebates -= fee
+	}
+	e.turnover += notional
+	in.LastTrade = price
+	at := e.noteAt()
+	e.fills = append(e.fills, Fill{Seq: uint64(len(e.fills) + 1), OrderID: o.ID, Venue: in.Venue, Instrument: in.ID,
+		Side: o.Side, Price: price, Size: q, Liquidity: liq, Queue: queue, Fee: fee, ExchangeNs: e.xNs, RecvNs: at,
+		Tag: o.Tag, cashDelta: delta, filled: o.Filled})
+	for _, h := range e.cfg.MarkoutsNs {
+		in.marks = append(in.marks, markout{fill: len(e.fills) - 1, atNs: e.xNs + h, horizon: h})
+	}
+	e.seq++
+	e.notes.push(note{atNs: at, seq: e.seq, kind: noteFill, fill: len(e.fills) - 1, in: in})
+	if o.Amount == 0 && o.Leaves() == 0 {
+		e.finish(in, o, StatusFilled, "")
+	}
+}
+
+// market applies one event to the strategy's resting orders of in, at the
+// exchange (e.xNs), against the exchange's book after the event.
+func (e *Engine) market(in *Instrument, ev *feed.Event) {
+	d := ev.Decoded
+	switch d.Type {
+	case venue.EventSnapshot:
+		in.taken = in.taken[:0]
+	case venue.EventLevel:
+		in.untake(d.Side, d.Price)
+	}
+	e.markouts(in, e.xNs)
+	if len(in.open) == 0 {
+		return
+	}
+	xb := in.xbook()
+	q := e.cfg.Queue
+	switch d.Type {
+	case venue.EventTrade:
+		if d.Backfill && !e.cfg.UseBackfill {
+			break
+		}
+		// The taker's side: a buy takes asks (our sells), a sell takes bids.
+		for i := 0; i < len(in.open); i++ {
+			o := in.open[i]
+			if o.Side.bookSide() == d.Side {
+				continue // same side as the taker
+			}
+			// A trade reaches a resting order at its price or through it (a
+			// buy printed above a resting sell, a sell below a resting buy).
+			if !better(o.Side, d.Price, o.Price) {
+				continue
+			}
+			before := len(in.open)
+			if d.Price != o.Price {
+				// Traded through our price: we were ahead of it.
+				e.fill(in, o, o.Price, o.Leaves(), Maker, max(o.Queue, 0))
+			} else {
+				ahead := max(o.Queue, 0)
+				q.Trade(o, d.Size)
+				if o.Queue < 0 {
+					// What traded beyond the queue ahead, never more than
+					// the trade (hftbacktest: exec_qty = min(filled, qty,
+					// leaves), partialfillexchange.rs), in whole lots.
+					x := min(-o.Queue, d.Size, o.Leaves())
+					x -= x % in.Lot()
+					o.Queue = 0
+					if x > 0 {
+						e.fill(in, o, o.Price, x, Maker, ahead)
+					}
+				}
+			}
+			if len(in.open) < before {
+				i--
+			}
+		}
+	case venue.EventLevel:
+		for _, o := range in.open {
+			if o.Side.bookSide() == d.Side && o.Price == d.Price {
+				q.Depth(o, o.prevLevel, d.Size)
+				o.prevLevel = d.Size
+			}
+		}
+	case venue.EventSnapshot:
+		for _, o := range in.open {
+			lv, _ := xb.Level(o.Side.bookSide(), o.Price)
+			if lv != o.prevLevel {
+				q.Depth(o, o.prevLevel, lv)
+				o.prevLevel = lv
+			}
+		}
+	}
+	// The book moved through a resting order (best opposite strictly better
+	// than its price): it was hit as a maker, at its price.
+	if xb != nil && xb.Valid() && (d.Type == venue.EventLevel || d.Type == venue.EventSnapshot) && !xb.Crossed() {
+		for i := 0; i < len(in.open); i++ {
+			o := in.open[i]
+			opp := book.Ask
+			if o.Side == Sell {
+				opp = book.Bid
+			}
+			b, ok := xb.Best(opp)
+			if ok && ((o.Side == Buy && b.Price < o.Price) || (o.Side == Sell && b.Price > o.Price)) {
+				e.fill(in, o, o.Price, o.Leaves(), Maker, max(o.Queue, 0))
+				i--
+			}
+		}
+	}
+}

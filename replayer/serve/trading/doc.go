@@ -1,0 +1,16 @@
+// Package trading is the simulated exchange behind replay serve --trading:
+// one shared replay of the recording drives the backtester (package
+// backtest) with one Engine per account, and the venue's own trading API
+// (venue.TradingAPI, from the venue's driver) answers bots from it. The
+// orders a bot sends are handed to its account's engine by a bridge
+// strategy at the next recorded event the engine processes, through the
+// very Context a Go strategy submits with, so an order schedule sent
+// through the API gives the fills `replay backtest` gives a Go strategy
+// submitting the same orders at the same events.
+//
+// The Hub owns the replay, the accounts and the clients the market data is
+// forwarded to. Its lock is held by the replay goroutine while a record is
+// applied to the books and the engines, and released while the replay
+// waits (paced) or waits for the bots (deterministic mode), so that API
+// requests always read a consistent book and account state.
+package trading

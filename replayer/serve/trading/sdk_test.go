@@ -1,0 +1,258 @@
+package trading_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/backtest"
+	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/replayer"
+	"github.com/tapedeck/tapedeck/replayer/serve"
+	"github.com/tapedeck/tapedeck/replayer/serve/trading"
+	"github.com/tapedeck/tapedeck/venue"
+)
+
+// testKey is the second well-known Hardhat development key; its address is
+// public (0x7099…79c8). The signer recovered from its signatures is the
+// account the simulator opens.
+const (
+	testKey  = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d"
+	testUser = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
+)
+
+func sample(t *testing.T, venueName string) string {
+	p, err := filepath.Abs(filepath.Join("..", "..", "..", "datasets", "samples", venueName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// node returns the node binary and the tests/js directory, or skips.
+func node(t *testing.T, pkg string) (string, string, []string) {
+	t.Helper()
+	js, err := filepath.Abs(filepath.Join("..", "..", "..", "tests", "js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(js, "node_modules", filepath.FromSlash(pkg))); err != nil {
+		t.Skipf("tests/js/node_modules/%s missing: run `cd tests/js && npm ci` (make test does)", pkg)
+	}
+	bin, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed")
+	}
+	var flags []string
+	// Node 20 has the WebSocket client behind a flag; later versions have it on.
+	if exec.Command(bin, "--experimental-websocket", "-e", "0").Run() == nil {
+		flags = append(flags, "--experimental-websocket")
+	}
+	return bin, js, flags
+}
+
+// running is a trading server on a loopback port.
+type running struct {
+	srv  *serve.Server
+	addr string
+	stop func()
+}
+
+func startTrading(t *testing.T, paths []string, hub trading.Options, api venue.TradingOptions, opts ...serve.Option) *running {
+	t.Helper()
+	opts = append(opts, serve.WithTrading(hub, api), serve.WithSubscribeWindow(50*time.Millisecond))
+	if hub.Deterministic {
+		opts = append(opts, serve.WithSpeed(replayer.SpeedMax))
+	} else if hub.Speed != 0 {
+		opts = append(opts, serve.WithSpeed(hub.Speed))
+	}
+	srv, err := serve.New(paths, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	r := &running{srv: srv, addr: ln.Addr().String()}
+	stopped := false
+	r.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
+// runNode runs a script of tests/js and returns its JSON lines by step.
+func runNode(t *testing.T, bin, js string, flags []string, script string, args ...string) map[string]json.RawMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append(append(flags, filepath.Join(js, script)), args...)...)
+	cmd.Dir = js
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node %s: %v\n%s\n%s", script, err, out, stderr.String())
+	}
+	steps := map[string]json.RawMessage{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var s struct{ Step string }
+		if json.Unmarshal([]byte(line), &s) != nil || s.Step == "" {
+			t.Fatalf("bad line %q", line)
+		}
+		steps[s.Step] = json.RawMessage(line)
+	}
+	return steps
+}
+
+func decode(t *testing.T, raw json.RawMessage, v any) {
+	t.Helper()
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+}
+
+// TestHyperliquidSDKTrades points the Hyperliquid TypeScript SDK,
+// unchanged, at replay serve --trading on the shipped sample: a viem
+// wallet signs every action, and each step's answer is checked against
+// the simulator's own record of the account afterwards.
+func TestHyperliquidSDKTrades(t *testing.T) {
+	bin, js, flags := node(t, "@nktkas/hyperliquid")
+	r := startTrading(t, []string{sample(t, "hyperliquid")},
+		trading.Options{Speed: 20, Backtest: backtest.Config{Cash: 1000e10}}, venue.TradingOptions{})
+	steps := runNode(t, bin, js, flags, "hl_sdk_trade.mjs", "http://"+r.addr, "ws://"+r.addr+"/ws", testKey, "BTC")
+	r.stop()
+
+	var rest struct {
+		Oid   uint64
+		Cloid string
+		Sz    string
+	}
+	decode(t, steps["rest"], &rest)
+	var open struct {
+		Orders []struct {
+			Oid      uint64
+			Px, Side string
+			Cloid    *string
+		}
+	}
+	decode(t, steps["open"], &open)
+	if len(open.Orders) != 1 || open.Orders[0].Oid != rest.Oid || open.Orders[0].Side != "B" ||
+		open.Orders[0].Cloid == nil || *open.Orders[0].Cloid != rest.Cloid {
+		t.Errorf("open orders %s after %s", steps["open"], steps["rest"])
+	}
+	var status struct{ Status, OrderStatus string }
+	decode(t, steps["status"], &status)
+	if status.Status != "order" || status.OrderStatus != "open" {
+		t.Errorf("orderStatus %s", steps["status"])
+	}
+	var mod struct {
+		Px  string
+		Oid uint64
+	}
+	decode(t, steps["modified"], &mod)
+	if mod.Oid != rest.Oid || mod.Px == open.Orders[0].Px {
+		t.Errorf("modify: %s, was %s", steps["modified"], steps["open"])
+	}
+	if !strings.Contains(string(steps["cancel"]), `"success"`) {
+		t.Errorf("cancel %s", steps["cancel"])
+	}
+	if !strings.Contains(string(steps["recancel"]), "Order was never placed, already canceled, or filled.") {
+		t.Errorf("second cancel %s", steps["recancel"])
+	}
+	var ioc struct {
+		Filled struct {
+			TotalSz, AvgPx string
+			Oid            uint64
+		}
+	}
+	decode(t, steps["ioc"], &ioc)
+	if ioc.Filled.TotalSz != rest.Sz {
+		t.Errorf("IOC %s, size %s", steps["ioc"], rest.Sz)
+	}
+	var wsfill struct {
+		Fills []struct {
+			Oid          uint64
+			Px, Sz, Side string
+			Crossed      bool
+		}
+	}
+	decode(t, steps["wsfill"], &wsfill)
+	if len(wsfill.Fills) != 1 || wsfill.Fills[0].Oid != ioc.Filled.Oid || !wsfill.Fills[0].Crossed || wsfill.Fills[0].Px != ioc.Filled.AvgPx {
+		t.Errorf("userFills subscription %s, IOC %s", steps["wsfill"], steps["ioc"])
+	}
+	var fills struct {
+		Fills []struct {
+			Oid               uint64
+			Px, Sz, Side, Dir string
+		}
+	}
+	decode(t, steps["fills"], &fills)
+	if len(fills.Fills) != 1 || fills.Fills[0].Dir != "Open Long" || fills.Fills[0].Sz != rest.Sz {
+		t.Errorf("userFills %s", steps["fills"])
+	}
+	var ch struct {
+		Positions []struct {
+			Coin, Szi string
+			Lev       struct {
+				Type  string
+				Value int
+			}
+		}
+	}
+	decode(t, steps["clearinghouse"], &ch)
+	if len(ch.Positions) != 1 || ch.Positions[0].Szi != rest.Sz || ch.Positions[0].Lev.Type != "cross" || ch.Positions[0].Lev.Value != 5 {
+		t.Errorf("clearinghouseState %s", steps["clearinghouse"])
+	}
+	if !strings.Contains(string(steps["bad"]), "Order has invalid price.") {
+		t.Errorf("bad price %s", steps["bad"])
+	}
+	var end struct {
+		Open int
+		User string
+	}
+	decode(t, steps["end"], &end)
+	if end.Open != 0 || end.User != testUser {
+		t.Errorf("end %s", steps["end"])
+	}
+
+	// The simulator's record: one account, the signer; four orders (rest,
+	// IOC, the refused one; the modify kept the id), one taker fill at the
+	// price the SDK was told.
+	ids, results := r.srv.Hub().Results()
+	if len(ids) != 1 || ids[0] != testUser {
+		t.Fatalf("accounts %v", ids)
+	}
+	res := results[0]
+	if len(res.Fills) != 1 || res.Fills[0].Liquidity != backtest.Taker || res.Fills[0].OrderID != ioc.Filled.Oid {
+		t.Fatalf("fills %+v", res.Fills)
+	}
+	if got := book.FormatDecimal(res.Fills[0].Price, 8); !strings.HasPrefix(got, strings.TrimSuffix(ioc.Filled.AvgPx, ".0")) {
+		t.Errorf("engine fill price %s, SDK told %s", got, ioc.Filled.AvgPx)
+	}
+	if len(res.Orders) != 3 || res.Orders[0].Status != backtest.StatusCancelled || res.Orders[2].Status != backtest.StatusRejected {
+		for _, o := range res.Orders {
+			t.Logf("order %+v", *o)
+		}
+		t.Errorf("orders")
+	}
+}
