@@ -620,25 +620,7 @@ func (t *eventsTable) onEvent(s *Sink, e *replayer.Event) error {
 // rejectRow writes a message the decoder rejected: kind "rejected", error
 // its error, instruments the book it invalidated (null when none).
 func (t *eventsTable) rejectRow(s *Sink, e *replayer.Event, d *venue.Event) error {
-	b := &s.b
-	b.i64(t.cLocal, e.RecvNs)
-	b.str(t.cVenue, t.names.get(e.Venue))
-	b.i32(t.cDataset, int32(e.Dataset))
-	b.i64(t.cConn, int64(e.Conn))
-	b.i64(t.cSeq, int64(e.Seq))
-	b.str(t.cKind, "rejected")
-	b.strNull(t.cURL)
-	b.i32Null(t.cCode)
-	b.strNull(t.cReason)
-	optStr(b, t.cErr, string(d.Text))
-	b.i32Null(t.cAttempt)
-	optStr(b, t.cInstruments, t.names.get(e.Instrument))
-	b.i64Null(t.cDropped)
-	b.i64Null(t.cFrom)
-	b.i64Null(t.cTo)
-	b.i64Null(t.cOffset)
-	b.strNull(t.cText)
-	return s.endRow()
+	return t.detailRow(s, e, "rejected", "", string(d.Text), "")
 }
 
 // verdictRows writes a row of kind "hash_mismatch" or "hash_unverifiable"
@@ -660,30 +642,37 @@ func (t *eventsTable) verdictRows(s *Sink, e *replayer.Event) error {
 		if k.now <= k.last {
 			continue
 		}
-		b := &s.b
-		b.i64(t.cLocal, e.RecvNs)
-		b.str(t.cVenue, t.names.get(e.Venue))
-		b.i32(t.cDataset, int32(e.Dataset))
-		b.i64(t.cConn, int64(e.Conn))
-		b.i64(t.cSeq, int64(e.Seq))
-		b.str(t.cKind, k.kind)
-		b.strNull(t.cURL)
-		b.i32Null(t.cCode)
-		b.str(t.cReason, k.kind)
-		b.strNull(t.cErr)
-		b.i32Null(t.cAttempt)
-		optStr(b, t.cInstruments, t.names.get(e.Instrument))
-		b.i64Null(t.cDropped)
-		b.i64Null(t.cFrom)
-		b.i64Null(t.cTo)
-		b.i64Null(t.cOffset)
-		b.str(t.cText, fmt.Sprintf("hash verdicts: %d ok, %d mismatch, %d unverifiable of %d", q.HashOK, q.HashMismatch, q.HashUnverifiable, q.HashChecked))
-		if err := s.endRow(); err != nil {
+		text := fmt.Sprintf("hash verdicts: %d ok, %d mismatch, %d unverifiable of %d", q.HashOK, q.HashMismatch, q.HashUnverifiable, q.HashChecked)
+		if err := t.detailRow(s, e, k.kind, k.kind, "", text); err != nil {
 			return err
 		}
 	}
 	v.mismatch, v.unverifiable = q.HashMismatch, q.HashUnverifiable
 	return nil
+}
+
+// detailRow writes a row about e's book that is not a control record:
+// kind, and of the details only reason, error, instruments (e's) and text.
+func (t *eventsTable) detailRow(s *Sink, e *replayer.Event, kind, reason, errText, text string) error {
+	b := &s.b
+	b.i64(t.cLocal, e.RecvNs)
+	b.str(t.cVenue, t.names.get(e.Venue))
+	b.i32(t.cDataset, int32(e.Dataset))
+	b.i64(t.cConn, int64(e.Conn))
+	b.i64(t.cSeq, int64(e.Seq))
+	b.str(t.cKind, kind)
+	b.strNull(t.cURL)
+	b.i32Null(t.cCode)
+	optStr(b, t.cReason, reason)
+	optStr(b, t.cErr, errText)
+	b.i32Null(t.cAttempt)
+	optStr(b, t.cInstruments, t.names.get(e.Instrument))
+	b.i64Null(t.cDropped)
+	b.i64Null(t.cFrom)
+	b.i64Null(t.cTo)
+	b.i64Null(t.cOffset)
+	optStr(b, t.cText, text)
+	return s.endRow()
 }
 
 // Control fields are omitted when zero; the table says so with a null.
