@@ -63,7 +63,7 @@ func CheckREST(dir string) (*RESTCheck, error) {
 		}
 	}
 	for _, dec := range decs {
-		dec.Flush(nil)
+		dec.Flush(&out)
 		st := dec.Stats()
 		c.HashOK += st.HashOK
 		c.HashMismatch += st.HashMismatch

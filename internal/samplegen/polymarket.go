@@ -356,14 +356,18 @@ func (g *pmGen) sizeDraw() int64 {
 	return whole*1e6 + cents*1e4
 }
 
-func (g *pmGen) place(m *pmMarket) {
+func (g *pmGen) place(m *pmMarket) { g.placeAt(m, g.e.now) }
+
+// placeAt rests or resizes an order sent at sent; it returns the send time
+// of its frame (sent when it places nothing).
+func (g *pmGen) placeAt(m *pmMarket, sent int64) int64 {
 	e := g.e
 	yes := &m.toks[0].book
 	side := book.Side(e.r.intn(2))
 	bb, okb := yes.best(book.Bid)
 	ba, oka := yes.best(book.Ask)
 	if !okb || !oka {
-		return
+		return sent
 	}
 	t := m.tick
 	var px int64
@@ -395,7 +399,7 @@ func (g *pmGen) place(m *pmMarket) {
 		}
 	}
 	if px < t || px > pmOne-t || (side == book.Bid && px >= ba) || (side == book.Ask && px <= bb) {
-		return
+		return sent
 	}
 	sz := yes.get(side, px)
 	if sz > 0 && e.r.pct(70) {
@@ -408,12 +412,11 @@ func (g *pmGen) place(m *pmMarket) {
 	} else {
 		sz = g.sizeDraw()
 	}
-	sent := e.now
 	ts := g.ts(m, sent)
 	g.beginFrame(m)
 	g.change(m, side, px, sz, ts)
 	g.endFrame()
-	g.emitBatch(ts, sent)
+	return g.emitBatch(ts, sent)
 }
 
 func (g *pmGen) cancel(m *pmMarket) {
@@ -497,6 +500,12 @@ func (g *pmGen) match(m *pmMarket) {
 	// side mirrored), as the market's trades come.
 	m.ltp = fills[c-1].px
 	sent = g.emitBatch(ts, sent)
+	if e.r.pct(25) {
+		// The next batch of the market, a millisecond or two later, can come
+		// before the trades are told: the match's hashes are then judged
+		// before a client knows the price they include.
+		sent = g.placeAt(m, sent+1_000_000+e.r.int64n(1_000_000))
+	}
 	tok, side := m.toks[0], taker
 	if len(m.toks) > 1 && e.r.pct(30) {
 		tok, side = m.toks[1], 1-taker

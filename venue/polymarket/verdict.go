@@ -243,9 +243,17 @@ func (d *Decoder) trade(in *instrument, p, ms int64) {
 		d.tryTrade(in, p)
 	}
 	if c := d.complement(in); c != nil {
-		c.ltpComp = priceOne - p
+		// The venue moves the other token's last trade price too (its
+		// hashes say so): take 1 − p as the complement's; the price it had
+		// stays a candidate (ltpPrev), as does 1 − p (ltpComp) should the
+		// complement's own trade come later.
+		q := priceOne - p
+		c.ltpComp = q
+		if c.ltp != q {
+			c.ltpPrev, c.ltp = c.ltp, q
+		}
 		if c.npend > 0 {
-			d.tryTrade(c, c.ltpComp)
+			d.tryTrade(c, q)
 		}
 	}
 }
