@@ -59,7 +59,7 @@ func compactSegment(dir string, num uint32, blockSize int, open func(string) (Se
 			os.Remove(tmp)
 		}
 	}()
-	src, err := os.Open(path)
+	src, err := openRegular(path)
 	if err != nil {
 		return false, fmt.Errorf("datasets: compact: %w", err)
 	}

@@ -283,6 +283,47 @@ func (r *Reader) endDamage() bool {
 	return r.emitGap(d, seq, wall, mono)
 }
 
+// missingTail checks, once, that the dataset did not end early: a dataset
+// its writer closed (or Repair recovered) ends at the manifest's EndNs, the
+// last record's time, so a last record before it that is no loss record
+// means records after it are missing (a last segment deleted, lost in a
+// copy). Like damage, that stops the reader with a *CorruptionError
+// wrapping ErrMissingRecords, or with WithSkipDamaged is a Damage and a gap
+// record (of an unknown number of records) up to EndNs. It returns true when
+// it filled r.rec with that gap record. Only a read that started at the
+// beginning checks (after SeekTime the reader cannot tell).
+func (r *Reader) missingTail() bool {
+	if r.tailDone || !(r.man.Clean || r.man.Recovered) || r.man.EndNs == 0 || !(r.lastOK || r.fromStart) {
+		return false
+	}
+	r.tailDone = true
+	if r.lastOK && (r.lastGap || r.lastWall >= r.man.EndNs) {
+		return false
+	}
+	file, num := r.st.Join(segmentName(1)), uint32(1)
+	if len(r.segs) > 0 {
+		last := r.segs[len(r.segs)-1]
+		file, num = last.path, last.num+1
+	}
+	what := fmt.Errorf("%w: the manifest's range ends at %d, the last record is at %d (segment %s or later is missing)",
+		ErrMissingRecords, r.man.EndNs, r.lastWall, segmentName(num))
+	if !r.lastOK {
+		what = fmt.Errorf("%w: the manifest's range ends at %d and no record is left (segment %s or later is missing)",
+			ErrMissingRecords, r.man.EndNs, segmentName(num))
+	}
+	if !r.o.skipDamaged {
+		r.err = &CorruptionError{File: file, Err: what}
+		return false
+	}
+	d := &Damage{File: file, FromNs: r.lastWall, ToNs: r.man.EndNs, Reason: what.Error()}
+	seq, wall, mono := uint64(1), r.man.EndNs, int64(0)
+	if r.lastOK {
+		seq, wall, mono = r.lastSeq+1, r.lastWall, r.rec.MonoNs
+		d.FirstSeq = seq
+	}
+	return r.emitGap(d, seq, wall, mono)
+}
+
 // emitGap records d and, when seq != 0, fills r.rec with the gap record
 // standing for it.
 func (r *Reader) emitGap(d *Damage, seq uint64, wall, mono int64) bool {

@@ -22,6 +22,12 @@ var (
 	ErrSeqOrder      = errors.New("datasets: sequence not strictly increasing")
 	ErrTimeBackwards = errors.New("datasets: monotonic receive time went backwards")
 	ErrLocked        = errors.New("datasets: dataset is open for writing")
+	// ErrNotRegular means a dataset file is a FIFO, a device, a directory
+	// or a socket: refused before it is opened, so no read can hang on it.
+	ErrNotRegular = errors.New("datasets: not a regular file")
+	// ErrTooLarge means a file is larger than its format allows (a
+	// manifest over MaxManifestSize, an index over its segment's bound).
+	ErrTooLarge = errors.New("datasets: file larger than its format allows")
 )
 
 // CorruptionError reports damaged data: the file, the byte offset of the

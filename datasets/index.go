@@ -50,7 +50,7 @@ func readIndex(dir string, num uint32, segSize int64) ([]indexEntry, error) {
 }
 
 func readIndexIn(st Store, num uint32, segSize int64) ([]indexEntry, error) {
-	b, err := st.ReadFile(indexName(num))
+	b, err := readFileMax(st, indexName(num), maxIndexSize(segSize))
 	if err != nil {
 		return nil, err
 	}
@@ -101,11 +101,17 @@ func parseIndex(b []byte, num uint32, segSize int64) ([]indexEntry, error) {
 	return entries, nil
 }
 
+// maxIndexSize is the largest index a segment of segSize bytes can have:
+// an entry per block, and every block is at least a header long.
+func maxIndexSize(segSize int64) int64 {
+	return indexHeaderSize + (max(segSize, 0)/blockHeaderSize+1)*indexEntrySize
+}
+
 // readIndexAnySize reads the index file at path of segment num checking
 // its checksum and structure but not the segment's size: what a finished
 // segment held, even after it lost blocks.
 func readIndexAnySize(path string, num uint32) ([]indexEntry, error) {
-	b, err := os.ReadFile(path)
+	b, err := readRegular(path, maxWholeFile)
 	if err != nil {
 		return nil, err
 	}

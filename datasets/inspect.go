@@ -75,9 +75,16 @@ type Loss struct {
 	Instruments []string `json:"instruments,omitempty"`
 }
 
+// MaxConns bounds the connection slots Inspect summarises (the replayer's
+// default bound is the same): a crafted dataset with a slot per record
+// would grow Info, and every report of it, with its record count. A real
+// capture uses a few dozen.
+const MaxConns = 4096
+
 // Inspect reads the whole dataset in dir and summarises it. Damage does not
 // make it fail: it is stepped over (Info.Damage, a gap record in Losses),
-// and Info.Err says where reading stopped when it could not go on. The error is for a
+// and Info.Err says where reading stopped when it could not go on (also past
+// MaxConns connection slots). The error is for a
 // directory that is not a dataset or cannot be read.
 func Inspect(dir string) (*Info, error) {
 	r, err := Open(dir, WithAllKinds(), WithSkipDamaged())
@@ -108,6 +115,11 @@ func Inspect(dir string) (*Info, error) {
 		info.EndNs = rec.WallNs
 		c := conns[rec.Conn]
 		if c == nil {
+			if len(conns) >= MaxConns {
+				info.Records--
+				info.Err = fmt.Sprintf("datasets: %s uses more than %d connection slots (conn %d at seq %d): not summarised further", dir, MaxConns, rec.Conn, rec.Seq)
+				break
+			}
 			c = &ConnInfo{Conn: rec.Conn, FirstNs: rec.WallNs}
 			conns[rec.Conn] = c
 		}

@@ -40,4 +40,8 @@ type Manifest struct {
 	Repaired bool `json:"repaired,omitempty"`
 	// Notes is free text (for samples: which parts are real and which generated).
 	Notes string `json:"notes,omitempty"`
+
+	// unsummed is set by the reader when the manifest had no checksum
+	// member: its fields cannot be checked (Verify reports it).
+	unsummed bool
 }

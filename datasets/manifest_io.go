@@ -23,7 +23,7 @@ func ReadManifest(location string) (Manifest, error) {
 
 func readManifestIn(st Store) (Manifest, error) {
 	var m Manifest
-	b, err := st.ReadFile(ManifestName)
+	b, err := readFileMax(st, ManifestName, MaxManifestSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, fmt.Errorf("%w: %s", ErrNotDataset, st.Location())
 	}
@@ -43,6 +43,7 @@ func parseManifest(path string, b []byte) (Manifest, error) {
 	if err != nil {
 		return m, &CorruptionError{File: path, Err: fmt.Errorf("manifest: %w", err)}
 	}
+	m.unsummed = stored == ""
 	if stored != "" && stored != sum {
 		return m, &CorruptionError{File: path, Err: fmt.Errorf("manifest: %w: checksum says %s, the content %s", ErrChecksum, stored, sum)}
 	}

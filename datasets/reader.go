@@ -118,6 +118,7 @@ type Reader struct {
 	lastWall  int64
 	lastGap   bool // that record is a gap record (a seq jump after it is explained)
 	lastFile  string
+	tailDone  bool // missingTail ran
 
 	pend   *pendingDamage // damage waiting for the next good block
 	damage []Damage
@@ -209,7 +210,7 @@ func (r *Reader) Next() bool {
 		r.seeking = r.seeking && r.f != nil && len(r.sr.recs) == 0 // only the first block after Seek is filtered
 		if r.f == nil {
 			if !r.openSegment(r.si+1, 0) {
-				return r.done && r.err == nil && r.endDamage()
+				return r.done && r.err == nil && (r.endDamage() || r.missingTail())
 			}
 			continue
 		}

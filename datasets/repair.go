@@ -338,7 +338,8 @@ func Repair(dir string, opts ...RepairOption) (*RepairReport, error) {
 	if rep.ManifestRebuilt {
 		rb.fill(&m, o.sniff, rep)
 	}
-	if rep.ManifestRebuilt || !sameManifest(old, m) {
+	// A manifest without a checksum is rewritten with one (Verify reports it).
+	if rep.ManifestRebuilt || !sameManifest(old, m) || old.unsummed {
 		if err := writeManifest(dir, m); err != nil {
 			return nil, fmt.Errorf("datasets: repair: %w", err)
 		}
@@ -585,7 +586,7 @@ func (b *rebuildInfo) fill(m *Manifest, sniff func([][]byte) string, rep *Repair
 // rebuild). A missing or unparsable one gives an empty manifest.
 func salvageManifest(dir string) Manifest {
 	var m Manifest
-	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	b, err := readRegular(filepath.Join(dir, ManifestName), MaxManifestSize)
 	if err == nil {
 		_ = json.Unmarshal(b, &m) // partial on error: what decoded before it
 	}
@@ -628,7 +629,7 @@ func prevFor(segs []repairSeg, si int) prevState {
 // countTail counts the records of a damaged run with no good block after
 // it by following whatever block headers still parse.
 func countTail(path string, off, end int64) (n, firstSeq, lastSeq uint64, toNs int64, exact bool) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return 0, 0, 0, 0, false
 	}
@@ -660,7 +661,7 @@ type blockEncoder struct {
 // index entries.
 func rewriteSegment(dir string, s *repairSeg, drops map[[2]int]*Dropped, si int, enc *blockEncoder,
 	onGap func(d *Dropped, seq uint64, wall, mono int64), prev prevState) ([]indexEntry, int64, error) {
-	src, err := os.Open(s.path)
+	src, err := openRegular(s.path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("datasets: repair: %w", err)
 	}

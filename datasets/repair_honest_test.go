@@ -257,6 +257,20 @@ func TestManifestChecksum(t *testing.T) {
 	if m, err := ReadManifest(dir); err != nil || m.Venue != good.Venue {
 		t.Fatalf("manifest without checksum: %v", err)
 	}
+	// but not silently (issue 30 item 18): Verify reports it, Repair
+	// writes the checksum back.
+	if rep, err := Verify(dir); err != nil || len(rep.Problems) != 0 || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0].What, "no checksum") {
+		t.Fatalf("verify of a manifest without checksum: %v %+v", err, rep)
+	}
+	if rep, err := Repair(dir); err != nil || !rep.ManifestFixed {
+		t.Fatalf("repair of a manifest without checksum: %v %+v", err, rep)
+	}
+	if rep, err := Verify(dir); err != nil || len(rep.Problems) != 0 || len(rep.Warnings) != 0 {
+		t.Fatalf("verify after repair: %v %+v", err, rep)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, ManifestName)); !bytes.Contains(b, []byte(`"checksum": "crc32c:`)) {
+		t.Fatalf("repair wrote no checksum:\n%s", b)
+	}
 
 	for _, tc := range []struct {
 		name string

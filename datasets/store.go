@@ -63,6 +63,16 @@ type ReadPlanner interface {
 	PlanReads(ranges []Range)
 }
 
+// Refetcher is implemented by a File whose bytes cross a network (a remote
+// one). A reader that finds a block failing its checksum calls Refetch
+// with the block's byte range, then reads it once more: the file drops what
+// it holds of those bytes (read-ahead, cache) so they are fetched again. A
+// byte flipped in flight is then not taken for damage of the dataset; a
+// block damaged where it is stored fails again and is damage.
+type Refetcher interface {
+	Refetch(off, end int64)
+}
+
 // Range is the byte range [Off, End) of a file.
 type Range struct{ Off, End int64 }
 
@@ -138,8 +148,11 @@ func (s *localStore) Location() string        { return s.dir }
 func (s *localStore) Join(name string) string { return filepath.Join(s.dir, name) }
 func (s *localStore) Fetched() int64          { return s.read.Load() }
 
-func (s *localStore) ReadFile(name string) ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(s.dir, name))
+// ReadFile reads a regular file of at most 256 MiB whole.
+func (s *localStore) ReadFile(name string) ([]byte, error) { return s.readFileMax(name, maxWholeFile) }
+
+func (s *localStore) readFileMax(name string, max int64) ([]byte, error) {
+	b, err := readRegular(filepath.Join(s.dir, name), max)
 	s.read.Add(int64(len(b)))
 	return b, err
 }
@@ -168,7 +181,7 @@ func (s *localStore) List() ([]FileInfo, error) {
 }
 
 func (s *localStore) Open(name string) (File, error) {
-	f, err := os.Open(filepath.Join(s.dir, name))
+	f, err := openRegular(filepath.Join(s.dir, name))
 	if err != nil {
 		return nil, err
 	}

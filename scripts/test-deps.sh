@@ -25,12 +25,12 @@ if [ ! -d tests/js/node_modules/@duckdb/node-api ] || [ ! -d tests/js/node_modul
 fi
 
 # Debian packages the notebook tests (notebooks/) execute with: Jupyter's nbconvert
-# and kernel, pandas and matplotlib. PyPI is not reachable here, so these come from
+# and kernel, pandas and matplotlib; numpy, which the hftbacktest export test reads .npz with. PyPI is not reachable here, so these come from
 # apt; pyarrow has no Debian 12 package, which is why the notebooks read CSV exports.
 # Only missing packages are installed, so a machine that has them never touches apt.
 # chromium: the headless browser the status page and report tests drive with
 # chromedp (internal/browsertest); fonts-dejavu-core so its screenshots have text.
-debs=(jupyter-nbconvert python3-ipykernel python3-pandas python3-matplotlib chromium fonts-dejavu-core)
+debs=(jupyter-nbconvert python3-ipykernel python3-numpy python3-pandas python3-matplotlib chromium fonts-dejavu-core)
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then
   for p in "${debs[@]}"; do

@@ -82,6 +82,9 @@ func (f *sessionFlags) load(cmd *cobra.Command, ignored ...string) error {
 		return cli.FlagErrorf("--conns does not apply to %s, which shards with --assets-per-conn", f.Venue)
 	} else if !facts.ShardByItems && f.AssetsPerConn != 0 {
 		return cli.FlagErrorf("--assets-per-conn does not apply to %s, which spreads with --conns", f.Venue)
+	} else if facts.ShardByItems && cmd.Flags().Changed("assets-per-conn") && (f.AssetsPerConn < 1 || f.AssetsPerConn > facts.MaxConnItems) {
+		// 0 is the unset value inside; given, it is no size.
+		return cli.FlagErrorf("--assets-per-conn %d: want 1..%d", f.AssetsPerConn, facts.MaxConnItems)
 	}
 	if _, err := client.Channels(f.Channels); err != nil {
 		return cli.FlagErrorf("--channels: %v", err)

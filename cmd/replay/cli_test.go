@@ -33,7 +33,7 @@ func TestCLIErrors(t *testing.T) {
 	}{
 		{[]string{"frobnicate"}, cli.ExitUsage, q(`replay: unknown command "frobnicate" for "replay" (see 'replay --help')`)},
 		{[]string{"export", "--tabel", "x", ds}, cli.ExitUsage, q(`replay: unknown flag: --tabel (see 'replay export --help')`)},
-		{[]string{"export", ds, "--out", "x.parquet"}, cli.ExitUsage, q(`replay: export: --table is required (depth, book_changes, trades, quotes, events, instruments, raw) (see 'replay export --help')`)},
+		{[]string{"export", ds, "--out", "x.parquet"}, cli.ExitUsage, q(`replay: export: --table is required (depth, book_changes, trades, quotes, events, instruments, raw), or --format hftbacktest (see 'replay export --help')`)},
 		{[]string{"export", ds, "--table", "bogus", "--out", "x.parquet"}, cli.ExitUsage,
 			q(`replay: export: unknown --table "bogus" (want depth, book_changes, trades, quotes, events, instruments, raw) (see 'replay export --help')`)},
 		{[]string{"export", ds, "--table", "trades", "--out", existing}, cli.ExitUsage,
@@ -44,6 +44,12 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"export", filepath.Join(dir, "nodata"), "--table", "trades", "--out", filepath.Join(dir, "o.csv")}, cli.ExitError, `replay: export: .*nodata.*`},
 		{[]string{"run", "--from", "17611798830", ds}, cli.ExitUsage, `replay: --from: "17611798830": unix time must have 10 digits .* \(see 'replay run --help'\)`},
 		{[]string{"books", "--at", "soon", ds}, cli.ExitUsage, `replay: --at: "soon": want RFC 3339.* \(see 'replay books --help'\)`},
+		{[]string{"export", ds, "--table", "trades", "--instrument", "BTC", "--out", filepath.Join(dir, "none.csv")}, cli.ExitProblem,
+			q(`replay: export: no instrument of the datasets matches --instrument BTC: nothing written`)},
+		{[]string{"books", ds, "--instrument", "NOPE"}, cli.ExitProblem,
+			q(`replay: books: no instrument of the datasets matches --instrument NOPE: nothing printed`)},
+		{[]string{"backtest", ds, "--strategy", "noop", "--instrument", "NOPE", "--instrument", "BTC"}, cli.ExitProblem,
+			q(`replay: backtest: no instrument of the datasets matches --instrument NOPE, BTC: nothing written`)},
 		{[]string{"inspect"}, cli.ExitUsage, q(`replay: inspect: exactly one DATASET is required (see 'replay inspect --help')`)},
 	}
 	for _, tc := range tests {
@@ -57,6 +63,10 @@ func TestCLIErrors(t *testing.T) {
 				t.Errorf("usage text printed")
 			}
 		})
+	}
+	// The filter that matched nothing left no file, temporary or not.
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 || ents[0].Name() != "exists.parquet" {
+		t.Errorf("files left in %s: %v", dir, ents)
 	}
 	code, stdout, stderr := execReplay(t, "--version")
 	if code != 0 || !regexp.MustCompile(`^replay \S+ \(revision \S+, .*go1\.[0-9]+.*\)\n$`).MatchString(stdout) || stderr != "" {

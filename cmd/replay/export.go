@@ -68,6 +68,16 @@ func newExportCmd(runF func(*exportOptions) error) *cobra.Command {
   raw           the recorded frames as NDJSON, Tardis raw or hftbacktest lines
                 (--format ndjson|tardis|hftbacktest; one dataset).
 
+--format hftbacktest without --table writes hftbacktest's own data: under --out
+DIR, INSTRUMENT_YYYYMMDD.npz per instrument and UTC day (receive time), each an
+array "data" of its event_dtype (ev, exch_ts, local_ts in ns, px, qty, ...)
+ordered and flagged for its exchange and local processors: a venue snapshot
+is a depth-clear event and snapshot events, level changes depth events, a loss
+a depth-clear (the book is empty until the next snapshot), trades trade events
+(the taker's side; backfill left out); each file after an instrument's first
+opens with the book at 00:00 UTC, so a backtest can start on any day. Load it
+with np.load(path)['data'] or hftbacktest's BacktestAsset().data([...]).
+
 Times are timestamp[ns, UTC] (Parquet TIMESTAMP(NANOS, UTC)). Prices and sizes
 are float64 (the nearest double of the exact decimal) unless --exact asks for
 decimal128 at the venue's scale; the scale and the source datasets are in the
@@ -80,8 +90,13 @@ read_csv('x.csv', schema_overrides={'instrument': pl.String}), symbol for
 writes Tardis' layouts (book_snapshot_N, incremental_book_L2, trades, quotes)
 with µs timestamps, which hftbacktest's and NautilusTrader's Tardis loaders read;
 exchange_ts_ns is timestamp, local_ts_ns local_timestamp, venue exchange,
-instrument symbol, size amount, bid_price_i bids[i].price. NautilusTrader knows
-no "polymarket" exchange: --tardis-exchange names one it does.
+instrument symbol, size amount, bid_price_i bids[i].price. --tardis-exchange
+writes another of Tardis' exchange ids (it refuses others). Tardis has no
+Polymarket: hftbacktest's converter reads Polymarket book_changes as they are
+(with --snapshots diff on Hyperliquid, whose every l2Book is a snapshot: its
+converter loses back-to-back snapshots), but NautilusTrader's Tardis loader
+rejects Polymarket's exchange and 66-character trade ids; --format hftbacktest
+needs no converter at all.
 
 --instrument (repeatable) keeps one instrument: a Polymarket token id or
 condition id (both outcomes), a Hyperliquid coin. --split-by instrument writes
@@ -98,14 +113,17 @@ byte-identical files.`,
   # level changes as Tardis incremental_book_L2, one file per instrument, for hftbacktest
   replay export datasets/samples/hyperliquid --table book_changes --format tardis --split-by instrument --out 'changes-{instrument}.csv.gz'
 
-  # Polymarket trades of one market (both outcomes) for NautilusTrader's Tardis loader
-  replay export datasets/samples/polymarket --table trades --format tardis --tardis-exchange hyperliquid --instrument 0xdd22472e552920b8438158ea7238bfadfa4f736aa4cee91a6b86c39ead110917 --out trades.csv
+  # Polymarket trades of one market (both outcomes) in Tardis' trades layout
+  replay export datasets/samples/polymarket --table trades --format tardis --instrument 0xdd22472e552920b8438158ea7238bfadfa4f736aa4cee91a6b86c39ead110917 --out trades.csv
 
   # exact decimals into an Arrow IPC file, within a time window
   replay export datasets/samples/hyperliquid --table trades --exact --format arrow --from +1s --out trades.arrow
 
   # where the data is not to be trusted
   replay export datasets/samples/polymarket --table events --format csv --out events.csv
+
+  # hftbacktest's own .npz event arrays, one per instrument and day
+  replay export datasets/samples/hyperliquid --format hftbacktest --out hbt
 
   # tick sizes (and their changes), minimum sizes, outcome pairs, neg-risk
   replay export datasets/samples/polymarket --table instruments --out instruments.parquet`,
@@ -132,8 +150,8 @@ byte-identical files.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Table, "table", "", "table to write: depth, book_changes, trades, quotes, events, instruments, raw (required)")
-	f.StringVar(&opts.Format, "format", "", "parquet, arrow, csv or tardis (raw: ndjson, tardis, hftbacktest); default from the --out extension (.csv is csv)")
+	f.StringVar(&opts.Table, "table", "", "table to write: depth, book_changes, trades, quotes, events, instruments, raw (required but with --format hftbacktest)")
+	f.StringVar(&opts.Format, "format", "", "parquet, arrow, csv or tardis (raw: ndjson, tardis, hftbacktest); hftbacktest without --table: its .npz event arrays under --out DIR; default from the --out extension (.csv is csv)")
 	f.IntVar(&levels, "levels", 25, "depth: levels per side")
 	f.StringVar(&interval, "interval", "", "depth: sample the book at the end of every bucket of this duration (e.g. 100ms, 1s)")
 	f.BoolVar(&opts.EveryEvent, "every-event", false, "depth: a row on every book change (the default)")
@@ -142,14 +160,14 @@ byte-identical files.`,
 	f.BoolVar(&opts.Exact, "exact", false, "prices and sizes as decimal128 at the venue's scale instead of float64")
 	f.StringVar(&compression, "compression", "", "zstd, snappy (Parquet only) or none; default snappy for Parquet (zstd: smaller, slower), none for Arrow (Arrow JS lacks zstd)")
 	f.BoolVar(&opts.Quality, "quality-columns", false, "tardis depth/quotes/trades: append the quality flags (trades: backfill; quotes: also the venue's own quote rows) after the Tardis columns")
-	f.StringVar(&snapshots, "snapshots", "", "book_changes: full (every venue snapshot a block, size-0 rows for levels it dropped; the default) or diff")
+	f.StringVar(&snapshots, "snapshots", "", "book_changes: full (every venue snapshot a block, size-0 rows for levels it dropped; the default) or diff (what hftbacktest's Tardis converter needs on Hyperliquid)")
 	f.StringVar(&bucketTime, "bucket-time", "", "depth --interval: bucket by exchange or local time (default: exchange for --format tardis, as Tardis does; local otherwise)")
 	f.StringVar(&opts.TardisExch, "tardis-exchange", "", "tardis: write this Tardis exchange id in the exchange column instead of the venue")
 	f.StringArrayVar(&opts.Instruments, "instrument", nil, "only this instrument: token id or condition id (Polymarket), coin (Hyperliquid); repeatable")
 	f.StringVar(&opts.SplitBy, "split-by", "", "instrument: one file per instrument, --out a template with {instrument} (and {venue})")
 	f.StringVar(&compress, "compress", "", "compress the whole file: gzip, zstd or none (default from --out: .gz, .zst)")
 	f.StringVarP(&opts.Out, "out", "o", "", "output file, - for stdout (required)")
-	f.BoolVarP(&opts.Force, "force", "f", false, "overwrite --out if it exists")
+	f.BoolVarP(&opts.Force, "force", "f", false, "overwrite --out if it exists (--partition-by: replace the earlier export's files of this shard, or of all when unsharded)")
 	f.BoolVar(&opts.SkipDamaged, "skip-damaged", false, skipDamagedUsage)
 	f.StringVar(&partitionBy, "partition-by", "", "write a Hive-partitioned tree under --out (a directory or s3://bucket/prefix): `FIELDS` of venue, date, hour, instrument, e.g. venue,date,instrument; _SUCCESS marks it complete")
 	f.StringVar(&shardBy, "shard-by", "instrument", "how --shard splits: instrument (the union of the shards is the unsharded table) or time (shard K reads only the K-th of N equal time slices; its books start empty and are exact from each instrument's first snapshot in it)")
@@ -163,7 +181,7 @@ byte-identical files.`,
 // (export.Job.Validate), every error a usage error naming the flags.
 func (o *exportOptions) parse(intervalSet bool, interval, from, to, compression, snapshots, bucketTime, compress, partitionBy, shard, shardBy string) error {
 	j := &o.Job
-	if j.Table == "" || j.Out == "" {
+	if (j.Table == "" && !j.Native()) || j.Out == "" {
 		return usage(j.Validate())
 	}
 	if intervalSet {

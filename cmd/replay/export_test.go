@@ -132,6 +132,17 @@ func TestExportFlags(t *testing.T) {
 				}
 			}},
 		{name: "tardis exchange off tardis", args: []string{ds, "--table", "trades", "--tardis-exchange", "hyperliquid", "--out", "x.csv"}, wantErr: "--tardis-exchange"},
+		{name: "tardis exchange nonsense", args: []string{ds, "--table", "trades", "--format", "tardis", "--tardis-exchange", "nonsense", "--out", "x.csv"},
+			wantErr: `--tardis-exchange "nonsense" is not an exchange id of Tardis' layout`},
+		{name: "hftbacktest", args: []string{ds, "--format", "hftbacktest", "--out", "hbt"},
+			check: func(t *testing.T, o *exportOptions) {
+				if !o.Native() || o.Table != "" {
+					t.Errorf("%+v", o)
+				}
+			}},
+		{name: "hftbacktest table", args: []string{ds, "--table", "trades", "--format", "hftbacktest", "--out", "hbt"}, wantErr: "no --table"},
+		{name: "hftbacktest levels", args: []string{ds, "--format", "hftbacktest", "--levels", "5", "--out", "hbt"}, wantErr: "--levels does not apply to --format hftbacktest"},
+		{name: "hftbacktest stdout", args: []string{ds, "--format", "hftbacktest", "--out", "-"}, wantErr: "--out DIR"},
 		{name: "tardis events", args: []string{ds, "--table", "events", "--format", "tardis", "--out", "x.csv"}, wantErr: "no Tardis layout"},
 		{name: "quality csv", args: []string{ds, "--table", "depth", "--quality-columns", "--out", "x.csv"}, wantErr: "--format tardis only"},
 		{name: "snapshots", args: []string{ds, "--table", "book_changes", "--snapshots", "diff", "--out", out},

@@ -117,7 +117,7 @@ func infoProblem(info *datasets.Info) error {
 		if !exact {
 			n = "at least " + n
 		}
-		return &cli.ProblemError{Err: fmt.Errorf("%s: damaged: %s records, %d bytes unreadable (run \"replay verify\", then \"replay repair\")", info.Dir, n, bytes)}
+		return &cli.ProblemError{Err: fmt.Errorf("%s: damaged: %s records, %d bytes unreadable, first %s (run \"replay verify\", then \"replay repair\")", info.Dir, n, bytes, info.Damage[0].Reason)}
 	}
 	return nil
 }

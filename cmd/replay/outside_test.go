@@ -81,3 +81,55 @@ func TestExportRefusesOutputInsideInput(t *testing.T) {
 		t.Fatalf("sibling export: %v", err)
 	}
 }
+
+// Every verb that writes a file refuses a path inside a dataset it reads, as
+// export does (issue 30 item 7): report --out a segment used to replace it
+// with HTML, run --cpuprofile a segment truncated it to 0 bytes. Each case
+// exits with a usage error naming the flag and leaves the dataset
+// byte-identical; the same flags with a path outside work.
+func TestVerbsRefuseOutputInsideInput(t *testing.T) {
+	root := t.TempDir()
+	ds := filepath.Join(root, "pm")
+	if err := os.CopyFS(ds, os.DirFS(expSample(t, venue.Polymarket))); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(ds, "00000001.seg")
+	before := dirDigest(t, ds)
+	for _, tc := range []struct {
+		name, flag string
+		args       []string
+	}{
+		{"report --out a segment", "--out", []string{"report", ds, "--out", seg}},
+		{"report --out a new file in the dataset", "--out", []string{"report", ds, "--out", filepath.Join(ds, "r.html")}},
+		{"run --cpuprofile a segment", "--cpuprofile", []string{"run", ds, "--cpuprofile", seg}},
+		{"run --memprofile the manifest", "--memprofile", []string{"run", ds, "--memprofile", filepath.Join(ds, "manifest.json")}},
+		{"books --cpuprofile a segment", "--cpuprofile", []string{"books", ds, "--cpuprofile", seg}},
+		{"verify --cpuprofile a segment", "--cpuprofile", []string{"verify", ds, "--cpuprofile", seg}},
+		{"backtest --out the dataset", "--out", []string{"backtest", ds, "--strategy", "noop", "--out", ds}},
+		{"backtest --out a directory in the dataset", "--out", []string{"backtest", ds, "--strategy", "noop", "--out", filepath.Join(ds, "bt")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errs := execReplay(t, tc.args...)
+			if code != cli.ExitUsage || !strings.Contains(errs, "input dataset") || !strings.Contains(errs, tc.flag) {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			if dirDigest(t, ds) != before {
+				t.Fatal("the input dataset changed")
+			}
+		})
+	}
+	out := t.TempDir()
+	for _, args := range [][]string{
+		{"report", ds, "--out", filepath.Join(out, "r.html")},
+		{"run", ds, "--cpuprofile", filepath.Join(out, "cpu"), "--memprofile", filepath.Join(out, "mem")},
+	} {
+		if code, _, errs := execReplay(t, args...); code != cli.ExitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+	}
+	for _, name := range []string{"r.html", "cpu", "mem"} {
+		if fi, err := os.Stat(filepath.Join(out, name)); err != nil || fi.Size() == 0 {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}

@@ -64,6 +64,9 @@ report is written and the exit status is 3, unless --skip-damaged.`,
 			if o.Charted < 0 {
 				return cli.FlagErrorf("--charted %d must not be negative", o.Charted)
 			}
+			if err := outsideInputs("report", o.Out, args); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}

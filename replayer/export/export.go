@@ -177,9 +177,14 @@ const (
 	// are left out; WithQualityColumns appends the flags of depth and
 	// quotes. The events table has no Tardis layout (ErrOption).
 	FormatTardis
+	// FormatHftBacktest is hftbacktest's native event arrays (.npz), depth
+	// and trades together, one file per instrument and day: written by an
+	// HftBacktest, not by a Sink (New refuses it).
+	FormatHftBacktest
 )
 
-var formatNames = [...]string{FormatParquet: "parquet", FormatArrow: "arrow", FormatCSV: "csv", FormatTardis: "tardis"}
+var formatNames = [...]string{FormatParquet: "parquet", FormatArrow: "arrow", FormatCSV: "csv", FormatTardis: "tardis",
+	FormatHftBacktest: "hftbacktest"}
 
 // String returns the format's name as the CLI spells it.
 func (f Format) String() string {
@@ -196,7 +201,7 @@ func ParseFormat(s string) (Format, error) {
 			return Format(f), nil
 		}
 	}
-	return 0, fmt.Errorf("export: unknown format %q (want parquet, arrow, csv, tardis)", s)
+	return 0, fmt.Errorf("export: unknown format %q (want parquet, arrow, csv, tardis, hftbacktest)", s)
 }
 
 // ErrClosed means OnEvent or Close was called on a closed Sink.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,6 +61,8 @@ type Job struct {
 	// Progress, when not nil, is started once the replay's span [start,
 	// end) ns is known and polls pos; the function it returns stops it.
 	Progress func(start, end int64, pos func() int64) (stop func())
+
+	files *openFiles // of a split or partitioned export
 }
 
 // Result is what a Run wrote.
@@ -96,11 +99,14 @@ func nothingf(format string, a ...any) error {
 // the defaults that follow from Out (Format, Compress). Its errors are
 // ErrOption.
 func (j *Job) Validate() error {
-	if j.Table == "" {
-		return optionf("export: --table is required (%s)", strings.Join(tableAndRawNames(), ", "))
+	if j.Table == "" && !j.Native() {
+		return optionf("export: --table is required (%s), or --format hftbacktest", strings.Join(tableAndRawNames(), ", "))
 	}
 	if j.Out == "" {
 		return optionf("export: --out is required")
+	}
+	if j.Native() {
+		return j.validateNative()
 	}
 	if j.PartitionBy != nil && j.Format == "" {
 		j.Format = "parquet" // Out is a directory
@@ -161,6 +167,9 @@ func (j *Job) validateTable() error {
 	if err != nil {
 		return optionf("--format: %v", err)
 	}
+	if ft == FormatHftBacktest {
+		return optionf("export: --format hftbacktest writes depth and trades together, one .npz per instrument and day: no --table (--table raw --format hftbacktest writes the recorded lines hftbacktest's Hyperliquid converter reads)")
+	}
 	if table != TableDepth {
 		for name, set := range map[string]bool{"--levels": j.Levels != 0, "--interval": j.Interval != 0, "--every-event": j.EveryEvent} {
 			if set {
@@ -206,6 +215,11 @@ func (j *Job) validateTable() error {
 	}
 	if j.TardisExch != "" && ft != FormatTardis {
 		return optionf("export: --tardis-exchange applies to --format tardis only")
+	}
+	if j.TardisExch != "" {
+		if _, ok := slices.BinarySearch(tardisExchanges, j.TardisExch); !ok {
+			return optionf("export: --tardis-exchange %q is not an exchange id of Tardis' layout (%s)", j.TardisExch, strings.Join(tardisExchanges, ", "))
+		}
 	}
 	if j.SplitBy != "" {
 		if j.SplitBy != "instrument" {
@@ -287,6 +301,7 @@ func Run(ctx context.Context, j *Job) (res *Result, err error) {
 	if err := j.Validate(); err != nil {
 		return nil, err
 	}
+	j.files = nil
 	var outs []*outFile
 	defer func() {
 		if err != nil {
@@ -296,7 +311,7 @@ func Run(ctx context.Context, j *Job) (res *Result, err error) {
 		}
 	}()
 	open := func(path string) (io.Writer, error) {
-		f, err := j.createOut(path)
+		f, err := j.createOut(path, j.SplitBy != "")
 		if err != nil {
 			return nil, err
 		}
@@ -398,6 +413,9 @@ type tableSink interface {
 func (j *Job) exportTable(ctx context.Context, open func(path string) (io.Writer, error), res *Result) error {
 	table, _ := ParseTable(j.Table)
 	format, _ := ParseFormat(j.Format)
+	if j.Native() {
+		table = 0 // the format's own layout
+	}
 	var ropts []replayer.Option
 	// The instruments table needs the REST bodies stored at the start of a
 	// recording: it reads it all and keeps the rows in effect in the window.
@@ -434,7 +452,11 @@ func (j *Job) exportTable(ctx context.Context, open func(path string) (io.Writer
 	sopts := j.sinkOptions(table, venueName, ms)
 	var sink tableSink
 	var parts *partOut
-	if j.PartitionBy != nil {
+	if format == FormatHftBacktest {
+		if sink, err = j.hftBacktest(open); err != nil {
+			return err
+		}
+	} else if j.PartitionBy != nil {
 		if parts, err = j.newPartOut(); err != nil {
 			return err
 		}
@@ -449,23 +471,9 @@ func (j *Job) exportTable(ctx context.Context, open func(path string) (io.Writer
 		}
 		sink = p
 	} else if j.SplitBy == "instrument" {
-		paths := map[string]string{} // file → instrument, to refuse two instruments in one file
+		files := j.instrumentFiles(open)
 		split, err := NewSplit(func(v, inst string) (io.Writer, error) {
-			p := splitPath(j.out(), v, inst)
-			if other, ok := paths[p]; ok {
-				return nil, fmt.Errorf("export: instruments %s and %s both map to %s", other, inst, p)
-			}
-			paths[p] = inst
-			// A template may name a directory per instrument: tables/{instrument}/depth.csv.
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return nil, fmt.Errorf("export: %w", err)
-			}
-			if !j.Force {
-				if _, err := os.Stat(p); err == nil {
-					return nil, fmt.Errorf("export: %s exists (use -f/--force to overwrite)", p)
-				}
-			}
-			return open(p)
+			return files(j.out(), v, inst)
 		}, table, format, sopts...)
 		if err != nil {
 			return fmt.Errorf("export: %w", err)
@@ -483,6 +491,11 @@ func (j *Job) exportTable(ctx context.Context, open func(path string) (io.Writer
 		sink = s
 	}
 	r.Subscribe(replayer.Key{}, sink)
+	var probe *filterProbe
+	if len(j.Instruments) > 0 && j.Shard.Whole() { // other shards' instruments are not routed
+		probe = newFilterProbe(j.Instruments)
+		r.Subscribe(replayer.Key{}, probe)
+	}
 
 	stop := func() {}
 	if j.Progress != nil {
@@ -512,6 +525,9 @@ func (j *Job) exportTable(ctx context.Context, open func(path string) (io.Writer
 	if j.FromNs != 0 && sum.Frames > 0 && sum.WarmupFrames == sum.Frames {
 		return nothingf("export: --from %s is past the last record: all %d frames were warm-up, nothing written",
 			fmtNs(j.FromNs), sum.Frames)
+	}
+	if probe != nil && probe.left > 0 {
+		return nothingf("export: no instrument of the datasets matches --instrument %s: nothing written", strings.Join(probe.missing(j.Instruments), ", "))
 	}
 	if err := sink.Close(); err != nil {
 		return err

@@ -2,6 +2,7 @@ package export
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -125,17 +126,36 @@ func WithBucketTime(b BucketTime) Option {
 
 // WithTardisExchange writes name in the exchange column of a FormatTardis
 // table instead of the venue. Tardis loaders map that column to a venue from
-// a fixed list of Tardis exchange ids: NautilusTrader's has no "polymarket",
-// so a Polymarket CSV loads there only under an id it knows. The name must
-// be a lower-case Tardis-style id (letters, digits, '-' and '_').
+// Tardis' fixed list of exchange ids, so name must be one of them
+// (TardisExchanges; "nonsense" is ErrOption). Tardis has no Polymarket: a
+// Polymarket table written under another exchange's id loads as that
+// exchange's instruments, and NautilusTrader's loader still rejects its
+// 66-character trade ids, so Polymarket goes to other tools natively.
 func WithTardisExchange(name string) Option {
 	return func(c *config) error {
-		if name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
-			return fmt.Errorf("%w: tardis exchange %q: want a lower-case id such as binance-futures", ErrOption, name)
+		if _, ok := slices.BinarySearch(tardisExchanges, name); !ok {
+			return fmt.Errorf("%w: tardis exchange %q is not a Tardis exchange id (%s)", ErrOption, name, strings.Join(tardisExchanges, ", "))
 		}
 		c.tardisExchange = name
 		return nil
 	}
+}
+
+// TardisExchanges returns the exchange ids of Tardis' data layout, sorted:
+// what its CSV files carry in their exchange column and its loaders
+// (NautilusTrader's TardisExchange, read at nautilus_trader a95c8042b0)
+// accept.
+func TardisExchanges() []string { return slices.Clone(tardisExchanges) }
+
+var tardisExchanges = []string{
+	"ascendex", "binance", "binance-delivery", "binance-dex", "binance-european-options", "binance-futures",
+	"binance-jersey", "binance-options", "binance-us", "bitfinex", "bitfinex-derivatives", "bitflyer", "bitget",
+	"bitget-futures", "bitmex", "bitnomial", "bitstamp", "blockchain-com", "bybit", "bybit-options", "bybit-spot",
+	"coinbase", "coinbase-international", "coinflex", "crypto-com", "cryptofacilities", "delta", "deribit", "dydx",
+	"dydx-v4", "ftx", "ftx-us", "gate-io", "gate-io-futures", "gemini", "hitbtc", "huobi", "huobi-dm",
+	"huobi-dm-linear-swap", "huobi-dm-options", "huobi-dm-swap", "hyperliquid", "kraken", "kucoin", "kucoin-futures",
+	"lighter", "mango", "okcoin", "okex", "okex-futures", "okex-options", "okex-spreads", "okex-swap", "phemex",
+	"poloniex", "serum", "star-atlas", "upbit", "woo-x",
 }
 
 // WithInstruments keeps only the rows of the given instruments: an id
@@ -185,6 +205,14 @@ type config struct {
 	fromNs, toNs   int64 // WithWindow (instruments table)
 	shard          replayer.Shard
 	shardOwns      map[string]bool // instrument → owned by shard, as checked
+	many           bool            // one Sink of many (Split, Partitioned): small buffers, grown on demand
+	shared         *sharedFormat   // of many sinks: what their files share
+}
+
+// sharedFormat is what the files of many sinks (Split, Partitioned) of one
+// schema share, built by the first.
+type sharedFormat struct {
+	pq *pqShared
 }
 
 func (c *config) isRecorded(id string) bool { return c.recorded[id] }

@@ -239,6 +239,28 @@ func (r *Report) mark(b *strings.Builder, l datasets.Loss, y float64) {
 		html.EscapeString(l.Kind), f1(x0), f1(y-2), f1(max(x1-x0, 1.5)), rowH+4, kindColour[l.Kind], html.EscapeString(title))
 }
 
+// markRow draws the loss marks of one timeline row: its own losses and
+// the session's, at most one mark per kind and time bucket, so that a row
+// costs at most the buckets whatever the number of losses (a crafted
+// dataset of a million loss records drawn on thousands of rows).
+func (r *Report) markRow(b *strings.Builder, y float64, lists ...[]datasets.Loss) {
+	type key struct {
+		bucket int64
+		kind   string
+	}
+	seen := map[key]bool{}
+	for _, ls := range lists {
+		for _, l := range ls {
+			k := key{(l.WallNs - r.StartNs) / r.BucketNs, l.Kind}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			r.mark(b, l, y)
+		}
+	}
+}
+
 // coverage is the timeline: a row per connection of every dataset, then a
 // row per instrument.
 func (r *Report) coverage() template.HTML {
@@ -260,10 +282,12 @@ func (r *Report) coverage() template.HTML {
 		fmt.Fprintf(&b, `<g class="row %s"%s><text class="label" x="%s" y="%s" text-anchor="end">%s</text>`, cls, attrs, f1(left-6), f1(y+rowH-4), html.EscapeString(label))
 		fmt.Fprintf(&b, `<rect class="lane" x="%s" y="%s" width="%s" height="%d"/>`, f1(left), f1(y), f1(w), rowH)
 	}
-	connLosses := map[[2]uint32][]datasets.Loss{}
+	connLosses := map[[2]uint32]*ConnTimeline{}
+	session := map[int][]datasets.Loss{}
 	for _, d := range r.Datasets {
+		session[d.Index] = d.SessionLosses
 		for _, c := range d.Conns {
-			connLosses[[2]uint32{uint32(d.Index), c.Conn}] = c.Losses
+			connLosses[[2]uint32{uint32(d.Index), c.Conn}] = c
 			label := fmt.Sprintf("conn %d", c.Conn)
 			if len(r.Datasets) > 1 {
 				label = fmt.Sprintf("#%d %s conn %d", d.Index, d.Info.Manifest.Venue, c.Conn)
@@ -283,9 +307,7 @@ func (r *Report) coverage() template.HTML {
 				fmt.Fprintf(&b, `<rect class="down" x="%s" y="%s" width="%s" height="%d"><title>down %s – %s (%s)</title></rect>`,
 					f1(x0), f1(y), f1(max(x1-x0, 1.5)), rowH, fmtNs(iv.FromNs), fmtNs(iv.ToNs), fmtDur(iv.ToNs-iv.FromNs))
 			}
-			for _, l := range c.Losses {
-				r.mark(&b, l, y)
-			}
+			r.markRow(&b, y, c.Losses, d.SessionLosses)
 			b.WriteString(`</g>`)
 			y += rowH + rowGap
 		}
@@ -306,9 +328,11 @@ func (r *Report) coverage() template.HTML {
 			fmt.Fprintf(&b, `<rect class="invalid" x="%s" y="%s" width="%s" height="%d"><title>book invalid %s – %s (%s)</title></rect>`,
 				f1(x0), f1(y+rowH/2), f1(max(x1-x0, 1.5)), rowH/2, fmtNs(iv.FromNs), fmtNs(iv.ToNs), fmtDur(iv.ToNs-iv.FromNs))
 		}
-		for _, l := range connLosses[[2]uint32{uint32(in.Dataset), in.Conn}] {
-			r.mark(&b, l, y)
+		var own []datasets.Loss
+		if c := connLosses[[2]uint32{uint32(in.Dataset), in.Conn}]; c != nil {
+			own = c.Losses
 		}
+		r.markRow(&b, y, own, session[in.Dataset])
 		b.WriteString(`</g>`)
 		y += rowH + rowGap
 	}

@@ -77,6 +77,10 @@ type Dataset struct {
 	Frames []uint64
 	// LossesByKind counts Info.Losses by kind.
 	LossesByKind map[string]int
+	// SessionLosses are the losses of no one connection slot (write
+	// errors, damage): every slot's row shows them. Kept once, not copied
+	// into each slot's Losses.
+	SessionLosses []datasets.Loss
 }
 
 // ConnTimeline is one connection slot of a dataset.
@@ -304,9 +308,7 @@ func (rep *Report) frames(d *Dataset) error {
 		if ct := conns[l.Conn]; ct != nil {
 			ct.Losses = append(ct.Losses, l)
 		} else { // the session's or every connection's (write errors, damage)
-			for _, ct := range d.Conns {
-				ct.Losses = append(ct.Losses, l)
-			}
+			d.SessionLosses = append(d.SessionLosses, l)
 		}
 	}
 	rd, err := datasets.Open(d.Path, datasets.WithSkipDamaged())
