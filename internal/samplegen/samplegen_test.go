@@ -253,7 +253,7 @@ func TestSummaryHashVectors(t *testing.T) {
 		}
 		ts, _ := s.Timestamp.Int64()
 		g := &pmGen{e: newEngine(Options{}, "polymarket", &memAppender{})}
-		m := &pmMarket{spec: pmMarketSpec{cond: s.Market}, tick: mustDec(s.TickSize, pmPx)}
+		m := &pmMarket{spec: pmMarketSpec{cond: s.Market}, tick: mustDec(s.TickSize, pmPx), ltp: -1} // 2025-10: nine fields
 		tok := &pmToken{id: s.AssetID, book: pmBook{bids: conv(s.Bids), asks: conv(s.Asks)}}
 		var h [40]byte
 		g.hash(&h, m, tok, ts)
