@@ -123,6 +123,7 @@ type Engine struct {
 
 	insts    map[string]*Instrument
 	instList []*Instrument
+	hot      [2]*Instrument // the last two instruments lookup found, most recent first
 	markets  map[string][]*Instrument
 	venues   map[string]*venueRules // by venue name; nil: not tradable
 
@@ -288,8 +289,29 @@ func NewEngine(s Strategy, cfg Config) *Engine {
 func (e *Engine) Context() *Context { return &e.ctx }
 
 // instrument returns (creating) the state of an instrument.
+// lookup returns the instrument with this id, or nil. A strategy and the
+// matching path ask for the same one or two instruments (a token and its
+// complement) many times per event, so the last two found are tried before
+// the map: a Polymarket token id is 77 digits, and two ids differ within
+// their first bytes while the same interned id compares by address.
+// Instruments are never removed, so a remembered one stays right.
+func (e *Engine) lookup(id string) *Instrument {
+	if in := e.hot[0]; in != nil && in.ID == id {
+		return in
+	}
+	if in := e.hot[1]; in != nil && in.ID == id {
+		e.hot[0], e.hot[1] = in, e.hot[0]
+		return in
+	}
+	in := e.insts[id]
+	if in != nil {
+		e.hot[0], e.hot[1] = in, e.hot[0]
+	}
+	return in
+}
+
 func (e *Engine) instrument(ven, id string, sc book.Scale) *Instrument {
-	if in := e.insts[id]; in != nil {
+	if in := e.lookup(id); in != nil {
 		return in
 	}
 	r, ok := e.venues[ven]
@@ -362,7 +384,7 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 		}
 		e.pair(in, d.Market)
 	} else if ev.Instrument != "" && ev.Book != nil {
-		in = e.insts[ev.Instrument] // a loss record invalidating the book
+		in = e.lookup(ev.Instrument) // a loss record invalidating the book
 	}
 	// The exchange first catches up with the time this event is stamped:
 	// actions and expiries due before it, against the book before it.
