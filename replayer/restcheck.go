@@ -25,7 +25,8 @@ func CheckREST(dir string) (*RESTCheck, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := venueDecoder(m.Venue, venue.DecoderOptions{}); err != nil {
+	drv, err := venueDriver(m.Venue)
+	if err != nil {
 		return nil, fmt.Errorf("replayer: dataset %s: %w", dir, err)
 	}
 	rd, err := datasets.Open(dir, datasets.WithSkipDamaged())
@@ -44,7 +45,7 @@ func CheckREST(dir string) (*RESTCheck, error) {
 		c.Bodies++
 		dec := decs[rec.Conn]
 		if dec == nil {
-			dec, _ = venueDecoder(m.Venue, venue.DecoderOptions{})
+			dec = drv.NewDecoder(venue.DecoderOptions{})
 			decs[rec.Conn] = dec
 		}
 		if err := dec.Decode(rec.Payload, rec.WallNs, &out); err != nil {
