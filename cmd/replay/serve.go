@@ -110,7 +110,9 @@ the simulator has accepted, filled or refused it. --deterministic replays as
 fast as the bots go but never ahead of them: after each recorded frame sent to
 a client, the replay waits until the client has been sent it and the API has
 been quiet for --settle, so the same recording, flags and deterministic bot
-give the same fills on every run. --out DIR writes the orders, fills,
+give the same fills on every run, provided the bot reacts within --settle
+(its first, cold reaction included); requests that came later are counted
+at the end. --out DIR writes the orders, fills,
 positions, equity and markouts tables of "replay backtest" at the end (a
 directory per account when there are several), and the summaries are printed;
 --exit-at-end stops the server when the recording ends.`,
@@ -318,6 +320,9 @@ func runServe(ctx context.Context, opts *serveCmdOptions) error {
 // serveResults prints each account's summary and writes its tables.
 func serveResults(opts *serveCmdOptions, s *serve.Server) error {
 	ids, results := s.Hub().Results()
+	if n := s.Hub().Late(); n > 0 {
+		fmt.Fprintf(opts.ErrOut, "deterministic: %d requests came while the replay ran (a bot slower than --settle %v): this run may not repeat\n", n, opts.Settle)
+	}
 	if opts.StdOut == nil {
 		opts.StdOut = io.Discard
 	}

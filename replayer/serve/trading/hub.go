@@ -44,7 +44,7 @@ type Options struct {
 
 // Hub defaults.
 const (
-	DefaultSettle      = 20 * time.Millisecond
+	DefaultSettle      = 100 * time.Millisecond
 	DefaultMaxAccounts = 64
 	DefaultMaxOrders   = 1_000_000
 	// maxRecorded bounds the REST bodies kept for the API and for accounts
@@ -79,8 +79,11 @@ type Hub struct {
 	list     []*account
 	clients  map[Client]struct{}
 	recorded []recordedREST
+	preview  [][]byte              // REST bodies recorded before the first frame, read at NewHub
 	books    map[string]*book.Book // borrowed from the replayer; read under mu
 	exNs     map[string]int64
+	facts    map[string]instFact // what an account opened later must know
+	seen     []string            // instruments in first-seen order
 	nowNs    int64
 	lastRec  [2]uint64 // dataset, seq of the last record seen
 	ended    bool
@@ -92,8 +95,17 @@ type Hub struct {
 	runErr    error
 
 	busy     atomic.Int64 // API requests in progress, not waiting on the replay
+	settling atomic.Bool  // deterministic mode: the replay waits for the bots
+	late     atomic.Int64 // deterministic mode: requests that came while the replay ran
 	activity atomic.Int64 // wall ns of the last API request start or end
 	base     time.Time
+}
+
+// instFact is what the hub remembers of an instrument for accounts opened
+// after its first event.
+type instFact struct {
+	venue, market string
+	scale         book.Scale
 }
 
 // recordedREST is a copy of a REST body event, for the API (Recorded) and
@@ -132,10 +144,40 @@ func NewHub(paths []string, opt Options) (*Hub, error) {
 		return nil, err
 	}
 	h := &Hub{paths: append([]string(nil), paths...), opt: opt, accounts: map[string]*account{},
-		clients: map[Client]struct{}{}, books: map[string]*book.Book{}, exNs: map[string]int64{},
+		clients: map[Client]struct{}{}, books: map[string]*book.Book{}, exNs: map[string]int64{}, facts: map[string]instFact{},
 		startCh: make(chan struct{}), done: make(chan struct{}), base: time.Now()}
 	h.market = backtest.NewEngine(noop{}, opt.Backtest)
+	h.preview = previewREST(h.paths)
 	return h, nil
+}
+
+// previewLimit bounds the records previewREST reads per dataset.
+const previewLimit = 10_000
+
+// previewREST returns the REST bodies each dataset recorded before its
+// first frame (the listings and meta a capture fetches at its start), so
+// the API can answer a bot's first questions (meta: the asset indexes)
+// before the replay starts. A dataset that does not read gives none: the
+// replay reports it.
+func previewREST(paths []string) [][]byte {
+	var out [][]byte
+	for _, p := range paths {
+		r, err := datasets.Open(p)
+		if err != nil {
+			continue
+		}
+		for n := 0; n < previewLimit && r.Next(); n++ {
+			rec := r.Record()
+			if rec.Kind == datasets.KindFrame {
+				break
+			}
+			if rec.Kind == datasets.KindRESTResponse && len(out) < maxRecorded {
+				out = append(out, append([]byte(nil), rec.Payload...))
+			}
+		}
+		r.Close()
+	}
+	return out
 }
 
 type noop struct{}
@@ -200,6 +242,15 @@ func (h *Hub) onEvent(ev *feed.Event) error {
 			h.exNs[ev.Instrument] = ev.Decoded.ExchangeNs
 		}
 	}
+	if d := ev.Decoded; d != nil && d.Instrument != "" {
+		f, ok := h.facts[d.Instrument]
+		if !ok {
+			h.seen = append(h.seen, d.Instrument)
+		}
+		if !ok || (f.market == "" && d.Market != "") {
+			h.facts[d.Instrument] = instFact{venue: ev.Venue, market: d.Market, scale: ev.Scale}
+		}
+	}
 	if ev.Kind == datasets.KindRESTResponse && ev.Control != nil && ev.Decoded == nil {
 		h.keepREST(ev)
 	}
@@ -247,6 +298,8 @@ func (h *Hub) keepREST(ev *feed.Event) {
 // settle waits until the clients have taken what was forwarded and the
 // API has been quiet for Settle (deterministic mode).
 func (h *Hub) settle() {
+	h.settling.Store(true)
+	defer h.settling.Store(false)
 	start := time.Since(h.base)
 	for {
 		time.Sleep(time.Millisecond / 2)
@@ -276,6 +329,17 @@ func (h *Hub) settle() {
 // Begin and End bracket an API request (deterministic mode waits for
 // requests in progress).
 func (h *Hub) Begin() {
+	if h.opt.Deterministic && !h.settling.Load() {
+		select {
+		case <-h.startCh:
+			select {
+			case <-h.done:
+			default:
+				h.late.Add(1)
+			}
+		default:
+		}
+	}
 	h.busy.Add(1)
 	h.activity.Store(int64(time.Since(h.base)))
 }
@@ -285,6 +349,12 @@ func (h *Hub) End() {
 	h.activity.Store(int64(time.Since(h.base)))
 	h.busy.Add(-1)
 }
+
+// Late counts the API requests of deterministic mode that arrived while
+// the replay was running rather than waiting for the bots: each is a bot
+// that took longer than Settle to react, and a run whose fills may differ
+// from the next (raise Settle).
+func (h *Hub) Late() int64 { return h.late.Load() }
 
 // AddClient forwards recorded frames to c from now on; the returned func
 // stops it.
@@ -333,6 +403,15 @@ func (h *Hub) Account(id string) (venue.Account, bool) {
 		ev.Control = &ctl
 		_ = a.eng.OnEvent(&ev)
 	}
+	// And the instruments seen so far, each with its current book: a
+	// snapshot event at the replay clock, which meets no order (the
+	// account has none yet) and makes the engine follow the book.
+	for _, id := range h.seen {
+		f := h.facts[id]
+		d := venue.Event{Type: venue.EventSnapshot, Instrument: id, Market: f.market, ExchangeNs: h.exNs[id]}
+		_ = a.eng.OnEvent(&feed.Event{Venue: f.venue, RecvNs: h.nowNs, Kind: datasets.KindFrame, Channel: feed.ChannelBook,
+			Instrument: id, Decoded: &d, Book: h.books[id], Scale: f.scale})
+	}
 	h.accounts[id] = a
 	h.list = append(h.list, a)
 	return a, true
@@ -380,6 +459,9 @@ func (h *Hub) Instruments() []venue.SimInstrument {
 func (h *Hub) Recorded() [][]byte {
 	h.lock()
 	defer h.mu.Unlock()
+	if len(h.recorded) == 0 {
+		return h.preview
+	}
 	out := make([][]byte, len(h.recorded))
 	for i := range h.recorded {
 		out[i] = h.recorded[i].ev.Payload
