@@ -1,6 +1,7 @@
 package backtest
 
 import (
+	"fmt"
 	"math"
 	"slices"
 )
@@ -32,9 +33,13 @@ func (e *Engine) fundAt(r *venueRules, h int64) {
 			continue
 		}
 		e.cash -= pay
+		in.cashFlow -= pay
 		e.funding += pay
 		in.Funding += pay
 		e.noteAccount(in, -pay, 0)
+	}
+	if r.t.CrossMargin {
+		e.checkMargin(r)
 	}
 }
 
@@ -53,6 +58,174 @@ func (e *Engine) settle(in *Instrument, wins bool) {
 	}
 	pay := Notional(in.Settle, in.Position, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
 	e.cash += pay
+	in.cashFlow += pay
 	e.noteAccount(in, pay, -in.Position)
 	in.Position = 0
+	e.hold(in)
+}
+
+// # Balances and margin
+//
+// Outcome-token venues (Polymarket) are fully collateralized: a BUY needs
+// its cost in cash (price × size, or a dollar-sized order's amount, plus
+// the taker fee at the limit price) beyond what the account's resting BUYs
+// already hold; a SELL needs the tokens beyond what resting SELLs hold (no
+// naked shorts, Config.AllowShort lifts it). A token's complement is a
+// different token: holding NO does not let one sell YES; the way to be short
+// YES is to buy NO (the mirrored book makes a BUY NO at 1 − p the same order
+// as a SELL YES at p). Cross-margin venues (Hyperliquid perpetuals): an
+// order needs initial margin |size| × price / max leverage for the part that
+// increases the position, out of the account value (cash + positions at
+// their marks) less the initial margin of the positions and resting orders;
+// the account is liquidated when its value falls below the maintenance
+// margin (a share of the positions' initial margin, the venue's
+// MaintenanceShare: half on Hyperliquid, "Margining" in its docs). The
+// liquidation is a model: every position of the venue is closed at its mark
+// price, as one taker order per instrument tagged "liquidation" (the
+// venue's liquidators sell through the book first and its backstop vault
+// keeps what margin is left; neither is simulated), checked at each event of
+// an instrument held and after funding.
+
+// markOf is the price margin and liquidations value a position at: the
+// venue's recorded mark price, else the last uncrossed mid, else the last
+// fill's price.
+func markOf(in *Instrument) int64 {
+	switch {
+	case in.MarkPx > 0:
+		return in.MarkPx
+	case in.lastMid > 0:
+		return in.lastMid
+	}
+	return in.LastTrade
+}
+
+func leverage(in *Instrument) int64 { return int64(max(in.MaxLeverage, 1)) }
+
+// marginUsed is the initial margin of venue r's positions and resting
+// orders, and the maintenance margin of its positions (CashDecimals).
+func (e *Engine) marginUsed(r *venueRules) (initial, maint int64) {
+	for _, in := range e.held {
+		if in.rules != r {
+			continue
+		}
+		m := Notional(markOf(in), abs64(in.Position), in.Scale.PriceDecimals, in.Scale.SizeDecimals) / leverage(in)
+		initial += m
+		maint += int64(math.Round(float64(m) * r.t.MaintenanceShare))
+	}
+	for _, in := range e.instList {
+		if in.rules != r || len(in.open) == 0 {
+			continue
+		}
+		for _, o := range in.open {
+			initial += Notional(o.Price, o.Leaves(), in.Scale.PriceDecimals, in.Scale.SizeDecimals) / leverage(in)
+		}
+	}
+	return initial, maint
+}
+
+// afford reports the venue's reason when the account cannot carry o as it
+// enters, "" when it can.
+func (e *Engine) afford(in *Instrument, o *Order) string {
+	t := in.rules.t
+	sc := in.Scale
+	switch {
+	case t.Outcomes && o.Side == Buy:
+		cost := o.Amount * pow10(CashDecimals-sc.PriceDecimals)
+		size := o.Size
+		if o.Amount > 0 {
+			size = mulDivFloor(cost, pow10(sc.SizeDecimals), o.Price*pow10(CashDecimals-sc.PriceDecimals))
+		} else {
+			cost = Notional(o.Price, o.Size, sc.PriceDecimals, sc.SizeDecimals)
+		}
+		if fm := in.rules.fees; fm != nil {
+			cost += max(fm.Fee(e.feeInput(in, o.Price, size, Taker)), 0)
+		}
+		if cost > e.cash-e.reservedBuys() {
+			return fmt.Sprintf("%s (needs %s, available %s)", t.Reasons.NoBalance, fmtDec(cost, CashDecimals), fmtDec(e.cash-e.reservedBuys(), CashDecimals))
+		}
+	case t.CrossMargin:
+		pos := in.Position
+		for _, x := range in.open {
+			if x.Side == o.Side {
+				if o.Side == Buy {
+					pos += x.Leaves()
+				} else {
+					pos -= x.Leaves()
+				}
+			}
+		}
+		after := pos + o.Size
+		if o.Side == Sell {
+			after = pos - o.Size
+		}
+		inc := max(abs64(after)-abs64(pos), 0)
+		if inc == 0 {
+			return ""
+		}
+		need := Notional(o.Price, inc, sc.PriceDecimals, sc.SizeDecimals) / leverage(in)
+		used, _ := e.marginUsed(in.rules)
+		if free := e.equityNow() - used; need > free {
+			return fmt.Sprintf("%s (margin %s needed at %dx, %s free)", t.Reasons.NoBalance, fmtDec(need, CashDecimals), leverage(in), fmtDec(free, CashDecimals))
+		}
+	}
+	return ""
+}
+
+// reservedBuys is the cash the resting BUYs of outcome tokens hold.
+func (e *Engine) reservedBuys() int64 {
+	var s int64
+	for _, in := range e.instList {
+		if len(in.open) == 0 || !in.Outcomes() {
+			continue
+		}
+		for _, o := range in.open {
+			if o.Side == Buy {
+				s += Notional(o.Price, o.Leaves(), in.Scale.PriceDecimals, in.Scale.SizeDecimals)
+			}
+		}
+	}
+	return s
+}
+
+// hold keeps e.held, the instruments with a position, after in's changed.
+func (e *Engine) hold(in *Instrument) {
+	i := slices.Index(e.held, in)
+	switch {
+	case in.Position != 0 && i < 0:
+		e.held = append(e.held, in)
+	case in.Position == 0 && i >= 0:
+		e.held = slices.Delete(e.held, i, i+1)
+	}
+}
+
+// checkMargin records the peak margin of cross-margin venue r and
+// liquidates its positions when the account value is below maintenance.
+func (e *Engine) checkMargin(r *venueRules) {
+	initial, maint := e.marginUsed(r)
+	e.peakMargin = max(e.peakMargin, initial)
+	if maint == 0 || e.equityNow() >= maint {
+		return
+	}
+	e.liquidations++
+	for _, in := range slices.Clone(e.held) {
+		if in.rules != r {
+			continue
+		}
+		for _, o := range slices.Clone(in.open) {
+			e.finish(in, o, StatusCancelled, "liquidation")
+		}
+		side := Sell
+		if in.Position < 0 {
+			side = Buy
+		}
+		o := &Order{ID: uint64(len(e.orders) + 1), Venue: in.Venue, Instrument: in.ID, Side: side, Price: markOf(in),
+			Size: abs64(in.Position), TIF: IOC, ReduceOnly: true, Tag: "liquidation", SubmitNs: e.nowNs, ActiveNs: e.xNs,
+			Status: StatusOpen}
+		e.orders = append(e.orders, o)
+		lo := *o
+		lo.Status = StatusPending
+		e.view.orders = append(e.view.orders, &lo)
+		in.view.live = append(in.view.live, &lo)
+		e.fill(in, o, o.Price, o.Size, Taker, 0)
+	}
 }

@@ -101,6 +101,9 @@ type Config struct {
 	Shard replayer.Shard
 	// MarkoutsNs are the horizons of the markouts after fills (default 1 s, 10 s, 60 s).
 	MarkoutsNs []int64
+	// ReturnPeriodNs is the period of the returns Summary's Sharpe and
+	// Sortino ratios use (default one minute).
+	ReturnPeriodNs int64
 }
 
 // Engine simulates the venues' matching for one strategy. It is a
@@ -140,7 +143,10 @@ type Engine struct {
 	stratDead     bool
 	stratErr      *StrategyError
 	rejects       uint64
-	cancelRejects uint64 // cancels and amends the venue refused (unknown order)
+	cancelRejects uint64        // cancels and amends the venue refused (unknown order)
+	held          []*Instrument // instruments with a position, in the order they got one
+	peakMargin    int64         // the largest initial margin used (cross-margin venues)
+	liquidations  int
 	errs          []error
 	problems      int // problems found in the recording (bounded in errs)
 
@@ -203,6 +209,9 @@ func (c *Config) Validate() error {
 	if c.FeeTier < 0 {
 		return fmt.Errorf("backtest: fee tier %d: want 0 or more", c.FeeTier)
 	}
+	if c.ReturnPeriodNs < 0 {
+		return fmt.Errorf("backtest: return period %d ns: want positive", c.ReturnPeriodNs)
+	}
 	if c.EquityEveryNs < 0 {
 		return fmt.Errorf("backtest: equity interval %d ns: want positive", c.EquityEveryNs)
 	}
@@ -245,6 +254,9 @@ func NewEngine(s Strategy, cfg Config) *Engine {
 	}
 	if cfg.EquityEveryNs <= 0 {
 		cfg.EquityEveryNs = 1e9
+	}
+	if cfg.ReturnPeriodNs <= 0 {
+		cfg.ReturnPeriodNs = 60e9
 	}
 	if cfg.MarkoutsNs == nil {
 		cfg.MarkoutsNs = []int64{1e9, 10e9, 60e9}
@@ -364,10 +376,18 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 	if in != nil && in.xb != nil {
 		e.follow(in, ev)
 	}
+	if in != nil && (in.Position != 0 || len(in.open) > 0) && ev.Book != nil {
+		if m, ok := in.Mid(); ok {
+			in.lastMid = m
+		}
+	}
 	if d != nil {
 		e.metadata(ev, d, in)
 		if in != nil {
 			e.market(in, ev)
+			if in.Position != 0 && in.rules != nil && in.rules.t.CrossMargin {
+				e.checkMargin(in.rules)
+			}
 		}
 	} else if ev.Kind == datasets.KindRESTResponse && ev.Control != nil {
 		e.restBody(ev)

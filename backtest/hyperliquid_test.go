@@ -101,7 +101,8 @@ func TestHyperliquidTickAndLot(t *testing.T) {
 // × rate from the latest asset context.
 func TestHyperliquidFunding(t *testing.T) {
 	s := &script{}
-	tp := newTape(t, venue.Hyperliquid, s, Config{Cash: cash(t, "100000")})
+	// No recorded meta: leverage 1, the 2 BTC need 200,002 of margin.
+	tp := newTape(t, venue.Hyperliquid, s, Config{Cash: cash(t, "1000000")})
 	tp.hlBook("BTC", "100000:1", "100001:5")
 	tp.hlCtx("BTC", "100000", "0.0000125")
 	tp.submit(s, OrderRequest{Instrument: "BTC", Side: Buy, Price: tp.px("100001"), Size: tp.sz("2"), TIF: IOC})

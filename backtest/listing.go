@@ -34,7 +34,7 @@ func (e *Engine) restBody(ev *feed.Event) {
 			key = f.Instrument
 		}
 		e.listedFees(key, f, ev.RecvNs)
-		rules := listedRules{market: f.Market, tick: f.TickSize, minSize: f.MinSize, szDec: -1}
+		rules := listedRules{market: f.Market, tick: f.TickSize, minSize: f.MinSize, szDec: -1, maxLev: f.MaxLeverage}
 		if f.SzDecimals >= 0 {
 			rules.szDec = f.SzDecimals
 			if f.PriceDecimals >= 0 {
@@ -67,6 +67,7 @@ type listedRules struct {
 	market             string
 	tick, minSize      int64
 	szDec, maxPriceDec int
+	maxLev             int
 }
 
 func (r *listedRules) merge(n listedRules) {
@@ -82,6 +83,9 @@ func (r *listedRules) merge(n listedRules) {
 	if n.szDec >= 0 {
 		r.szDec, r.maxPriceDec = n.szDec, n.maxPriceDec
 	}
+	if n.maxLev > 0 {
+		r.maxLev = n.maxLev
+	}
 }
 
 func (r *listedRules) apply(in *Instrument) {
@@ -90,6 +94,9 @@ func (r *listedRules) apply(in *Instrument) {
 	}
 	if r.minSize > 0 {
 		in.MinSize = r.minSize
+	}
+	if r.maxLev > 0 {
+		in.MaxLeverage = r.maxLev
 	}
 	if r.szDec >= 0 {
 		in.SzDecimals = r.szDec

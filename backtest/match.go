@@ -35,6 +35,10 @@ func (e *Engine) enter(in *Instrument, o *Order) {
 		e.reject(in, o, t.Reasons.NoBalance)
 		return
 	}
+	if reason := e.afford(in, o); reason != "" {
+		e.reject(in, o, reason)
+		return
+	}
 	if o.ReduceOnly {
 		o.Size = min(o.Size, abs64(in.Position))
 	}
@@ -60,6 +64,9 @@ func (e *Engine) enter(in *Instrument, o *Order) {
 	}
 	if marketable {
 		e.take(in, o, opp)
+	}
+	if t.CrossMargin {
+		defer e.checkMargin(r) // peak margin, with the order resting or filled
 	}
 	if o.Status.Done() {
 		return
@@ -288,6 +295,8 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 	}
 	delta -= fee
 	e.cash += delta
+	in.cashFlow += delta
+	e.hold(in)
 	if fee >= 0 {
 		e.fees += fee
 	} else {
@@ -295,6 +304,9 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 	}
 	e.turnover += notional
 	in.LastTrade = price
+	if m, ok := in.Mid(); ok {
+		in.lastMid = m // marks start from the book the fill met
+	}
 	at := e.noteAt()
 	e.fills = append(e.fills, Fill{Seq: uint64(len(e.fills) + 1), OrderID: o.ID, Venue: in.Venue, Instrument: in.ID,
 		Side: o.Side, Price: price, Size: q, Liquidity: liq, Queue: queue, Fee: fee, ExchangeNs: e.xNs, RecvNs: at,

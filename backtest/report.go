@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -79,23 +80,26 @@ func (e *Engine) markouts(in *Instrument, nowNs int64) {
 	in.marks = in.marks[:k]
 }
 
+// value is the position at its mark: the settlement once resolved, else
+// the mid of the book as it last stood uncrossed with both sides (a crossed
+// book is a batch of the venue in progress), else the last fill's price.
 func (in *Instrument) value() (int64, int64) {
 	px := in.LastTrade
 	if in.Resolved {
 		px = in.Settle
 	} else if m, ok := in.Mid(); ok {
 		px = m
+	} else if in.lastMid > 0 {
+		px = in.lastMid
 	}
 	return Notional(px, in.Position, in.Scale.PriceDecimals, in.Scale.SizeDecimals), px
 }
 
 func (e *Engine) equityNow() int64 {
 	eq := e.cash
-	for _, in := range e.instList {
-		if in.Position != 0 {
-			v, _ := in.value()
-			eq += v
-		}
+	for _, in := range e.held {
+		v, _ := in.value()
+		eq += v
 	}
 	return eq
 }
@@ -181,27 +185,55 @@ type Result struct {
 // Summary is the run's scorecard. Money is in dollars (float64, from the
 // exact fixed-point totals).
 type Summary struct {
-	Strategy    string             `json:"strategy"`
-	Params      map[string]string  `json:"params,omitempty"`
-	Events      uint64             `json:"events"`
-	Orders      int                `json:"orders"`
-	Rejected    uint64             `json:"rejected"`
-	Fills       int                `json:"fills"`
-	MakerFills  int                `json:"maker_fills"`
-	TakerFills  int                `json:"taker_fills"`
-	FillRatio   float64            `json:"fill_ratio"` // filled size / submitted size
-	StartCash   float64            `json:"start_cash"`
-	EndCash     float64            `json:"end_cash"`
-	EndEquity   float64            `json:"end_equity"`
-	PnL         float64            `json:"pnl"`
-	Fees        float64            `json:"fees"`
-	Rebates     float64            `json:"rebates"`
-	Funding     float64            `json:"funding"`
-	Turnover    float64            `json:"turnover"`
-	MaxDrawdown float64            `json:"max_drawdown"`
-	DailySharpe float64            `json:"daily_sharpe"`
-	Markouts    map[string]float64 `json:"markouts"` // mean per-unit markout by horizon ("1s", …), price units as decimals
-	Positions   map[string]float64 `json:"positions"`
+	Strategy    string            `json:"strategy"`
+	Params      map[string]string `json:"params,omitempty"`
+	Events      uint64            `json:"events"`
+	Orders      int               `json:"orders"`
+	Rejected    uint64            `json:"rejected"`
+	Fills       int               `json:"fills"`
+	MakerFills  int               `json:"maker_fills"`
+	TakerFills  int               `json:"taker_fills"`
+	FillRatio   float64           `json:"fill_ratio"` // filled value / submitted value, dollars (a dollar-sized order's value is its amount; rejected orders count)
+	StartCash   float64           `json:"start_cash"`
+	EndCash     float64           `json:"end_cash"`
+	EndEquity   float64           `json:"end_equity"`
+	PnL         float64           `json:"pnl"`
+	Fees        float64           `json:"fees"`
+	Rebates     float64           `json:"rebates"`
+	Funding     float64           `json:"funding"`
+	Turnover    float64           `json:"turnover"`
+	MaxDrawdown float64           `json:"max_drawdown"`
+	// Sharpe and Sortino ratios of the equity's changes over consecutive
+	// periods of ReturnPeriodNs (Config.ReturnPeriodNs, default one minute)
+	// of receive time, as returns on the starting cash, annualized by
+	// √(periods in 365 days); Sortino divides by the downside deviation
+	// (root mean square of the negative returns). 0 with fewer than two
+	// periods.
+	Sharpe         float64 `json:"sharpe"`
+	Sortino        float64 `json:"sortino"`
+	ReturnPeriodNs int64   `json:"return_period_ns"`
+	// Markouts are the mean per-unit markout by horizon ("1s", …), price
+	// units as decimals: the mid of the instrument's book as received
+	// (uncrossed, both sides) at its first event stamped at or after the
+	// fill's exchange time plus the horizon, minus the fill price (a buy).
+	Markouts  map[string]float64 `json:"markouts"`
+	Positions map[string]float64 `json:"positions"`
+	// InstrumentPnL is each traded instrument's PnL: its fills' cash flows
+	// (notional and fees), funding and settlement, plus its end position
+	// at its mark.
+	InstrumentPnL map[string]float64 `json:"instrument_pnl"`
+	// Venues are per venue counts and sizes in the venue's own units
+	// (shares, coins) and dollars.
+	Venues map[string]*VenueSummary `json:"venues"`
+	// PeakMargin is the largest initial margin the cross-margin venues'
+	// positions and resting orders used; Liquidations how often the
+	// account fell below maintenance (see the package doc).
+	PeakMargin   float64 `json:"peak_margin"`
+	Liquidations int     `json:"liquidations"`
+	// CancelRejects are cancels and amends the venue refused as for an
+	// order it did not have (sent before the order arrived, or after it was
+	// done).
+	CancelRejects uint64 `json:"cancel_rejects"`
 	// FeeRates are the taker rates each market's fills were priced at and
 	// where each came from (FeeRateUse; probability fees: Config.FeeRates,
 	// FeeCategories, the recording, FeeRate; tiered fees: the tier).
@@ -211,6 +243,17 @@ type Summary struct {
 }
 
 func cashF(v int64) float64 { return float64(v) / 1e10 }
+
+// VenueSummary is one venue's share of a run. Sizes are in the venue's
+// units (Polymarket shares, Hyperliquid coins) summed over its instruments;
+// values in dollars.
+type VenueSummary struct {
+	Orders         int     `json:"orders"`
+	Fills          int     `json:"fills"`
+	SubmittedValue float64 `json:"submitted_value"`
+	FilledValue    float64 `json:"filled_value"`
+	FilledSize     float64 `json:"filled_size"`
+}
 
 func (e *Engine) result() *Result {
 	r := &Result{Orders: e.orders, Fills: e.fills, Equity: e.equity, Positions: e.positions, Markouts: e.marksOut, Errors: e.errs,
@@ -223,13 +266,41 @@ func (e *Engine) result() *Result {
 	}
 	s := &r.Summary
 	s.Events, s.Orders, s.Rejected, s.Fills = e.events, len(e.orders), e.rejects, len(e.fills)
-	var sub, fil float64
+	s.Venues = map[string]*VenueSummary{}
+	venueOf := func(name string) *VenueSummary {
+		v := s.Venues[name]
+		if v == nil {
+			v = &VenueSummary{}
+			s.Venues[name] = v
+		}
+		return v
+	}
+	var sub, fil int64
 	for _, o := range e.orders {
-		sub += float64(o.Size)
-		fil += float64(o.Filled)
+		in := e.insts[o.Instrument]
+		if in == nil {
+			continue
+		}
+		v := venueOf(o.Venue)
+		v.Orders++
+		val := o.Amount * pow10(CashDecimals-in.Scale.PriceDecimals)
+		if o.Amount == 0 {
+			val = Notional(o.Price, o.Size, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
+		}
+		sub += val
+		v.SubmittedValue += cashF(val)
+	}
+	for _, f := range e.fills {
+		in := e.insts[f.Instrument]
+		n := Notional(f.Price, f.Size, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
+		fil += n
+		v := venueOf(f.Venue)
+		v.Fills++
+		v.FilledValue += cashF(n)
+		v.FilledSize += float64(f.Size) / float64(pow10(in.Scale.SizeDecimals))
 	}
 	if sub > 0 {
-		s.FillRatio = fil / sub
+		s.FillRatio = float64(fil) / float64(sub)
 	}
 	for _, f := range e.fills {
 		if f.Liquidity == Maker {
@@ -244,39 +315,31 @@ func (e *Engine) result() *Result {
 	s.PnL = cashF(end - e.cfg.Cash)
 	s.Fees, s.Rebates, s.Funding, s.Turnover = cashF(e.fees), cashF(e.rebates), cashF(e.funding), cashF(e.turnover)
 	s.FeeRates = e.feeRates()
-	// Drawdown and daily Sharpe on the equity curve (one value per sample time).
+	// Drawdown on the equity curve; Sharpe and Sortino on its changes over
+	// periods of ReturnPeriodNs (the last sample in each period).
+	period := e.cfg.ReturnPeriodNs
+	s.ReturnPeriodNs = period
 	peak := math.Inf(-1)
-	var day int64 = -1
-	var dayEq []float64
+	var bucket int64 = math.MinInt64
+	var eqs []float64
 	for _, p := range e.equity {
 		v := cashF(p.Equity)
 		peak = math.Max(peak, v)
 		s.MaxDrawdown = math.Max(s.MaxDrawdown, peak-v)
-		if d := p.RecvNs / 86400e9; d != day {
-			day = d
-			dayEq = append(dayEq, v)
+		if b := p.RecvNs / period; b != bucket {
+			bucket = b
+			eqs = append(eqs, v)
 		} else {
-			dayEq[len(dayEq)-1] = v
+			eqs[len(eqs)-1] = v
 		}
 	}
-	prev := s.StartCash
-	var rets []float64
-	for _, v := range dayEq {
-		rets = append(rets, v-prev)
-		prev = v
-	}
-	if len(rets) > 1 {
-		var m, sd float64
-		for _, x := range rets {
-			m += x
-		}
-		m /= float64(len(rets))
-		for _, x := range rets {
-			sd += (x - m) * (x - m)
-		}
-		sd = math.Sqrt(sd / float64(len(rets)-1))
-		if sd > 0 {
-			s.DailySharpe = m / sd * math.Sqrt(365)
+	s.Sharpe, s.Sortino = ratios(eqs, s.StartCash, period)
+	s.PeakMargin, s.Liquidations, s.CancelRejects = cashF(e.peakMargin), e.liquidations, e.cancelRejects
+	s.InstrumentPnL = map[string]float64{}
+	for _, in := range e.instList {
+		if in.cashFlow != 0 || in.Position != 0 {
+			v, _ := in.value()
+			s.InstrumentPnL[in.ID] = cashF(in.cashFlow + v)
 		}
 	}
 	s.Markouts = map[string]float64{}
@@ -305,6 +368,42 @@ func (e *Engine) result() *Result {
 	}
 	s.Digest = e.digest()
 	return r
+}
+
+// ratios returns the annualized Sharpe and Sortino ratios of the changes
+// between consecutive equity values (the first against the starting
+// cash), as returns on the starting cash.
+func ratios(eqs []float64, start float64, period int64) (sharpe, sortino float64) {
+	if len(eqs) < 2 || start <= 0 {
+		return 0, 0
+	}
+	rets := make([]float64, len(eqs))
+	prev := start
+	for i, v := range eqs {
+		rets[i] = (v - prev) / start
+		prev = v
+	}
+	var m, sd, dd float64
+	for _, x := range rets {
+		m += x
+	}
+	m /= float64(len(rets))
+	for _, x := range rets {
+		sd += (x - m) * (x - m)
+		if x < 0 {
+			dd += x * x
+		}
+	}
+	sd = math.Sqrt(sd / float64(len(rets)-1))
+	dd = math.Sqrt(dd / float64(len(rets)))
+	ann := math.Sqrt(365 * 86400e9 / float64(period))
+	if sd > 0 {
+		sharpe = m / sd * ann
+	}
+	if dd > 0 {
+		sortino = m / dd * ann
+	}
+	return sharpe, sortino
 }
 
 func horizonName(ns int64) string {
@@ -400,11 +499,26 @@ func (s *Summary) WriteTable(w io.Writer) {
 	}
 	row("turnover", money(s.Turnover))
 	row("max drawdown", money(s.MaxDrawdown))
-	row("daily sharpe", strconv.FormatFloat(s.DailySharpe, 'f', 3, 64))
+	per := time.Duration(s.ReturnPeriodNs).String()
+	row("sharpe", strconv.FormatFloat(s.Sharpe, 'f', 3, 64)+" ("+per+" returns, annualized)")
+	row("sortino", strconv.FormatFloat(s.Sortino, 'f', 3, 64)+" ("+per+" returns, annualized)")
+	if s.PeakMargin != 0 || s.Liquidations != 0 {
+		row("peak margin", money(s.PeakMargin))
+		row("liquidations", strconv.Itoa(s.Liquidations))
+	}
+	if s.CancelRejects != 0 {
+		row("cancel rejects", strconv.FormatUint(s.CancelRejects, 10))
+	}
 	for _, h := range []string{"1s", "10s", "60s"} {
 		if v, ok := s.Markouts[h]; ok {
-			row("markout "+h, strconv.FormatFloat(v, 'f', 6, 64))
+			row("markout "+h, strconv.FormatFloat(v, 'f', 6, 64)+" (mid "+h+" after the fill's exchange time)")
 		}
+	}
+	names := slices.Sorted(maps.Keys(s.Venues))
+	for _, n := range names {
+		v := s.Venues[n]
+		row("venue", fmt.Sprintf("%s: %d orders, %d fills, %g units filled, value %s of %s submitted", n, v.Orders, v.Fills,
+			v.FilledSize, money(v.FilledValue), money(v.SubmittedValue)))
 	}
 	ids := make([]string, 0, len(s.Positions))
 	for k := range s.Positions {
@@ -413,6 +527,9 @@ func (s *Summary) WriteTable(w io.Writer) {
 	slices.Sort(ids)
 	for _, id := range ids {
 		row("position", fmt.Sprintf("%s %g", id, s.Positions[id]))
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.InstrumentPnL)) {
+		row("pnl of", fmt.Sprintf("%s %s", id, money(s.InstrumentPnL[id])))
 	}
 	for _, u := range s.FeeRates {
 		v := fmt.Sprintf("%s %s %s", u.Market, strconv.FormatFloat(u.Rate, 'f', -1, 64), u.Source)

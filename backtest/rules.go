@@ -216,9 +216,10 @@ type Instrument struct {
 	Scale  book.Scale
 	Book   *book.Book // last book the feed delivered (read-only)
 
-	Tick       int64 // tick size (price units; tick_size_change and book summaries update it); 0 none
-	MinSize    int64 // minimum order size (size units); 0 none
-	SzDecimals int   // size decimals (Hyperliquid szDecimals); -1 unknown
+	Tick        int64 // tick size (price units; tick_size_change and book summaries update it); 0 none
+	MinSize     int64 // minimum order size (size units); 0 none
+	SzDecimals  int   // size decimals (Hyperliquid szDecimals); -1 unknown
+	MaxLeverage int   // cross-margin venues: max leverage from the recorded listing; 0 unknown (1 is used)
 
 	Complement *Instrument // the other outcome token of a binary market
 	Resolved   bool
@@ -242,6 +243,8 @@ type Instrument struct {
 	oraclePx    int64      // latest recorded oracle price (funding)
 	boundRate   float64    // the funding rate in force at the next boundary
 	boundOracle int64      // the oracle price then
+	lastMid     int64      // the mid when the book last had one (marks)
+	cashFlow    int64      // cash its fills, funding and settlement moved (PnL by instrument)
 	taken       []takenLevel
 	scratch     []book.Level
 	marks       []markout
@@ -285,14 +288,15 @@ func (in *Instrument) untake(side book.Side, price int64) {
 	}
 }
 
-// Mid returns the book's mid price and whether both sides exist.
+// Mid returns the book's mid price and whether it has one: both sides,
+// not crossed (a crossed book is a batch of the venue in progress).
 func (in *Instrument) Mid() (int64, bool) {
-	if in.Book == nil {
+	if in.Book == nil || !in.Book.Valid() {
 		return 0, false
 	}
 	b, ok1 := in.Book.Best(book.Bid)
 	a, ok2 := in.Book.Best(book.Ask)
-	if !ok1 || !ok2 {
+	if !ok1 || !ok2 || b.Price > a.Price {
 		return 0, false
 	}
 	return (b.Price + a.Price) / 2, true

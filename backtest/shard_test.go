@@ -25,14 +25,14 @@ func TestShardsMakeTheUnshardedFills(t *testing.T) {
 		{pmSample, "mm", 3, nil}, {pmSample, "complement", 2, Params{"edge": "-0.02"}}, {hlSample, "mm", 2, nil},
 	} {
 		t.Run(fmt.Sprintf("%s/%s/%d", c.path[len("../datasets/samples/"):], c.strategy, c.n), func(t *testing.T) {
-			whole := fillKeys(runBuiltin(t, c.path, c.strategy, c.p, Config{}))
+			whole := fillKeys(runBuiltin(t, c.path, c.strategy, c.p, Config{Cash: 100000e10}))
 			if len(whole) == 0 {
 				t.Fatal("the whole run made no fill: nothing to compare")
 			}
 			var union []string
 			nonEmpty := 0
 			for k := 1; k <= c.n; k++ {
-				part := fillKeys(runBuiltin(t, c.path, c.strategy, c.p, Config{Shard: replayer.Shard{K: k, N: c.n}}))
+				part := fillKeys(runBuiltin(t, c.path, c.strategy, c.p, Config{Cash: 100000e10, Shard: replayer.Shard{K: k, N: c.n}}))
 				if len(part) > 0 {
 					nonEmpty++
 				}

@@ -22,6 +22,7 @@ type segmentReader struct {
 	hdrBuf    [blockHeaderSize]byte // fixed array: a slice would escape per block
 	h         blockHeader
 	blockOff  int64
+	refetched int64 // 1 + the offset of the block last read again (Refetcher)
 	comp, raw []byte
 	rawBuf    []byte // owns raw's array at full capacity (raw's is capped per block)
 
@@ -126,6 +127,26 @@ func (s *segmentReader) release() {
 func (s *segmentReader) reset(r io.Reader, file string, off, end int64) {
 	s.r, s.file, s.off, s.end = r, file, off, end
 	s.i, s.recs = 0, nil
+	s.refetched = 0
+}
+
+// refetch reads the current block again when s reads a Refetcher (a file
+// fetched over a network), once per block: a block that fails its checksum
+// may have been damaged on the way, which is not damage of the dataset.
+// It reports whether the stream is back at the block's start.
+func (s *segmentReader) refetch() bool {
+	rf, ok := s.r.(Refetcher)
+	sk, ok2 := s.r.(io.Seeker)
+	if !ok || !ok2 || s.refetched == s.blockOff+1 {
+		return false
+	}
+	s.refetched = s.blockOff + 1
+	rf.Refetch(s.blockOff, max(s.off, s.blockOff+blockHeaderSize))
+	if _, err := sk.Seek(s.blockOff, io.SeekStart); err != nil {
+		return false
+	}
+	s.off = s.blockOff
+	return true
 }
 
 func (s *segmentReader) corrupt(off int64, format string, a ...any) error {
@@ -259,6 +280,9 @@ func (s *segmentReader) readBlockContent() error {
 	h := &s.h
 	if err := h.unmarshal(s.hdrBuf[:]); err != nil {
 		*h = blockHeader{}
+		if s.refetch() {
+			return s.readBlockContent()
+		}
 		return s.corrupt(s.blockOff, "block header: %w", err)
 	}
 	if s.end >= 0 && int64(h.CompLen) > s.end-s.off {
@@ -278,6 +302,9 @@ func (s *segmentReader) readBlockContent() error {
 		return fmt.Errorf("datasets: read %s at %d: %w", s.file, s.off, err)
 	}
 	if crc32c(s.comp) != h.CompCRC {
+		if s.refetch() {
+			return s.readBlockContent()
+		}
 		return s.corrupt(s.blockOff, "block content: %w", ErrChecksum)
 	}
 	return nil

@@ -63,6 +63,16 @@ type ReadPlanner interface {
 	PlanReads(ranges []Range)
 }
 
+// Refetcher is implemented by a File whose bytes cross a network (a remote
+// one). A reader that finds a block failing its checksum calls Refetch
+// with the block's byte range, then reads it once more: the file drops what
+// it holds of those bytes (read-ahead, cache) so they are fetched again. A
+// byte flipped in flight is then not taken for damage of the dataset; a
+// block damaged where it is stored fails again and is damage.
+type Refetcher interface {
+	Refetch(off, end int64)
+}
+
 // Range is the byte range [Off, End) of a file.
 type Range struct{ Off, End int64 }
 

@@ -41,9 +41,17 @@ type Trading struct {
 	// reduce-only orders are exempt. 0: none.
 	MinNotional float64
 	// FundingInterval: perpetual funding is paid at every multiple of it on
-	// the exchange clock, position × mark × rate (a long pays a positive
-	// rate), from the latest asset context (EventAssetCtx). 0: no funding.
+	// the exchange clock, position × oracle price × rate (a long pays a
+	// positive rate), from the asset contexts (EventAssetCtx). 0: no funding.
 	FundingInterval time.Duration
+	// CrossMargin: positions are margined across the account: an order
+	// needs initial margin notional / max leverage (the instrument's
+	// MaxLeverage from recorded listings, 1 when unknown), and the account
+	// is liquidated when its value falls below the maintenance margin,
+	// MaintenanceShare of the initial margin (Hyperliquid "Margining": half
+	// of the initial margin at max leverage). False: fully collateralized.
+	CrossMargin      bool
+	MaintenanceShare float64
 	// ProbabilityFees: the taker fee is shares × rate × p × (1 − p)
 	// (Polymarket); otherwise notional × rate.
 	ProbabilityFees bool

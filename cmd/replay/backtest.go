@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +26,7 @@ import (
 func newBacktestCmd() *cobra.Command {
 	var (
 		strategy, queue, latencyCSV, from, to, out, resolve, format string
+		force                                                       bool
 		shard, compression                                          string
 		params, fees, feeCats, instruments                          []string
 		entry, ack, cancelLat                                       time.Duration
@@ -59,6 +62,9 @@ rows; "fee_rates" with --json). --maker-rebate SHARE gives makers that share
 of the taker fee their fill made, --maker-rebate recorded the market's
 recorded rebateRate (Gamma feeSchedule). --fee-tier N
 (Hyperliquid's VIP tiers).
+
+An --fee or --resolve id the data never names is refused (exit 2), as is an
+--out inside an input dataset, or over an earlier run's tables without --force.
 
 --out DIR writes orders, fills, positions (over time), equity and markouts
 through the export writers of "replay export": --format csv (the default: exact
@@ -153,6 +159,9 @@ tables.`,
 			if err := outsideInputs("backtest", out, args); err != nil {
 				return err
 			}
+			if err := backtestOutFree(out, force); err != nil {
+				return err
+			}
 			fromNs, toNs, err := parseWindow(args, from, to)
 			if err != nil {
 				return err
@@ -174,6 +183,17 @@ tables.`,
 			}
 			if err != nil {
 				return err
+			}
+			// An id the data never named would silently change nothing.
+			for _, l := range []struct {
+				flag string
+				ids  []string
+			}{{"--fee", slices.Sorted(maps.Keys(rates))}, {"--resolve", slices.Sorted(maps.Keys(cfg.Resolutions))}} {
+				for _, id := range l.ids {
+					if !seenID(res, id, l.flag == "--fee") {
+						return cli.FlagErrorf("%s %s: no such instrument%s in the data", l.flag, id, map[bool]string{true: " or market"}[l.flag == "--fee"])
+					}
+				}
 			}
 			for _, id := range instruments {
 				_, seen := res.Scales[id]
@@ -215,7 +235,8 @@ tables.`,
 	f.StringVar(&shard, "shard", "", "trade only shard `K/N` of the markets (split by market id, or by instrument where a venue has no markets; 1/N … N/N together trade them all; every shard still follows every book)")
 	f.StringVar(&from, "from", "", "start of the window (`T`: "+cli.TimeSyntax+")")
 	f.StringVar(&to, "to", "", "end of the window, exclusive (`T`, as --from)")
-	f.StringVar(&out, "out", "", "write orders, fills, positions, equity and markouts into `DIR` (see --format)")
+	f.StringVar(&out, "out", "", "write orders, fills, positions, equity and markouts into `DIR` (see --format); never inside an input dataset")
+	f.BoolVarP(&force, "force", "f", false, "overwrite the tables of an earlier run in --out")
 	f.StringVar(&format, "format", "csv", "format of the --out tables: csv (exact decimals, ns), parquet or arrow (decimal128, timestamp[ns, UTC])")
 	f.StringVar(&compression, "compression", "", "--out parquet or arrow: zstd, snappy (Parquet only) or none; default snappy for Parquet, none for Arrow")
 	f.IntVar(&batchRows, "batch-rows", 0, "--out parquet or arrow: rows per row group or record batch (default: about 24 MiB of rows)")
@@ -287,6 +308,41 @@ func printBacktest(w, errw io.Writer, res *backtest.Result, asJSON bool) error {
 	}
 	for _, e := range res.Errors {
 		fmt.Fprintln(errw, e)
+	}
+	return nil
+}
+
+// seenID reports whether the run's data named id: an instrument, or with
+// markets a market (Polymarket condition id).
+func seenID(res *backtest.Result, id string, markets bool) bool {
+	if _, ok := res.Scales[id]; ok {
+		return true
+	}
+	if markets {
+		for _, m := range res.Markets {
+			if m == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// backtestOutFree refuses, without force, an --out directory that already
+// holds a table of an earlier run.
+func backtestOutFree(out string, force bool) error {
+	if out == "" || force {
+		return nil
+	}
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		return nil // absent (or unreadable: writing will say)
+	}
+	for _, e := range ents {
+		base, _, _ := strings.Cut(e.Name(), ".")
+		if slices.Contains(backtest.Tables, base) {
+			return cli.FlagErrorf("backtest: %s exists, from an earlier run (use -f/--force to overwrite it)", filepath.Join(out, e.Name()))
+		}
 	}
 	return nil
 }

@@ -139,10 +139,29 @@ func TestBacktestBadFlags(t *testing.T) {
 		{"--format", "arrow", "--compression", "snappy"},
 		{"--format", "parquet", "--compression", "lz77"},
 		{"--format", "parquet", "--batch-rows", "-1"},
+		// Ids the data never names (issue 31 item 14).
+		{"--fee", "0xUNKNOWN=0.02"},
+		{"--resolve", "12345=1"},
+		// An output inside the input.
+		{"--out", filepath.Join(sample, "bt")},
 	} {
-		code, _, stderr := execReplay(t, append([]string{"backtest", sample}, args...)...)
-		if code != 2 {
-			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr)
+		code, _, stderr := execReplay(t, append([]string{"backtest", sample, "--strategy", "noop"}, args...)...)
+		if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") > 1 {
+			t.Errorf("%v: exit %d (%s), want 2 and a one-line error", args, code, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(sample, "bt")); err == nil {
+		t.Fatal("--out inside the input was written")
+	}
+	// --out over an earlier run's tables: refused without --force.
+	out := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		code int
+	}{{nil, 0}, {nil, 2}, {[]string{"--force"}, 0}} {
+		code, _, stderr := execReplay(t, append([]string{"backtest", sample, "--strategy", "noop", "--out", out}, c.args...)...)
+		if code != c.code {
+			t.Fatalf("--out %v: exit %d (%s), want %d", c.args, code, stderr, c.code)
 		}
 	}
 }

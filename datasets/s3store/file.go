@@ -187,6 +187,26 @@ func (f *file) ReadAt(b []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// Refetch drops every piece fetched ahead and the cached ranges that hold
+// bytes of [off, end), so that the next read fetches them again
+// (datasets.Refetcher).
+func (f *file) Refetch(off, end int64) {
+	f.queue, f.ahead = nil, 0 // pieces in flight finish into their own buffers
+	dir := f.s.cfg.CacheDir
+	if dir == "" {
+		return
+	}
+	tag := strings.Trim(f.etag, `"`)
+	obj := filepath.Join(dir, f.s.bucket, filepath.FromSlash(f.key)+"@"+tag)
+	ents, _ := os.ReadDir(obj)
+	for _, e := range ents {
+		var a, b int64
+		if _, err := fmt.Sscanf(e.Name(), "%d-%d", &a, &b); err == nil && a < end && off < b {
+			os.Remove(filepath.Join(obj, e.Name()))
+		}
+	}
+}
+
 // fetch returns bytes [off, end) of the object, from the cache or a GET;
 // a GET whose body stalls or is cut short is tried again (Config.Attempts
 // tries in all).

@@ -180,7 +180,9 @@ func (u *Uploader) loop(ctx context.Context) {
 		if _, err := os.Stat(filepath.Join(u.dir, idx)); err == nil {
 			names = append(names, idx)
 		}
-		names = append(names, datasets.ManifestName)
+		if u.manifestDue(num) {
+			names = append(names, datasets.ManifestName)
+		}
 		if err := u.sendAll(ctx, names); err != nil {
 			u.mu.Lock()
 			u.loopErr = err
@@ -195,6 +197,26 @@ func (u *Uploader) loop(ctx context.Context) {
 		u.mu.Unlock()
 		u.npending.Add(-1)
 	}
+}
+
+// manifestDue reports whether the manifest goes up after segment num: the
+// writer's interim manifest (the dataset is being written) always does; the
+// final one (closed, or repaired) only after the last pending segment, or
+// a reader would find a finished dataset missing the segments still
+// waiting (a store slower than the writer's last segments).
+func (u *Uploader) manifestDue(num uint32) bool {
+	m, err := datasets.ReadManifest(u.dir)
+	if err != nil || !m.Clean && !m.Recovered {
+		return true // a failure is send's to report
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for n := range u.pending {
+		if n != num {
+			return false
+		}
+	}
+	return true
 }
 
 // sendAll uploads names in order, each retried until verified or ctx ends.

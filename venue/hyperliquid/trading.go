@@ -25,6 +25,8 @@ var Trading = &venue.Trading{
 	MaxPriceDecimals: 6,
 	MinNotional:      10,
 	FundingInterval:  time.Hour,
+	CrossMargin:      true,
+	MaintenanceShare: 0.5,
 	FeeTiers: [][2]float64{
 		{0.00045, 0.00015}, {0.00040, 0.00012}, {0.00035, 0.00008}, {0.00030, 0.00004},
 		{0.00028, 0.0}, {0.00026, 0.0}, {0.00024, 0.0},

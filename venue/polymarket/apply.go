@@ -93,15 +93,26 @@ func (d *Decoder) rejectFrame(frame []byte, err error, out *venue.Frame) {
 	n := 0
 	if bookish {
 		d.Flush(nil)
-		for _, in := range d.list {
-			d.invalidate(in)
-			d.rejectEvent(out, in, 0, len(frame), d.errText)
-			n++
-		}
+		n = d.invalidateAll(out, 0, len(frame), d.errText)
 	}
 	if n == 0 {
 		d.rejectEvent(out, nil, 0, len(frame), d.errText)
 	}
+}
+
+// invalidateAll invalidates every book not invalid already, with an
+// EventReject for each (Raw frame[start:end], Text text), and returns how
+// many: the books made valid (or seen first) since the last invalidation,
+// so a run of rejected frames costs each book once, not once per frame.
+func (d *Decoder) invalidateAll(out *venue.Frame, start, end int, text []byte) int {
+	n := 0
+	for i := len(d.ungapped) - 1; i >= 0; i-- { // invalidate takes d.ungapped[i] out
+		in := d.ungapped[i]
+		d.invalidate(in)
+		d.rejectEvent(out, in, start, end, text)
+		n++
+	}
+	return n
 }
 
 // invalidate marks one instrument's book invalid until its next snapshot.
@@ -109,7 +120,7 @@ func (d *Decoder) invalidate(in *instrument) {
 	d.settleHash(in)
 	d.closeBatch(in)
 	in.book.Invalidate()
-	in.gap = true
+	d.setGap(in)
 	in.q.AfterGap = true
 	d.stats.Invalidated++
 }
@@ -146,22 +157,17 @@ func (d *Decoder) rejectMsg(m *msg, out *venue.Frame) {
 			}
 			break
 		}
-		if len(m.market) > 0 {
-			for _, in := range d.list {
-				if in.market == string(m.market) {
-					d.invalidate(in)
-					d.rejectEvent(out, in, m.start, m.end, text)
-					n++
-				}
-			}
-		}
-		if n == 0 {
-			for _, in := range d.list {
+		if ml := d.mktUngapped[string(m.market)]; len(m.market) > 0 && ml != nil {
+			// The market's books; those invalid already stay so.
+			for i := len(*ml) - 1; i >= 0; i-- { // invalidate takes (*ml)[i] out
+				in := (*ml)[i]
 				d.invalidate(in)
 				d.rejectEvent(out, in, m.start, m.end, text)
 				n++
 			}
+			break
 		}
+		n = d.invalidateAll(out, m.start, m.end, text)
 	}
 	if n == 0 {
 		d.rejectEvent(out, nil, m.start, m.end, text)
@@ -228,7 +234,8 @@ func (d *Decoder) apply(out *venue.Frame) error {
 			case m.ltpEmpty:
 				in.ltp = -1
 			}
-			in.q.AfterGap, in.gap, in.snapped = in.gap, false, true
+			in.q.AfterGap, in.snapped = in.gap, true
+			d.clearGap(in)
 			in.q.Crossed = in.book.Crossed()
 			d.checkHash(in, m.ts.b, m.hash, m.tsMs)
 			d.bookEvent(out, venue.EventSnapshot, m, in, d.frame[m.start:m.end])
@@ -307,7 +314,7 @@ func (d *Decoder) internOf(in *instrument, id, market []byte) *instrument {
 		return d.intern(id, market)
 	}
 	if in.market == "" && len(market) > 0 {
-		in.market = d.internMarket(market)
+		d.fileMarket(in, market)
 	}
 	return in
 }

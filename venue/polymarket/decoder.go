@@ -102,10 +102,20 @@ type Decoder struct {
 	list    []*instrument // every instrument, in order of first sight
 	markets map[string]string
 	pending []*instrument // instruments that may have an open batch
-	last    *instrument   // the instrument lookup found last
-	prev    *instrument   // the one it found before last
-	stats   venue.Stats
-	discard venue.Frame // out for a nil *Frame
+	// ungapped are the instruments whose gap is false (a valid book, or one
+	// never invalidated): all an invalidation of every book has to visit.
+	// A rejected frame that may touch any book then costs the books made
+	// valid since the last one, not every instrument ever seen (a stream
+	// past 65,536 ids invalidated them all on each further frame).
+	ungapped []*instrument
+	// mktUngapped are the ungapped instruments by market, for a rejected
+	// price_change of one market; a market an instrument was ever filed
+	// under has an entry (maybe empty).
+	mktUngapped map[string]*[]*instrument
+	last        *instrument // the instrument lookup found last
+	prev        *instrument // the one it found before last
+	stats       venue.Stats
+	discard     venue.Frame // out for a nil *Frame
 
 	// Scratch reused by every frame; it grows to the largest frame seen.
 	s       jscan.Scanner
@@ -135,9 +145,10 @@ func NewDecoder(opts ...Option) *Decoder {
 		opt(&o)
 	}
 	d := &Decoder{
-		opts:    o,
-		byID:    make(map[string]*instrument),
-		markets: make(map[string]string),
+		opts:        o,
+		byID:        make(map[string]*instrument),
+		markets:     make(map[string]string),
+		mktUngapped: make(map[string]*[]*instrument),
 	}
 	for _, info := range o.infos {
 		if err := d.SetInstrumentInfo(info); err != nil {
@@ -153,7 +164,9 @@ type instrument struct {
 	market string
 	book   *book.Book
 	q      venue.Quality
-	gap    bool // invalidated since the last snapshot
+	gap    bool  // invalidated since the last snapshot (set through setGap, cleared through clearGap)
+	ugAt   int32 // index+1 in Decoder.ungapped, 0 if not there
+	mugAt  int32 // index+1 in its market's Decoder.mktUngapped list, 0 if not there
 	// snapped: a snapshot was ever applied; level changes before that go
 	// to an invalid book and are counted in Stats.Unsnapshotted.
 	snapped bool
@@ -218,7 +231,7 @@ func (d *Decoder) SetInstrumentInfo(info InstrumentInfo) error {
 	in := d.intern([]byte(info.AssetID), []byte(info.Market))
 	d.settleHash(in) // a pending sampled hash describes the fields before this
 	if info.Market != "" {
-		in.market = d.internMarket([]byte(info.Market))
+		d.fileMarket(in, []byte(info.Market))
 	}
 	in.minOrder = mo
 	if tick > 0 {
@@ -288,10 +301,73 @@ func (d *Decoder) Flush(out *venue.Frame) {
 // one stays labelled.
 func (d *Decoder) Invalidate() {
 	d.Flush(nil)
-	for _, in := range d.list {
+	// An instrument with gap set has an invalid book and AfterGap set
+	// already: only the others change.
+	for i := len(d.ungapped) - 1; i >= 0; i-- { // setGap takes d.ungapped[i] out
+		in := d.ungapped[i]
 		in.book.Invalidate()
-		in.gap = true
+		d.setGap(in)
 		in.q.AfterGap = true
+	}
+}
+
+// setGap sets in.gap, taking it out of d.ungapped and its market's list.
+func (d *Decoder) setGap(in *instrument) {
+	in.gap = true
+	setRemove(&d.ungapped, in, func(in *instrument) *int32 { return &in.ugAt })
+	if ml := d.mktUngapped[in.market]; ml != nil {
+		setRemove(ml, in, func(in *instrument) *int32 { return &in.mugAt })
+	}
+}
+
+// clearGap clears in.gap, putting it in d.ungapped and its market's list.
+func (d *Decoder) clearGap(in *instrument) {
+	in.gap = false
+	setAdd(&d.ungapped, in, &in.ugAt)
+	if ml := d.mktUngapped[in.market]; ml != nil {
+		setAdd(ml, in, &in.mugAt)
+	}
+}
+
+// setAdd appends in to list unless *at (its index+1 there) says it is in.
+func setAdd(list *[]*instrument, in *instrument, at *int32) {
+	if *at == 0 {
+		*list = append(*list, in)
+		*at = int32(len(*list))
+	}
+}
+
+// setRemove takes in out of list (by swapping the last one into its
+// place), at giving an instrument's index+1 field for list.
+func setRemove(list *[]*instrument, in *instrument, at func(*instrument) *int32) {
+	i := *at(in)
+	if i == 0 {
+		return
+	}
+	l := *list
+	n := len(l) - 1
+	last := l[n]
+	l[i-1] = last
+	*at(last) = i
+	l[n] = nil
+	*list = l[:n]
+	*at(in) = 0
+}
+
+// fileMarket files in under market (interned), moving it between the
+// markets' lists of ungapped instruments.
+func (d *Decoder) fileMarket(in *instrument, market []byte) {
+	if ml := d.mktUngapped[in.market]; ml != nil {
+		setRemove(ml, in, func(in *instrument) *int32 { return &in.mugAt })
+	}
+	in.market = d.internMarket(market)
+	ml := d.mktUngapped[in.market]
+	if ml == nil {
+		ml = new([]*instrument)
+		d.mktUngapped[in.market] = ml
+	}
+	if !in.gap {
+		setAdd(ml, in, &in.mugAt)
 	}
 }
 
@@ -326,16 +402,17 @@ func (d *Decoder) lookup(id []byte) *instrument {
 func (d *Decoder) intern(id, market []byte) *instrument {
 	if in := d.byID[string(id)]; in != nil {
 		if in.market == "" && len(market) > 0 {
-			in.market = d.internMarket(market)
+			d.fileMarket(in, market)
 		}
 		return in
 	}
 	in := &instrument{id: string(id), book: book.New(scale())}
 	if len(market) > 0 {
-		in.market = d.internMarket(market)
+		d.fileMarket(in, market)
 	}
 	d.byID[in.id] = in
 	d.list = append(d.list, in)
+	d.clearGap(in)
 	d.hintInstrument(in)
 	return in
 }

@@ -705,3 +705,55 @@ func TestScanDecAgrees(t *testing.T) {
 		}
 	}
 }
+
+// TestRejectsPastTheBoundStayProportional is issue 30 item 11: past
+// MaxInstruments every further frame with a new asset id was rejected and
+// invalidated every book, one EventReject per book (a 68 KB dataset: 128.8 M
+// rejected events, 33 s). A book already invalid is not invalidated again,
+// so a run of rejected frames costs each valid book once: here 65,536 valid
+// books, 3,000 rejected frames, and a price_change of a market whose books
+// are all invalid already.
+func TestRejectsPastTheBoundStayProportional(t *testing.T) {
+	d := NewDecoder()
+	var out venue.Frame
+	for i := range MaxInstruments {
+		f := fmt.Sprintf(`{"event_type":"book","asset_id":"%d","market":"m%d","bids":[{"price":"0.4","size":"1"}],"asks":[{"price":"0.6","size":"1"}]}`, i, i/2)
+		mustDecode(t, d, []byte(f), &out)
+	}
+	rejects, invalid := 0, 0
+	for i := range 3000 {
+		f := fmt.Sprintf(`{"event_type":"price_change","market":"x%d","timestamp":"1","price_changes":[{"asset_id":"new%d","price":"0.5","size":"1","side":"BUY"}]}`, i, i)
+		if err := d.Decode([]byte(f), 0, &out); !errors.Is(err, ErrTooManyInstruments) {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		for _, ev := range out.Events {
+			if ev.Type == venue.EventReject {
+				rejects++
+				if ev.Book != nil {
+					invalid++
+				}
+			}
+		}
+	}
+	// The first rejected frame invalidates every book (one event each);
+	// each later one has no valid book left and says so once.
+	if invalid != MaxInstruments || rejects != MaxInstruments+2999 {
+		t.Fatalf("%d reject events, %d for books; want %d and %d", rejects, invalid, MaxInstruments+2999, MaxInstruments)
+	}
+	if d.Book("7").Valid() {
+		t.Fatal("book 7 still valid after a rejected frame")
+	}
+	// A snapshot makes one book valid again: the next rejected frame
+	// invalidates that one only.
+	mustDecode(t, d, []byte(`{"event_type":"book","asset_id":"7","market":"m3","bids":[{"price":"0.4","size":"1"}],"asks":[]}`), &out)
+	d.Decode([]byte(`{"event_type":"price_change","market":"y","timestamp":"1","price_changes":[{"asset_id":"newer","price":"0.5","size":"1","side":"BUY"}]}`), 0, &out)
+	if len(out.Events) != 1 || out.Events[0].Instrument != "7" || d.Book("7").Valid() {
+		t.Fatalf("events %+v", out.Events)
+	}
+	// A rejected price_change of market m3 (books 6 and 7, both invalid):
+	// one event, no book visited twice.
+	d.Decode([]byte(`{"event_type":"price_change","market":"m3","timestamp":"1","price_changes":[{"asset_id":"6","price":"x","size":"1","side":"BUY"}]}`), 0, &out)
+	if len(out.Events) != 1 || out.Events[0].Book != nil {
+		t.Fatalf("price_change events %+v", out.Events)
+	}
+}

@@ -1,0 +1,113 @@
+package backtest
+
+import (
+	"strings"
+	"testing"
+)
+
+// A Polymarket BUY needs its cost in cash beyond what resting BUYs hold: a
+// $1 account cannot spend $2.
+func TestPolymarketCollateral(t *testing.T) {
+	tp, s := pmTape(t, Config{Cash: cash(t, "1")})
+	id := tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.40"), Size: tp.sz("5"), TIF: GTC})
+	wantStatus(t, tp, id, StatusRejected, "INVALID_ORDER_NOT_ENOUGH_BALANCE")
+	if o := tp.e.order(id); !strings.Contains(o.Reason, "needs 2") {
+		t.Fatalf("reason %q does not say what it needed", o.Reason)
+	}
+	id = tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.19"), Size: tp.sz("5"), TIF: GTC}) // 0.95
+	wantStatus(t, tp, id, StatusOpen, "")
+	id = tp.submit(s, OrderRequest{Instrument: pmNo, Side: Buy, Price: tp.px("0.01"), Size: tp.sz("5"), TIF: GTC}) // 0.05 of 0.05 left
+	wantStatus(t, tp, id, StatusOpen, "")
+	id = tp.submit(s, OrderRequest{Instrument: pmNo, Side: Buy, Price: tp.px("0.01"), Size: tp.sz("5"), TIF: GTC})
+	wantStatus(t, tp, id, StatusRejected, "INVALID_ORDER_NOT_ENOUGH_BALANCE")
+	// A dollar-sized BUY: its amount.
+	id = tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.42"), Amount: tp.px("1"), TIF: FOK})
+	wantStatus(t, tp, id, StatusRejected, "INVALID_ORDER_NOT_ENOUGH_BALANCE")
+	// Holding no NO does not let one sell YES's complement.
+	id = tp.submit(s, OrderRequest{Instrument: pmNo, Side: Sell, Price: tp.px("0.58"), Size: tp.sz("5"), TIF: GTC})
+	wantStatus(t, tp, id, StatusRejected, "INVALID_ORDER_NOT_ENOUGH_BALANCE")
+	if tp.e.cash != cash(t, "1") || len(tp.e.fills) != 0 {
+		t.Fatalf("cash %d", tp.e.cash)
+	}
+}
+
+// Hyperliquid cross margin: an order needs notional / max leverage (40 for
+// BTC in the recorded meta) of free margin; when the account value falls
+// below the maintenance margin (half the initial) its positions are closed
+// at the mark.
+func TestHyperliquidMarginAndLiquidation(t *testing.T) {
+	tp, s := hlTape(t, Config{Cash: cash(t, "1000")})
+	// Shorting 8.83 BTC needs 8.83 × 99000 / 40 = 21,853.50.
+	id := tp.submit(s, OrderRequest{Instrument: "BTC", Side: Sell, Price: tp.px("99000"), Size: tp.sz("8.83"), TIF: IOC})
+	wantStatus(t, tp, id, StatusRejected, "Insufficient margin to place order.")
+	// 0.3 × 100000 / 40 = 750 of 1000: filled at the 100000 bid, taker fee
+	// 30000 × 0.00045 = 13.50: cash 1000 + 30000 − 13.5 = 30986.50.
+	id = tp.submit(s, OrderRequest{Instrument: "BTC", Side: Sell, Price: tp.px("100000"), Size: tp.sz("0.3"), TIF: IOC})
+	wantStatus(t, tp, id, StatusFilled, "")
+	if tp.e.cash != cash(t, "30986.5") {
+		t.Fatalf("cash %d", tp.e.cash)
+	}
+	// Mid 102100: value 30986.5 − 0.3 × 102100 = 356.50 < maintenance
+	// 0.3 × 102100 / 40 / 2 = 382.875: closed at 102100, fee 30630 ×
+	// 0.00045 = 13.7835: cash 30986.5 − 30630 − 13.7835 = 342.7165.
+	tp.hlBook("BTC", "102000:1", "102200:1")
+	in := tp.e.insts["BTC"]
+	if in.Position != 0 || tp.e.liquidations != 1 || tp.e.cash != cash(t, "342.7165") {
+		t.Fatalf("position %d, liquidations %d, cash %d", in.Position, tp.e.liquidations, tp.e.cash)
+	}
+	res := tp.e.Finish()
+	last := res.Orders[len(res.Orders)-1]
+	if last.Tag != "liquidation" || last.Status != StatusFilled || last.Side != Buy {
+		t.Fatalf("liquidation order %+v", *last)
+	}
+	// Peak: 0.3 × 102100 / 40 = 765.75 when the liquidating book came.
+	if res.Summary.PeakMargin != 765.75 || res.Summary.Liquidations != 1 {
+		t.Fatalf("peak margin %v, liquidations %d", res.Summary.PeakMargin, res.Summary.Liquidations)
+	}
+}
+
+// A round trip at an unchanged book costs exactly the fees, margin on.
+func TestRoundTripConservesWithMargin(t *testing.T) {
+	tp, s := hlTape(t, Config{Cash: cash(t, "10000")})
+	tp.submit(s, OrderRequest{Instrument: "BTC", Side: Buy, Price: tp.px("100001"), Size: tp.sz("0.1"), TIF: IOC})
+	tp.submit(s, OrderRequest{Instrument: "BTC", Side: Sell, Price: tp.px("100001"), Size: tp.sz("0.1"), TIF: GTC})
+	tp.hlTrade("BTC", "B", "100002", "1") // through the resting sell: filled as maker
+	fees := tp.e.fees - tp.e.rebates
+	if got := tp.e.equityNow() - cash(t, "10000"); got != -fees || fees == 0 {
+		t.Fatalf("equity moved %d, fees %d", got, fees)
+	}
+}
+
+// The summary's fill ratio is in dollars (a dollar-sized order's value is
+// its amount), per venue in its own units; PnL by instrument.
+func TestSummaryFigures(t *testing.T) {
+	tp, s := pmTape(t, Config{})
+	tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.42"), Amount: tp.px("4.2"), TIF: FOK}) // 10 at 0.42
+	tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.42"), Amount: tp.px("100"), TIF: FOK}) // rejected
+	res := tp.e.Finish()
+	sum := res.Summary
+	// 4.20 filled of 104.20 submitted.
+	if want := 4.2 / 104.2; sum.FillRatio < want-1e-12 || sum.FillRatio > want+1e-12 {
+		t.Fatalf("fill ratio %v, want %v", sum.FillRatio, want)
+	}
+	v := sum.Venues["polymarket"]
+	if v == nil || v.Orders != 2 || v.Fills != 1 || v.FilledSize != 10 || v.FilledValue != 4.2 {
+		t.Fatalf("venue summary %+v", v)
+	}
+	// 10 YES marked at mid 0.41: 4.10 − 4.20 = −0.10.
+	if p := sum.InstrumentPnL[pmYes]; p < -0.1-1e-9 || p > -0.1+1e-9 || sum.ReturnPeriodNs != 60e9 {
+		t.Fatalf("pnl of YES %v, return period %d", p, sum.ReturnPeriodNs)
+	}
+}
+
+// Sharpe and Sortino use returns over the stated period: a run of a few
+// minutes has them.
+func TestSharpeSortino(t *testing.T) {
+	// Equity by minute 100 → 101 → 100.5 → 102 on 100 of cash: returns
+	// 0.01, −0.005, 0.015; mean 0.006667, sd 0.010408, downside √(0.005²/3)
+	// = 0.0028868; annualized by √525600 = 724.98.
+	sh, so := ratios([]float64{101, 100.5, 102}, 100, 60e9)
+	if sh < 464.3 || sh > 464.5 || so < 1674 || so > 1675 {
+		t.Fatalf("sharpe %v sortino %v", sh, so)
+	}
+}
