@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tapedeck/tapedeck/venue/registry"
 	"io"
 	"maps"
 	"math"
@@ -151,6 +152,9 @@ tables.`,
 			}
 			if err := cfg.Validate(); err != nil {
 				return cli.FlagErrorf("%v", err)
+			}
+			if !feeTierListed(feeTier) {
+				return cli.FlagErrorf("--fee-tier %d: no venue's schedule has it", feeTier)
 			}
 			outFormat, outOpts, err := backtestOutput(format, compression, batchRows)
 			if err != nil {
@@ -345,4 +349,15 @@ func backtestOutFree(out string, force bool) error {
 		}
 	}
 	return nil
+}
+
+// feeTierListed reports whether some venue's fee schedule has tier n (0
+// always: the lowest).
+func feeTierListed(n int) bool {
+	for _, d := range registry.All() {
+		if t := d.Capabilities().Trading; t != nil && n < len(t.FeeTiers) {
+			return true
+		}
+	}
+	return n == 0
 }
