@@ -143,10 +143,15 @@
 // feeSchedule.rate, a fraction; a schedule with an exponent other than 1
 // is not the model's curve and is not used), else the fee_rate_bps of its
 // recorded trades (basis points: 700 is 0.07; the rate the match
-// applied); else Config.FeeRate (--fee-rate). The CLOB's maker_base_fee and
+// applied; 1000 and above is the base fee an order signs, which captures
+// of early 2026 show on markets whose documented rate is 0.07 or 0.03
+// alike: it says fees are on, not the rate, and is not used); else
+// Config.FeeRate (--fee-rate). The CLOB's maker_base_fee and
 // taker_base_fee are not read: they are the base fee an order signs (1000
 // bps on fee-charging markets whatever their category), not the formula's
-// rate. A window (Run with replayer.WithWindow, --from) keeps what REST
+// rate. Checked against docs.polymarket.com/trading/fees (the formula,
+// the category table of taker rates 0.07 crypto … 0 geopolitics, makers
+// never charged, fees set per market at match time, not in the order). A window (Run with replayer.WithWindow, --from) keeps what REST
 // bodies recorded before it state (replayer.WithWarmupREST hands them to
 // the engine during the warmup): a listing recorded at discovery holds for
 // a window that starts hours later. Summary.FeeRates lists, per market,
@@ -156,8 +161,11 @@
 // Result.Errors. A recording captured by token ids holds no Gamma listing
 // (discovery fetches one only for slugs, condition ids and --all-markets):
 // its markets' rates come from their trades. Hyperliquid: notional × rate, maker and taker by tier
-// (Config.FeeTier; hyperliquid.gitbook.io "Fees"). Fees are exact
-// fixed-point at CashDecimals, rounded half away from zero.
+// (Config.FeeTier; hyperliquid.gitbook.io "Fees"), exact fixed-point at
+// CashDecimals, rounded half away from zero. Polymarket fees are floored
+// to 0.00001 USDC, the smallest the venue charges (as NautilusTrader's
+// Polymarket compute_commission: "floored to 5 decimal places, matching the
+// venue charge").
 //
 // # Outputs
 //

@@ -75,6 +75,12 @@ type Config struct {
 	// event whose exchange timestamp (and receive time) is at or after that;
 	// "none": receive times only.
 	IgnoreExchangeTime bool
+	// TradesAtPrice: a trade printed at a resting order's price fills it up
+	// to the trade's size whatever the queue ahead (NautilusTrader's
+	// trade_execution: a trade at the limit fills it; optimistic). The
+	// default is the queue model's: the queue ahead is consumed first, and
+	// only a trade or book through the price fills regardless.
+	TradesAtPrice bool
 	// UseBackfill lets resting orders fill against trades the venue replayed
 	// from before the subscription (venue.Event.Backfill); off by default.
 	UseBackfill bool

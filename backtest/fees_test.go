@@ -304,3 +304,17 @@ func TestListingOfManyMarkets(t *testing.T) {
 		t.Fatalf("listed fee %v %v %v", r, src, ok)
 	}
 }
+
+// A trade's fee_rate_bps of 1000 is the base fee orders sign on every
+// fee-charging market, not the rate: the market's rate stays what it was.
+// Fees are floored to 0.00001.
+func TestFeeBaseRateAndRounding(t *testing.T) {
+	tp, s := pmTape(t, Config{FeeRate: 0.07})
+	tp.frame(`{"event_type":"last_trade_price","asset_id":"` + pmYes + `","market":"` + pmMarket +
+		`","price":"0.42","size":"5","side":"BUY","fee_rate_bps":"1000","timestamp":"` + tp.ms() + `"}`)
+	// $2.94 at 0.42: 7 shares; 7 × 0.07 × 0.42 × 0.58 = 0.119364, charged 0.11936.
+	tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.42"), Amount: tp.px("2.94"), TIF: FOK})
+	if len(tp.e.fills) != 1 || tp.e.fills[0].Fee != cash(t, "0.11936") {
+		t.Fatalf("fills %+v, want a fee of 0.11936 at the 0.07 rate", tp.e.fills)
+	}
+}

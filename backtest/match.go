@@ -321,6 +321,54 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 	}
 }
 
+// traded applies a trade printed on in (taker side, price, size) to its
+// resting orders: one at the price advances through its queue (or, with
+// Config.TradesAtPrice, fills up to the trade's size whatever the queue);
+// one the trade went through fills whole.
+func (e *Engine) traded(in *Instrument, taker book.Side, price, size int64) {
+	q := e.cfg.Queue
+	for i := 0; i < len(in.open); i++ {
+		o := in.open[i]
+		if o.Side.bookSide() == taker {
+			continue // same side as the taker
+		}
+		// A trade reaches a resting order at its price or through it (a
+		// buy printed above a resting sell, a sell below a resting buy).
+		if !better(o.Side, price, o.Price) {
+			continue
+		}
+		before := len(in.open)
+		switch {
+		case price != o.Price:
+			// Traded through our price: we were ahead of it.
+			e.fill(in, o, o.Price, o.Leaves(), Maker, max(o.Queue, 0))
+		case e.cfg.TradesAtPrice:
+			x := min(size, o.Leaves())
+			x -= x % in.Lot()
+			if x > 0 {
+				e.fill(in, o, o.Price, x, Maker, max(o.Queue, 0))
+			}
+		default:
+			ahead := max(o.Queue, 0)
+			q.Trade(o, size)
+			if o.Queue < 0 {
+				// What traded beyond the queue ahead, never more than the
+				// trade (hftbacktest: exec_qty = min(filled, qty, leaves),
+				// partialfillexchange.rs), in whole lots.
+				x := min(-o.Queue, size, o.Leaves())
+				x -= x % in.Lot()
+				o.Queue = 0
+				if x > 0 {
+					e.fill(in, o, o.Price, x, Maker, ahead)
+				}
+			}
+		}
+		if len(in.open) < before {
+			i--
+		}
+	}
+}
+
 // market applies one event to the strategy's resting orders of in, at the
 // exchange (e.xNs), against the exchange's book after the event.
 func (e *Engine) market(in *Instrument, ev *feed.Event) {
@@ -332,6 +380,13 @@ func (e *Engine) market(in *Instrument, ev *feed.Event) {
 		in.untake(d.Side, d.Price)
 	}
 	e.markouts(in, e.xNs)
+	if d.Type == venue.EventTrade && in.Complement != nil && len(in.Complement.open) > 0 && (!d.Backfill || e.cfg.UseBackfill) {
+		// The venue prints a match on one token only; the mirrored book
+		// makes it a trade of the other at 1 − p, the taker on the other
+		// side: it reaches the complement's resting orders too.
+		c := in.Complement
+		e.traded(c, 1-d.Side, pow10(in.Scale.PriceDecimals)-d.Price, d.Size)
+	}
 	if len(in.open) == 0 {
 		return
 	}
@@ -342,40 +397,7 @@ func (e *Engine) market(in *Instrument, ev *feed.Event) {
 		if d.Backfill && !e.cfg.UseBackfill {
 			break
 		}
-		// The taker's side: a buy takes asks (our sells), a sell takes bids.
-		for i := 0; i < len(in.open); i++ {
-			o := in.open[i]
-			if o.Side.bookSide() == d.Side {
-				continue // same side as the taker
-			}
-			// A trade reaches a resting order at its price or through it (a
-			// buy printed above a resting sell, a sell below a resting buy).
-			if !better(o.Side, d.Price, o.Price) {
-				continue
-			}
-			before := len(in.open)
-			if d.Price != o.Price {
-				// Traded through our price: we were ahead of it.
-				e.fill(in, o, o.Price, o.Leaves(), Maker, max(o.Queue, 0))
-			} else {
-				ahead := max(o.Queue, 0)
-				q.Trade(o, d.Size)
-				if o.Queue < 0 {
-					// What traded beyond the queue ahead, never more than
-					// the trade (hftbacktest: exec_qty = min(filled, qty,
-					// leaves), partialfillexchange.rs), in whole lots.
-					x := min(-o.Queue, d.Size, o.Leaves())
-					x -= x % in.Lot()
-					o.Queue = 0
-					if x > 0 {
-						e.fill(in, o, o.Price, x, Maker, ahead)
-					}
-				}
-			}
-			if len(in.open) < before {
-				i--
-			}
-		}
+		e.traded(in, d.Side, d.Price, d.Size)
 	case venue.EventLevel:
 		for _, o := range in.open {
 			if o.Side.bookSide() == d.Side && o.Price == d.Price {

@@ -122,3 +122,33 @@ func TestMirrorLiquidityConsumedOnce(t *testing.T) {
 		t.Fatalf("cash %d, want 940", tp.e.cash)
 	}
 }
+
+// Trades at a resting order's price: by default they consume the queue
+// ahead first; with TradesAtPrice they fill it up to their size.
+func TestTradesAtPriceOption(t *testing.T) {
+	for _, c := range []struct {
+		atPrice bool
+		want    string // filled
+	}{{false, "0"}, {true, "10"}} {
+		tp, s := pmTape(t, Config{TradesAtPrice: c.atPrice})
+		id := tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.40"), Size: tp.sz("10"), TIF: GTC}) // 100 ahead
+		tp.pmTrade(pmYes, "SELL", "0.40", "30")
+		o := tp.e.order(id)
+		if o.Filled != tp.sz(c.want) || tp.e.cash != cash(t, "1000")-Notional(o.Price, o.Filled, 4, 6) {
+			t.Fatalf("trades at price %v: filled %d, want %s", c.atPrice, o.Filled, c.want)
+		}
+	}
+}
+
+// Polymarket prints a match on one token: a taker BUY of YES at 0.41 is a
+// taker SELL of NO at 0.59, and reaches a resting BUY NO at 0.59.
+func TestComplementTradeReachesMirror(t *testing.T) {
+	tp, s := pmTape(t, Config{})
+	id := tp.submit(s, OrderRequest{Instrument: pmNo, Side: Buy, Price: tp.px("0.59"), Size: tp.sz("10"), TIF: GTC}) // nothing ahead
+	tp.pmTrade(pmYes, "BUY", "0.41", "20")
+	o := tp.e.order(id)
+	// 10 at 0.59: cash 1000 − 5.90.
+	if o.Filled != tp.sz("10") || tp.e.cash != cash(t, "994.1") {
+		t.Fatalf("filled %d, cash %d", o.Filled, tp.e.cash)
+	}
+}

@@ -254,6 +254,9 @@ type FeeInput struct {
 	HasRebate      bool
 }
 
+// feeUnit is the smallest probability fee charged: 0.00001 at CashDecimals.
+const feeUnit = 100000
+
 // ProbabilityFees is the fee of venues whose trading description has
 // ProbabilityFees (Polymarket): a taker pays
 //
@@ -264,8 +267,10 @@ type FeeInput struct {
 // recording stated by the fill, FeeInput.Recorded; else DefaultRate), and a
 // maker pays nothing; with MakerRebateShare > 0 the maker receives that
 // share of the taker fee its fill generated, as a rebate. Rates are
-// fractions (0.02 is 2%). The fee is computed exactly in integers and
-// rounded half away from zero to CashDecimals.
+// fractions (0.02 is 2%). The fee is computed exactly in integers, then
+// floored to 5 decimals (0.00001 USDC, the smallest the venue charges; as
+// NautilusTrader's Polymarket compute_commission, "matching the venue
+// charge").
 // Source: docs.polymarket.com, "Fees" (trading/fees: fee = C × feeRate × p
 // × (1 − p), C shares, p the price; taker rates by category, 0.07 crypto …
 // 0 geopolitics; makers are never charged; the maker rebates program).
@@ -312,6 +317,7 @@ func (m *ProbabilityFees) Fee(in *FeeInput) int64 {
 	a := in.Size * in.Price
 	b := (one - in.Price) * ppm
 	fee := mulDivRound(a, b, 0, int(in.SizeDecimals)+2*int(in.PriceDecimals)+6-CashDecimals)
+	fee -= fee % feeUnit // the venue charges whole 0.00001s, floored
 	if in.Liquidity == Maker {
 		s := m.MakerRebateShare
 		if m.RecordedRebates && in.HasRebate {

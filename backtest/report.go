@@ -290,6 +290,7 @@ func (e *Engine) result() *Result {
 		sub += val
 		v.SubmittedValue += cashF(val)
 	}
+	units := map[string]int64{} // a venue's instruments share its scale
 	for _, f := range e.fills {
 		in := e.insts[f.Instrument]
 		n := Notional(f.Price, f.Size, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
@@ -297,7 +298,8 @@ func (e *Engine) result() *Result {
 		v := venueOf(f.Venue)
 		v.Fills++
 		v.FilledValue += cashF(n)
-		v.FilledSize += float64(f.Size) / float64(pow10(in.Scale.SizeDecimals))
+		units[f.Venue] += f.Size
+		v.FilledSize = float64(units[f.Venue]) / float64(pow10(in.Scale.SizeDecimals))
 	}
 	if sub > 0 {
 		s.FillRatio = float64(fil) / float64(sub)

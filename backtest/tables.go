@@ -146,13 +146,20 @@ func (tw *tableWriter) schema(name string) export.TypedSchema {
 }
 
 func (tw *tableWriter) write(path, name string, f export.Format, opts []export.Option) error {
+	return WriteFile(path, func(w *bufio.Writer) error { return tw.rows(w, name, f, opts) })
+}
+
+// WriteFile writes path through write, buffered, into a temporary file
+// beside it renamed into place when all went well (removed otherwise): a
+// reader never sees half a file.
+func WriteFile(path string, write func(w *bufio.Writer) error) error {
 	tmp := path + ".tmp"
 	fh, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(fh, 256<<10)
-	err = tw.rows(bw, name, f, opts)
+	err = write(bw)
 	if err == nil {
 		err = bw.Flush()
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 )
 
 // maxRESTBody bounds one discovery response (a Gamma page of 500 markets is
@@ -60,9 +61,35 @@ func (r *Recorder) Discover(ctx context.Context) error {
 	return nil
 }
 
-// fetch does one REST request; its errors wrap sentinel (ErrDiscovery,
-// ErrRESTBooks). A non-200 answer is an error that still returns the body.
+// restAttempts bounds the tries of one REST request whose transfer failed
+// (no answer within the client's timeout, a body that stalled or was cut).
+// An answer, whatever its status, is not tried again.
+const restAttempts = 2
+
+// fetch does one REST request, tried again once if the transfer fails (the
+// client's timeout bounds each try); its errors wrap sentinel
+// (ErrDiscovery, ErrRESTBooks) and name the URL. A non-200 answer is an
+// error that still returns the body.
 func (r *Recorder) fetch(ctx context.Context, sentinel error, method, url string, body []byte) (RESTResponse, error) {
+	for try := 1; ; try++ {
+		rr, answered, err := r.fetchOnce(ctx, sentinel, method, url, body)
+		if err == nil || answered || try == restAttempts || ctx.Err() != nil {
+			if err != nil && !answered && try > 1 {
+				err = fmt.Errorf("%w (tried %d times)", err, try)
+			}
+			return rr, err
+		}
+		r.log.Warn("rest request failed; trying again", "method", method, "url", url, "err", err)
+		select {
+		case <-time.After(500 * time.Millisecond):
+		case <-ctx.Done():
+			return rr, err
+		}
+	}
+}
+
+// fetchOnce is one try of fetch; answered says the whole answer arrived.
+func (r *Recorder) fetchOnce(ctx context.Context, sentinel error, method, url string, body []byte) (RESTResponse, bool, error) {
 	rr := RESTResponse{Method: method, URL: url, Request: body}
 	var rd io.Reader
 	if body != nil {
@@ -70,26 +97,26 @@ func (r *Recorder) fetch(ctx context.Context, sentinel error, method, url string
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
-		return rr, fmt.Errorf("%w: %s %s: %w", sentinel, method, url, err)
+		return rr, true, fmt.Errorf("%w: %s %s: %w", sentinel, method, url, err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := r.o.httpClient.Do(req)
 	if err != nil {
-		return rr, fmt.Errorf("%w: %s %s: %w", sentinel, method, url, err)
+		return rr, false, fmt.Errorf("%w: %s %s: %w", sentinel, method, url, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRESTBody+1))
 	if err != nil {
-		return rr, fmt.Errorf("%w: %s %s: read body: %w", sentinel, method, url, err)
+		return rr, false, fmt.Errorf("%w: %s %s: read body: %w", sentinel, method, url, err)
 	}
 	if len(b) > maxRESTBody {
-		return rr, fmt.Errorf("%w: %s %s: body over %d bytes", sentinel, method, url, maxRESTBody)
+		return rr, true, fmt.Errorf("%w: %s %s: body over %d bytes", sentinel, method, url, maxRESTBody)
 	}
 	rr.Status, rr.Body = resp.StatusCode, b
 	if resp.StatusCode != http.StatusOK {
-		return rr, fmt.Errorf("%w: %s %s: HTTP %d: %.200s", sentinel, method, url, resp.StatusCode, b)
+		return rr, true, fmt.Errorf("%w: %s %s: HTTP %d: %.200s", sentinel, method, url, resp.StatusCode, b)
 	}
-	return rr, nil
+	return rr, true, nil
 }

@@ -16,9 +16,11 @@ func newRootCmd() *cobra.Command {
 	root := cli.NewRoot("capture", "Record Polymarket and Hyperliquid market data, or import existing archives",
 		newImportCmd(nil),
 		newPlanCmd(nil),
-		newRunCmd(nil),
+		// run and upload flush, seal and exit 0 on SIGINT/SIGTERM (their
+		// normal end); the others exit at once (cli.OnSignal).
+		cli.OnSignal(newRunCmd(nil), cli.SignalOwn),
 		newStatusCmd(nil),
-		newUploadCmd(nil),
+		cli.OnSignal(newUploadCmd(nil), cli.SignalOwn),
 	)
 	cli.AddStorageFlags(root)
 	return root

@@ -10,7 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/internal/s3test"
 	"github.com/tapedeck/tapedeck/internal/statusweb"
@@ -184,5 +187,93 @@ func TestRunStatusPageUpload(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRunStalledUploadCounted: a store that takes an upload and never
+// answers is a failed attempt after --s3-timeout, while the capture runs:
+// on the metric, on the status page with its reason, in the log and as an
+// upload_failed note in the dataset (issue 30, finding 16: before, nothing
+// said so until shutdown).
+func TestRunStalledUploadCounted(t *testing.T) {
+	srv := s3test.Start(t, "tapes")
+	srv.SetFault("/tapes/stall/", s3test.Fault{Method: "PUT", Hang: true})
+	cfg := fakeexchange.PolymarketConfig()
+	cfg.Flood, cfg.FloodRate = true, 20000
+	s := fakeexchange.New(cfg)
+	defer s.Close()
+	out := filepath.Join(t.TempDir(), "ds")
+	addr := make(chan string, 1)
+	cmd := newRunCmd(nil)
+	cmd = newRunCmd(func(o *runOptions) error {
+		o.ready = func(a string) { addr <- a }
+		return runCapture(cmd.Context(), o)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd.SetContext(ctx)
+	root := &cobra.Command{Use: "capture"}
+	cli.AddStorageFlags(root)
+	root.AddCommand(cmd)
+	root.SetContext(ctx)
+	root.SetArgs([]string{"run", "--venue", "polymarket", "--instruments", fakeexchange.PolymarketStreamAsset, "--endpoint", s.WSURL(),
+		"--clob-endpoint", s.CLOBURL(), "--flush-interval", "20ms", "--metrics-addr", "127.0.0.1:0", "--out", out,
+		"--rotate-size", "1048576", "--upload", "s3://tapes/stall", "--s3-timeout", "1s", "--s3-endpoint", srv.URL})
+	var logs lockedBuffer
+	root.SetOut(io.Discard)
+	root.SetErr(&logs)
+	done := make(chan error, 1)
+	go func() { done <- root.Execute() }()
+	a := <-addr
+	get := func(path string) string {
+		resp, err := http.Get("http://" + a + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	var st statusweb.Status
+	deadline := time.Now().Add(3 * time.Minute) // a 1 MiB segment first
+	for {
+		st = statusweb.Status{}
+		if json.Unmarshal([]byte(get("/status.json")), &st) == nil && st.Upload != nil && st.Upload.Failures > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no failure counted for a stalled upload: %+v", st.Upload)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(st.Upload.LastError, "no answer in 1s") || st.Upload.PendingSegments == 0 {
+		t.Errorf("status page: %+v", st.Upload)
+	}
+	if m := get("/metrics"); !strings.Contains(m, "tapedeck_capture_upload_failures_total") || strings.Contains(m, "tapedeck_capture_upload_failures_total 0\n") {
+		t.Errorf("metric does not count the stalled upload")
+	}
+	if !strings.Contains(logs.String(), "upload failed; retrying") {
+		t.Errorf("no log line: %.2000s", logs.String())
+	}
+	srv.SetFault("/tapes/stall/", s3test.Fault{})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r, err := datasets.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	notes := 0
+	for r.Next() {
+		if rec := r.Record(); rec.Kind == datasets.KindNote {
+			if c, err := datasets.DecodeControl(rec.Payload); err == nil && c.Reason == "upload_failed" && strings.Contains(c.Err, "no answer") {
+				notes++
+			}
+		}
+	}
+	if notes == 0 {
+		t.Error("no upload_failed note in the dataset")
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,18 +25,24 @@ import (
 	"github.com/tapedeck/tapedeck/replayer/export"
 )
 
+// backtestOptions are the flags of "replay backtest", as given.
+type backtestOptions struct {
+	Datasets                                                    []string
+	Strategy, Queue, LatencyCSV, From, To, Out, Resolve, Format string
+	Force                                                       bool
+	Shard, Compression, Rebate                                  string
+	Params, Fees, FeeCats, Instruments                          []string
+	Entry, Ack, CancelLat                                       time.Duration
+	Cash, FeeRate                                               float64
+	FeeTier, BatchRows                                          int
+	JSON, UseBackfill, AllowShort, NoExchTime, Hash             bool
+	TradesAtPrice                                               bool
+	research                                                    researchFlags
+	Stdout, Stderr                                              io.Writer
+}
+
 func newBacktestCmd() *cobra.Command {
-	var (
-		strategy, queue, latencyCSV, from, to, out, resolve, format string
-		force                                                       bool
-		shard, compression                                          string
-		params, fees, feeCats, instruments                          []string
-		entry, ack, cancelLat                                       time.Duration
-		cash, feeRate                                               float64
-		rebate                                                      string
-		feeTier, batchRows                                          int
-		asJSON, useBackfill, allowShort, noExchTime, hash           bool
-	)
+	o := &backtestOptions{}
 	cmd := &cobra.Command{
 		Use:   "backtest DATASET...",
 		Short: "Run a trading strategy against the replayed market with a simulated exchange",
@@ -64,188 +71,220 @@ of the taker fee their fill made, --maker-rebate recorded the market's
 recorded rebateRate (Gamma feeSchedule). --fee-tier N
 (Hyperliquid's VIP tiers).
 
-An --fee or --resolve id the data never names is refused (exit 2), as is an
---out inside an input dataset, or over an earlier run's tables without --force.
-
 --out DIR writes orders, fills, positions (over time), equity and markouts
 through the export writers of "replay export": --format csv (the default: exact
 decimal text, times in ns), parquet or arrow (decimal128 and timestamp[ns, UTC]),
 with --compression and --batch-rows as there. The summary ends with a digest:
 the same data, strategy and parameters give the same digest and byte-identical
-tables.`,
+tables.
+
+An --fee or --resolve id the data never names is refused (exit 2), as is an
+--out inside an input dataset, or over an earlier run's tables without --force.
+` + researchHelp,
 		Example: `  # The passive market maker on the Polymarket sample
   $ replay backtest datasets/samples/polymarket --strategy mm --param spread=0.02 --out bt/
 
   # Complement taker, JSON summary; 2% taker fee on markets whose recording
   # (Gamma listing, trades' fee_rate_bps) states no rate, 7% on crypto ones
   $ replay backtest datasets/samples/polymarket --strategy complement --fee-rate 0.02 \
-      --fee-category crypto=0.07 --json`,
+      --fee-category crypto=0.07 --json
+` + researchExamples,
 		Args: cli.AtLeastOne("DATASET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			given := backtest.Params{}
-			for _, p := range params {
-				k, v, ok := strings.Cut(p, "=")
-				if !ok || k == "" {
-					return cli.FlagErrorf("--param %q: want name=value", p)
-				}
-				given[k] = v
-			}
-			strat, ps, err := backtest.NewBuiltin(strategy, given)
-			if err != nil {
-				return cli.FlagErrorf("%v", err)
-			}
-			qm, err := backtest.ParseQueueModel(queue)
-			if err != nil {
-				return cli.FlagErrorf("--queue: %v", err)
-			}
-			if entry < 0 || ack < 0 || cancelLat < 0 {
-				return cli.FlagErrorf("latencies must not be negative")
-			}
-			var lat backtest.Latency = backtest.ConstantLatency{EntryNs: int64(entry), AckNs: int64(ack), CancelNs: int64(cancelLat)}
-			if latencyCSV != "" {
-				if lat, err = backtest.ReadLatencyFile(latencyCSV); err != nil {
-					return cli.FlagErrorf("--latency-csv: %v", err)
-				}
-			}
-			rates := map[string]float64{}
-			for _, f := range fees {
-				k, v, ok := strings.Cut(f, "=")
-				r, perr := strconv.ParseFloat(v, 64)
-				if !ok || k == "" || perr != nil || !(r >= 0 && r <= 1) {
-					return cli.FlagErrorf("--fee %q: want MARKET_OR_TOKEN=rate with rate in [0, 1]", f)
-				}
-				rates[k] = r
-			}
-			cats := map[string]float64{}
-			for _, f := range feeCats {
-				k, v, ok := strings.Cut(f, "=")
-				r, perr := strconv.ParseFloat(v, 64)
-				if !ok || strings.TrimSpace(k) == "" || perr != nil || !(r >= 0 && r <= 1) {
-					return cli.FlagErrorf("--fee-category %q: want CATEGORY=rate with rate in [0, 1]", f)
-				}
-				cats[k] = r
-			}
-			var rebateShare float64
-			recordedRebates := rebate == "recorded"
-			if !recordedRebates {
-				r, perr := strconv.ParseFloat(rebate, 64)
-				if perr != nil || !(r >= 0 && r <= 1) {
-					return cli.FlagErrorf("--maker-rebate %q: want a share in [0, 1] or recorded", rebate)
-				}
-				rebateShare = r
-			}
-			if math.IsNaN(cash) || cash < 0 || cash > 1e8 {
-				return cli.FlagErrorf("--cash %v: want 0..1e8 dollars", cash)
-			}
-			cfg := backtest.Config{Queue: qm, Latency: lat, Cash: int64(math.Round(cash * 1e10)),
-				FeeRate: feeRate, FeeRates: rates, FeeCategories: cats, MakerRebateShare: rebateShare, RecordedRebates: recordedRebates, FeeTier: feeTier,
-				UseBackfill: useBackfill, AllowShort: allowShort, IgnoreExchangeTime: noExchTime, Instruments: instruments}
-			if resolve != "" {
-				cfg.Resolutions = map[string]bool{}
-				for _, r := range strings.Split(resolve, ",") {
-					k, v, ok := strings.Cut(r, "=")
-					if !ok || (v != "1" && v != "0") {
-						return cli.FlagErrorf("--resolve %q: want TOKEN=1 or TOKEN=0", r)
-					}
-					cfg.Resolutions[k] = v == "1"
-				}
-			}
-			if err := cfg.Validate(); err != nil {
-				return cli.FlagErrorf("%v", err)
-			}
-			if !feeTierListed(feeTier) {
-				return cli.FlagErrorf("--fee-tier %d: no venue's schedule has it", feeTier)
-			}
-			outFormat, outOpts, err := backtestOutput(format, compression, batchRows)
-			if err != nil {
-				return err
-			}
-			if err := outsideInputs("backtest", out, args); err != nil {
-				return err
-			}
-			if err := backtestOutFree(out, force); err != nil {
-				return err
-			}
-			fromNs, toNs, err := parseWindow(args, from, to)
-			if err != nil {
-				return err
-			}
-			sh, err := replayer.ParseShard(shard)
-			if err != nil {
-				return cli.FlagErrorf("--shard: %v", err)
-			}
-			cfg.Shard = sh
+			o.Datasets, o.Stdout, o.Stderr = args, cmd.OutOrStdout(), cmd.ErrOrStderr()
 			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer cancel()
-			res, _, err := backtest.Run(ctx, args, strat, cfg, backtest.RunOptions{Name: strategy, Params: ps,
-				Replay: []replayer.Option{replayer.WithWindow(fromNs, toNs), replayer.WithHashCheck(hash)}})
-			var ce *datasets.CorruptionError
-			if errors.Is(err, replayer.ErrDamaged) || errors.As(err, &ce) {
-				// Damaged data is a problem of the input (exit 3), as for
-				// every replaying verb, not a failure of the command.
-				return damagedError("backtest", nil, err)
-			}
-			if err != nil {
-				return err
-			}
-			// An id the data never named would silently change nothing.
-			for _, l := range []struct {
-				flag string
-				ids  []string
-			}{{"--fee", slices.Sorted(maps.Keys(rates))}, {"--resolve", slices.Sorted(maps.Keys(cfg.Resolutions))}} {
-				for _, id := range l.ids {
-					if !seenID(res, id, l.flag == "--fee") {
-						return cli.FlagErrorf("%s %s: no such instrument%s in the data", l.flag, id, map[bool]string{true: " or market"}[l.flag == "--fee"])
-					}
-				}
-			}
-			for _, id := range instruments {
-				_, seen := res.Scales[id]
-				for _, m := range res.Markets {
-					seen = seen || m == id
-				}
-				if !seen {
-					fmt.Fprintf(cmd.ErrOrStderr(), "backtest: --instrument %s: no such instrument or market in the data; the strategy saw none of its events\n", id)
-				}
-			}
-			if out != "" {
-				if err := res.WriteTables(out, outFormat, append(outOpts, export.WithDatasets(args...))...); err != nil {
-					return err
-				}
-			}
-			return printBacktest(cmd.OutOrStdout(), cmd.ErrOrStderr(), res, asJSON)
+			return runBacktest(ctx, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&strategy, "strategy", "mm", "built-in strategy: noop, mm, complement")
-	f.StringArrayVar(&params, "param", nil, "strategy parameter `name=value` (repeatable)")
-	f.StringArrayVar(&instruments, "instrument", nil, "the strategy sees only this instrument: token id or condition id (Polymarket), coin (Hyperliquid); repeatable")
-	f.StringVar(&queue, "queue", "risk-averse", "queue position model: risk-averse, power:N, log")
-	f.DurationVar(&entry, "entry-latency", 0, "order entry latency (local submit → exchange)")
-	f.DurationVar(&ack, "ack-latency", 0, "acknowledgement latency (exchange → strategy)")
-	f.DurationVar(&cancelLat, "cancel-latency", 0, "cancel latency (local → exchange)")
-	f.StringVar(&latencyCSV, "latency-csv", "", "measured round trips, one a line (ns or durations): entry = ack = cancel = half of each, in order")
-	f.Float64Var(&cash, "cash", 1000, "starting cash in dollars")
-	f.Float64Var(&feeRate, "fee-rate", 0, "default taker fee rate of outcome-token venues (Polymarket: fee = shares × rate × p × (1 − p)), for markets the flags below and the recording give none")
-	f.StringArrayVar(&fees, "fee", nil, "Polymarket fee rate of one market or token `ID=rate`, over the recorded rate (repeatable)")
-	f.StringArrayVar(&feeCats, "fee-category", nil, "Polymarket fee rate of a fee category `NAME=rate` (the market's recorded Gamma feeType, e.g. crypto or crypto_fees), over the recorded rate (repeatable)")
-	f.StringVar(&rebate, "maker-rebate", "0", "Polymarket maker rebate: share of the taker fee a maker fill receives (0..1), or `recorded`: the market's recorded listing's rebateRate (0 where none)")
-	f.IntVar(&feeTier, "fee-tier", 0, "tier of tiered fee schedules (Hyperliquid perps VIP 0..6)")
-	f.StringVar(&resolve, "resolve", "", "settle Polymarket tokens at the end: `TOKEN=1|0,…` (a recorded market_resolved wins)")
-	f.BoolVar(&useBackfill, "use-backfill", false, "let resting orders fill against backfilled trades (from before the subscription)")
-	f.BoolVar(&allowShort, "allow-short", false, "allow Polymarket SELLs beyond the shares held")
-	f.BoolVar(&noExchTime, "ignore-exchange-time", false, "order arrival by receive times only (default: also the events' exchange timestamps, i.e. the recorded feed latency)")
-	f.BoolVar(&hash, "hash-check", true, "verify venue book hashes where checkable")
-	f.StringVar(&shard, "shard", "", "trade only shard `K/N` of the markets (split by market id, or by instrument where a venue has no markets; 1/N … N/N together trade them all; every shard still follows every book)")
-	f.StringVar(&from, "from", "", "start of the window (`T`: "+cli.TimeSyntax+")")
-	f.StringVar(&to, "to", "", "end of the window, exclusive (`T`, as --from)")
-	f.StringVar(&out, "out", "", "write orders, fills, positions, equity and markouts into `DIR` (see --format); never inside an input dataset")
-	f.BoolVarP(&force, "force", "f", false, "overwrite the tables of an earlier run in --out")
-	f.StringVar(&format, "format", "csv", "format of the --out tables: csv (exact decimals, ns), parquet or arrow (decimal128, timestamp[ns, UTC])")
-	f.StringVar(&compression, "compression", "", "--out parquet or arrow: zstd, snappy (Parquet only) or none; default snappy for Parquet, none for Arrow")
-	f.IntVar(&batchRows, "batch-rows", 0, "--out parquet or arrow: rows per row group or record batch (default: about 24 MiB of rows)")
-	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	f.StringVar(&o.Strategy, "strategy", "mm", "built-in strategy: noop, mm, complement; several, comma-separated, run side by side on one replay, each with its own account")
+	f.StringArrayVar(&o.Params, "param", nil, "strategy parameter `name=value` (repeatable; STRATEGY.name=value for one of several strategies)")
+	f.StringArrayVar(&o.Instruments, "instrument", nil, "the strategy sees only this instrument: token id or condition id (Polymarket), coin (Hyperliquid); repeatable")
+	f.StringVar(&o.Queue, "queue", "risk-averse", "queue position model: risk-averse, power:N, log")
+	f.DurationVar(&o.Entry, "entry-latency", 0, "order entry latency (local submit → exchange)")
+	f.DurationVar(&o.Ack, "ack-latency", 0, "acknowledgement latency (exchange → strategy)")
+	f.DurationVar(&o.CancelLat, "cancel-latency", 0, "cancel latency (local → exchange)")
+	f.StringVar(&o.LatencyCSV, "latency-csv", "", "measured round trips, one a line (ns or durations): entry = ack = cancel = half of each, in order")
+	f.Float64Var(&o.Cash, "cash", 1000, "starting cash in dollars")
+	f.Float64Var(&o.FeeRate, "fee-rate", 0, "default taker fee rate of outcome-token venues (Polymarket: fee = shares × rate × p × (1 − p)), for markets the flags below and the recording give none")
+	f.StringArrayVar(&o.Fees, "fee", nil, "Polymarket fee rate of one market or token `ID=rate`, over the recorded rate (repeatable)")
+	f.StringArrayVar(&o.FeeCats, "fee-category", nil, "Polymarket fee rate of a fee category `NAME=rate` (the market's recorded Gamma feeType, e.g. crypto or crypto_fees), over the recorded rate (repeatable)")
+	f.StringVar(&o.Rebate, "maker-rebate", "0", "Polymarket maker rebate: share of the taker fee a maker fill receives (0..1), or `recorded`: the market's recorded listing's rebateRate (0 where none)")
+	f.IntVar(&o.FeeTier, "fee-tier", 0, "tier of tiered fee schedules (Hyperliquid perps VIP 0..6)")
+	f.StringVar(&o.Resolve, "resolve", "", "settle Polymarket tokens at the end: `TOKEN=1|0,…` (a recorded market_resolved wins)")
+	f.BoolVar(&o.UseBackfill, "use-backfill", false, "let resting orders fill against backfilled trades (from before the subscription)")
+	f.BoolVar(&o.AllowShort, "allow-short", false, "allow Polymarket SELLs beyond the shares held")
+	f.BoolVar(&o.NoExchTime, "ignore-exchange-time", false, "order arrival by receive times only (default: also the events' exchange timestamps, i.e. the recorded feed latency)")
+	f.BoolVar(&o.Hash, "hash-check", true, "verify venue book hashes where checkable")
+	f.StringVar(&o.Shard, "shard", "", "trade only shard `K/N` of the markets (split by market id, or by instrument where a venue has no markets; 1/N … N/N together trade them all; every shard still follows every book); with --sweep or --sweep-file, run only shard K/N of the points instead")
+	f.StringVar(&o.From, "from", "", "start of the window (`T`: "+cli.TimeSyntax+")")
+	f.StringVar(&o.To, "to", "", "end of the window, exclusive (`T`, as --from)")
+	f.StringVar(&o.Out, "out", "", "write orders, fills, positions, equity and markouts into `DIR` (see --format); a sweep writes its table there and each run's tables in a directory of its own; never inside an input dataset")
+	f.BoolVarP(&o.Force, "force", "f", false, "overwrite the tables of an earlier run in --out")
+	f.BoolVar(&o.TradesAtPrice, "trades-at-price", false, "a trade printed at a resting order's price fills it up to the trade's size, whatever the queue ahead (optimistic; default: the queue model, fills only beyond the queue ahead or when trades or the book go through the price)")
+	f.StringVar(&o.Format, "format", "csv", "format of the --out tables: csv (exact decimals, ns), parquet or arrow (decimal128, timestamp[ns, UTC])")
+	f.StringVar(&o.Compression, "compression", "", "--out parquet or arrow: zstd, snappy (Parquet only) or none; default snappy for Parquet, none for Arrow")
+	f.IntVar(&o.BatchRows, "batch-rows", 0, "--out parquet or arrow: rows per row group or record batch (default: about 24 MiB of rows)")
+	f.BoolVar(&o.JSON, "json", false, "print the summary as JSON")
+	o.research.add(f)
+	cmd.AddCommand(newBacktestMergeCmd())
 	return cmd
+}
+
+// backtestConfig checks the flags that make the simulated exchange's
+// configuration and the strategies' parameters.
+func backtestConfig(o *backtestOptions) (backtest.Config, backtest.Params, error) {
+	given := backtest.Params{}
+	for _, p := range o.Params {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return backtest.Config{}, nil, cli.FlagErrorf("--param %q: want name=value", p)
+		}
+		given[k] = v
+	}
+	qm, err := backtest.ParseQueueModel(o.Queue)
+	if err != nil {
+		return backtest.Config{}, nil, cli.FlagErrorf("--queue: %v", err)
+	}
+	if o.Entry < 0 || o.Ack < 0 || o.CancelLat < 0 {
+		return backtest.Config{}, nil, cli.FlagErrorf("latencies must not be negative")
+	}
+	var lat backtest.Latency = backtest.ConstantLatency{EntryNs: int64(o.Entry), AckNs: int64(o.Ack), CancelNs: int64(o.CancelLat)}
+	if o.LatencyCSV != "" {
+		if lat, err = backtest.ReadLatencyFile(o.LatencyCSV); err != nil {
+			return backtest.Config{}, nil, cli.FlagErrorf("--latency-csv: %v", err)
+		}
+	}
+	rates := map[string]float64{}
+	for _, f := range o.Fees {
+		k, v, ok := strings.Cut(f, "=")
+		r, perr := strconv.ParseFloat(v, 64)
+		if !ok || k == "" || perr != nil || !(r >= 0 && r <= 1) {
+			return backtest.Config{}, nil, cli.FlagErrorf("--fee %q: want MARKET_OR_TOKEN=rate with rate in [0, 1]", f)
+		}
+		rates[k] = r
+	}
+	cats := map[string]float64{}
+	for _, f := range o.FeeCats {
+		k, v, ok := strings.Cut(f, "=")
+		r, perr := strconv.ParseFloat(v, 64)
+		if !ok || strings.TrimSpace(k) == "" || perr != nil || !(r >= 0 && r <= 1) {
+			return backtest.Config{}, nil, cli.FlagErrorf("--fee-category %q: want CATEGORY=rate with rate in [0, 1]", f)
+		}
+		cats[k] = r
+	}
+	var rebateShare float64
+	recordedRebates := o.Rebate == "recorded"
+	if !recordedRebates {
+		r, perr := strconv.ParseFloat(o.Rebate, 64)
+		if perr != nil || !(r >= 0 && r <= 1) {
+			return backtest.Config{}, nil, cli.FlagErrorf("--maker-rebate %q: want a share in [0, 1] or recorded", o.Rebate)
+		}
+		rebateShare = r
+	}
+	if math.IsNaN(o.Cash) || o.Cash < 0 || o.Cash > 1e8 {
+		return backtest.Config{}, nil, cli.FlagErrorf("--cash %v: want 0..1e8 dollars", o.Cash)
+	}
+	cfg := backtest.Config{Queue: qm, Latency: lat, Cash: int64(math.Round(o.Cash * 1e10)),
+		FeeRate: o.FeeRate, FeeRates: rates, FeeCategories: cats, MakerRebateShare: rebateShare, RecordedRebates: recordedRebates, FeeTier: o.FeeTier,
+		UseBackfill: o.UseBackfill, AllowShort: o.AllowShort, TradesAtPrice: o.TradesAtPrice, IgnoreExchangeTime: o.NoExchTime, Instruments: o.Instruments}
+	if o.Resolve != "" {
+		cfg.Resolutions = map[string]bool{}
+		for _, r := range strings.Split(o.Resolve, ",") {
+			k, v, ok := strings.Cut(r, "=")
+			if !ok || (v != "1" && v != "0") {
+				return backtest.Config{}, nil, cli.FlagErrorf("--resolve %q: want TOKEN=1 or TOKEN=0", r)
+			}
+			cfg.Resolutions[k] = v == "1"
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return backtest.Config{}, nil, cli.FlagErrorf("%v", err)
+	}
+	if !feeTierListed(cfg.FeeTier) {
+		return backtest.Config{}, nil, cli.FlagErrorf("--fee-tier %d: no venue's schedule has it", cfg.FeeTier)
+	}
+	return cfg, given, nil
+}
+
+// feeTierListed reports whether some venue's fee schedule has tier n (0
+// always: the lowest).
+func feeTierListed(n int) bool {
+	for _, d := range registry.All() {
+		if t := d.Capabilities().Trading; t != nil && n < len(t.FeeTiers) {
+			return true
+		}
+	}
+	return n == 0
+}
+
+// runBacktest runs "replay backtest": one strategy on one replay, or a
+// research run (several strategies, a sweep, a walk-forward) on one replay.
+func runBacktest(ctx context.Context, o *backtestOptions) error {
+	cfg, given, err := backtestConfig(o)
+	if err != nil {
+		return err
+	}
+	outFormat, outOpts, err := backtestOutput(o.Format, o.Compression, o.BatchRows)
+	if err != nil {
+		return err
+	}
+	if err := outsideInputs("backtest", o.Out, o.Datasets); err != nil {
+		return err
+	}
+	if err := backtestOutFree(o.Out, o.Force); err != nil {
+		return err
+	}
+	fromNs, toNs, err := parseWindow(o.Datasets, o.From, o.To)
+	if err != nil {
+		return err
+	}
+	replay := []replayer.Option{replayer.WithWindow(fromNs, toNs), replayer.WithHashCheck(o.Hash)}
+	if o.research.active(o.Strategy) {
+		return runResearch(ctx, o, cfg, given, replay, outFormat, outOpts)
+	}
+	strat, ps, err := backtest.NewBuiltin(o.Strategy, given)
+	if err != nil {
+		return cli.FlagErrorf("%v", err)
+	}
+	sh, err := replayer.ParseShard(o.Shard)
+	if err != nil {
+		return cli.FlagErrorf("--shard: %v", err)
+	}
+	cfg.Shard = sh
+	res, _, err := backtest.Run(ctx, o.Datasets, strat, cfg, backtest.RunOptions{Name: o.Strategy, Params: ps, Replay: replay})
+	if err != nil {
+		return backtestError(err)
+	}
+	if err := checkIDs(cfg, res); err != nil {
+		return err
+	}
+	var missing []string
+	for _, id := range o.Instruments {
+		if !seenID(res, id, true) {
+			missing = append(missing, id)
+		}
+	}
+	if missing != nil {
+		return noMatch("backtest", missing, "nothing written")
+	}
+	if o.Out != "" {
+		if err := res.WriteTables(o.Out, outFormat, append(outOpts, export.WithDatasets(o.Datasets...))...); err != nil {
+			return err
+		}
+	}
+	return printBacktest(o.Stdout, o.Stderr, res, o.JSON)
+}
+
+// backtestError makes damaged data a problem of the input (exit 3), as for
+// every replaying verb, not a failure of the command.
+func backtestError(err error) error {
+	var ce *datasets.CorruptionError
+	if errors.Is(err, replayer.ErrDamaged) || errors.As(err, &ce) {
+		return damagedError("backtest", nil, err)
+	}
+	return err
 }
 
 // backtestOutput checks the --out table flags: the format and the export
@@ -316,6 +355,26 @@ func printBacktest(w, errw io.Writer, res *backtest.Result, asJSON bool) error {
 	return nil
 }
 
+// checkIDs refuses --fee and --resolve ids that the data of none of the
+// results named: they would silently change nothing.
+func checkIDs(cfg backtest.Config, results ...*backtest.Result) error {
+	for _, l := range []struct {
+		flag string
+		ids  []string
+	}{{"--fee", slices.Sorted(maps.Keys(cfg.FeeRates))}, {"--resolve", slices.Sorted(maps.Keys(cfg.Resolutions))}} {
+		for _, id := range l.ids {
+			seen := false
+			for _, res := range results {
+				seen = seen || seenID(res, id, l.flag == "--fee")
+			}
+			if !seen {
+				return cli.FlagErrorf("%s %s: no such instrument%s in the data", l.flag, id, map[bool]string{true: " or market"}[l.flag == "--fee"])
+			}
+		}
+	}
+	return nil
+}
+
 // seenID reports whether the run's data named id: an instrument, or with
 // markets a market (Polymarket condition id).
 func seenID(res *backtest.Result, id string, markets bool) bool {
@@ -333,7 +392,7 @@ func seenID(res *backtest.Result, id string, markets bool) bool {
 }
 
 // backtestOutFree refuses, without force, an --out directory that already
-// holds a table of an earlier run.
+// holds a table of an earlier run (or a sweep's or walk-forward's).
 func backtestOutFree(out string, force bool) error {
 	if out == "" || force {
 		return nil
@@ -344,20 +403,9 @@ func backtestOutFree(out string, force bool) error {
 	}
 	for _, e := range ents {
 		base, _, _ := strings.Cut(e.Name(), ".")
-		if slices.Contains(backtest.Tables, base) {
+		if slices.Contains(backtest.Tables, base) || slices.Contains([]string{"sweep", "walk", "runs", "windows"}, base) {
 			return cli.FlagErrorf("backtest: %s exists, from an earlier run (use -f/--force to overwrite it)", filepath.Join(out, e.Name()))
 		}
 	}
 	return nil
-}
-
-// feeTierListed reports whether some venue's fee schedule has tier n (0
-// always: the lowest).
-func feeTierListed(n int) bool {
-	for _, d := range registry.All() {
-		if t := d.Capabilities().Trading; t != nil && n < len(t.FeeTiers) {
-			return true
-		}
-	}
-	return n == 0
 }

@@ -224,7 +224,7 @@ func TestBacktestInstrument(t *testing.T) {
 		t.Fatal("no orders on BTC")
 	}
 	code, _, stderr = execReplay(t, "backtest", sample, "--strategy", "mm", "--instrument", "NOPE")
-	if code != 0 || !strings.Contains(stderr, "--instrument NOPE: no such instrument") {
+	if code != 3 || stderr != "replay: backtest: no instrument of the datasets matches --instrument NOPE: nothing written\n" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 }

@@ -136,10 +136,14 @@ func runBooks(ctx context.Context, opts *booksOptions) error {
 	}
 	warnDamaged(opts.ErrOut, s)
 	books := collectBooks(r.Books(), opts.Instruments, opts.Depth)
+	var missing []string
 	for _, id := range opts.Instruments {
 		if !slices.ContainsFunc(books, func(b bookJSON) bool { return b.Instrument == id }) {
-			return fmt.Errorf("instrument %q: no book in %s", id, strings.Join(opts.Paths, ", "))
+			missing = append(missing, id)
 		}
+	}
+	if missing != nil {
+		return noMatch("books", missing, "nothing printed")
 	}
 	if opts.Format == "table" {
 		return printBooksTable(opts.Out, books)

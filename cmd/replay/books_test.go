@@ -121,9 +121,10 @@ func TestBooksOutput(t *testing.T) {
 		t.Fatalf("table (exit %d, %s):\n%s", code, errs, out)
 	}
 
-	// An instrument that is not there is an error naming it.
+	// An instrument that is not there is a problem naming it (exit 3, as
+	// export and backtest).
 	code, _, errs = execReplay(t, "books", "--instrument", "ETH", hl)
-	if code != cli.ExitError || !strings.Contains(errs, `"ETH"`) {
+	if code != cli.ExitProblem || !strings.Contains(errs, "--instrument ETH: nothing printed") {
 		t.Fatalf("missing instrument: exit %d, %s", code, errs)
 	}
 }

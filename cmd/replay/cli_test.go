@@ -46,6 +46,10 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"books", "--at", "soon", ds}, cli.ExitUsage, `replay: --at: "soon": want RFC 3339.* \(see 'replay books --help'\)`},
 		{[]string{"export", ds, "--table", "trades", "--instrument", "BTC", "--out", filepath.Join(dir, "none.csv")}, cli.ExitProblem,
 			q(`replay: export: no instrument of the datasets matches --instrument BTC: nothing written`)},
+		{[]string{"books", ds, "--instrument", "NOPE"}, cli.ExitProblem,
+			q(`replay: books: no instrument of the datasets matches --instrument NOPE: nothing printed`)},
+		{[]string{"backtest", ds, "--strategy", "noop", "--instrument", "NOPE", "--instrument", "BTC"}, cli.ExitProblem,
+			q(`replay: backtest: no instrument of the datasets matches --instrument NOPE, BTC: nothing written`)},
 		{[]string{"inspect"}, cli.ExitUsage, q(`replay: inspect: exactly one DATASET is required (see 'replay inspect --help')`)},
 	}
 	for _, tc := range tests {

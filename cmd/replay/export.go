@@ -167,7 +167,7 @@ byte-identical files.`,
 	f.StringVar(&opts.SplitBy, "split-by", "", "instrument: one file per instrument, --out a template with {instrument} (and {venue})")
 	f.StringVar(&compress, "compress", "", "compress the whole file: gzip, zstd or none (default from --out: .gz, .zst)")
 	f.StringVarP(&opts.Out, "out", "o", "", "output file, - for stdout (required)")
-	f.BoolVarP(&opts.Force, "force", "f", false, "overwrite --out if it exists")
+	f.BoolVarP(&opts.Force, "force", "f", false, "overwrite --out if it exists (--partition-by: replace the earlier export's files of this shard, or of all when unsharded)")
 	f.BoolVar(&opts.SkipDamaged, "skip-damaged", false, skipDamagedUsage)
 	f.StringVar(&partitionBy, "partition-by", "", "write a Hive-partitioned tree under --out (a directory or s3://bucket/prefix): `FIELDS` of venue, date, hour, instrument, e.g. venue,date,instrument; _SUCCESS marks it complete")
 	f.StringVar(&shardBy, "shard-by", "instrument", "how --shard splits: instrument (the union of the shards is the unsharded table) or time (shard K reads only the K-th of N equal time slices; its books start empty and are exact from each instrument's first snapshot in it)")

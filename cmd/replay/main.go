@@ -14,16 +14,19 @@ import (
 // registered (a new verb adds its constructor here).
 func newRootCmd() *cobra.Command {
 	root := cli.NewRoot("replay", "Replay, inspect, verify, serve and export tapedeck recordings",
-		newBacktestCmd(),
-		newBenchCmd(nil),
-		newBooksCmd(nil),
-		newExportCmd(nil),
+		// Verbs that replay stop on Ctrl-C/SIGTERM by their context and
+		// remove what they had not finished; serve shuts down as its normal
+		// end; the others exit at once (cli.OnSignal).
+		cli.OnSignal(newBacktestCmd(), cli.SignalCancel),
+		cli.OnSignal(newBenchCmd(nil), cli.SignalCancel),
+		cli.OnSignal(newBooksCmd(nil), cli.SignalCancel),
+		cli.OnSignal(newExportCmd(nil), cli.SignalCancel),
 		newInspectCmd(nil),
 		newLsCmd(nil),
 		newRepairCmd(nil),
-		newReportCmd(nil),
-		newRunCmd(nil),
-		newServeCmd(nil),
+		cli.OnSignal(newReportCmd(nil), cli.SignalCancel),
+		cli.OnSignal(newRunCmd(nil), cli.SignalCancel),
+		cli.OnSignal(newServeCmd(nil), cli.SignalOwn),
 		newVerifyCmd(nil),
 	)
 	cli.AddStorageFlags(root)

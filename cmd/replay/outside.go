@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,4 +66,11 @@ func resolve(p string) string {
 		tail = append([]string{filepath.Base(cur)}, tail...)
 		cur = parent
 	}
+}
+
+// noMatch is the error of every verb whose --instrument filter names
+// instruments the datasets do not have: one line, exit 3 (cli.ExitProblem),
+// the same words as export.Run's.
+func noMatch(verb string, ids []string, outcome string) error {
+	return &cli.ProblemError{Err: fmt.Errorf("%s: no instrument of the datasets matches --instrument %s: %s", verb, strings.Join(ids, ", "), outcome)}
 }

@@ -145,7 +145,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return damagedError("replay", s, err)
 	}
 	if err != nil {
-		return fmt.Errorf("interrupted: the summary covers the replay so far")
+		return fmt.Errorf("the summary covers the replay so far: %w", err)
 	}
 	warnDamaged(opts.ErrOut, s)
 	if opts.FromNs != 0 && s.Frames > 0 && s.WarmupFrames == s.Frames {

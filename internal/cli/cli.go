@@ -104,7 +104,8 @@ func Version() string {
 // error (bad flag, argument or combination: ExitUsage) ends with a pointer to
 // the verb's --help. A closed stdout pipe (`replay export -o - | head`) is not
 // an error: SIGPIPE is ignored so the write fails with EPIPE, and the command
-// ends quietly with ExitOK.
+// ends quietly with ExitOK. SIGINT and SIGTERM stop a verb as OnSignal says:
+// one line ("replay: interrupted by SIGINT") and exit 130 or 143.
 func Main(root *cobra.Command, args []string, stderr io.Writer) int {
 	signal.Ignore(syscall.SIGPIPE)
 	root.SetArgs(args)
@@ -112,9 +113,15 @@ func Main(root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SilenceUsage = true
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &FlagError{Err: err} })
 	usageArgs(root)
-	cmd, err := root.ExecuteC()
+	ctx, interrupted, stop := interrupts(root, args, stderr)
+	defer stop()
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
+	}
+	if s := interrupted(); s != nil {
+		fmt.Fprintf(stderr, "%s: %s\n", root.Name(), interruptedMessage(s, err))
+		return SignalExitCode(s)
 	}
 	if errors.Is(err, syscall.EPIPE) {
 		return ExitOK

@@ -1,6 +1,9 @@
 package export
 
-import "unsafe"
+import (
+	"slices"
+	"unsafe"
+)
 
 // A batch holds the rows of one table column by column in plain Go slices, so
 // a row costs a few appends and a flush hands the slices to Arrow without
@@ -45,6 +48,7 @@ type column struct {
 type batch struct {
 	cols        []column
 	rows        int
+	capRows     int // rows the columns have room for (grow)
 	levelCounts [][]int32
 	// books, when the table has level columns, numbers each row's book
 	// (0, 1, … in order of first appearance in the export): the Parquet
@@ -131,6 +135,42 @@ func (b *batch) grow(n int) {
 	if len(b.levelCounts) > 0 {
 		b.books = make([]int32, n)
 	}
+	b.capRows = n
+}
+
+// free lets go of the values, keeping the columns' descriptions.
+func (b *batch) free() {
+	for i := range b.cols {
+		c := &b.cols[i]
+		c.i64, c.i32, c.b, c.s, c.null = nil, nil, nil, nil, nil
+	}
+	for i := range b.levelCounts {
+		b.levelCounts[i] = nil
+	}
+	b.books, b.arena, b.rows, b.capRows = nil, nil, 0, 0
+}
+
+// regrow gives the batch room for n rows (n > b.rows), keeping its rows: a
+// Sink among many (Split, Partitioned) starts small and doubles up to its
+// batch size, so that an instrument with few rows holds little memory.
+func (b *batch) regrow(n int) {
+	old := *b
+	old.cols = slices.Clone(b.cols)
+	old.levelCounts = slices.Clone(b.levelCounts)
+	b.grow(n)
+	r := b.rows
+	for i := range b.cols {
+		c, o := &b.cols[i], &old.cols[i]
+		copy(c.i64, o.i64[:min(r, len(o.i64))])
+		copy(c.i32, o.i32[:min(r, len(o.i32))])
+		copy(c.b, o.b[:min(r, len(o.b))])
+		copy(c.s, o.s[:min(r, len(o.s))])
+		copy(c.null, o.null[:min(r, len(o.null))])
+	}
+	for i := range b.levelCounts {
+		copy(b.levelCounts[i], old.levelCounts[i][:r])
+	}
+	copy(b.books, old.books[:min(r, len(old.books))])
 }
 
 // emptyLike returns an empty batch with b's columns and room for n rows.

@@ -84,7 +84,11 @@ func newCSVWriter(w io.Writer, s *Sink) (*csvWriter, error) {
 	} else {
 		fields = ownFields(&s.b)
 	}
-	c := &csvWriter{w: bufio.NewWriterSize(w, 256<<10), fields: fields, scale: s.cfg.scale}
+	size := 256 << 10
+	if s.cfg.many {
+		size = 4 << 10 // one of many files: the file's own buffer does the rest
+	}
+	c := &csvWriter{w: bufio.NewWriterSize(w, size), fields: fields, scale: s.cfg.scale}
 	for i, f := range c.fields {
 		if i > 0 {
 			c.line = append(c.line, ',')

@@ -60,6 +60,8 @@ type Job struct {
 	// Progress, when not nil, is started once the replay's span [start,
 	// end) ns is known and polls pos; the function it returns stops it.
 	Progress func(start, end int64, pos func() int64) (stop func())
+
+	files *openFiles // of a split or partitioned export
 }
 
 // Result is what a Run wrote.
@@ -298,6 +300,7 @@ func Run(ctx context.Context, j *Job) (res *Result, err error) {
 	if err := j.Validate(); err != nil {
 		return nil, err
 	}
+	j.files = nil
 	var outs []*outFile
 	defer func() {
 		if err != nil {
@@ -307,7 +310,7 @@ func Run(ctx context.Context, j *Job) (res *Result, err error) {
 		}
 	}()
 	open := func(path string) (io.Writer, error) {
-		f, err := j.createOut(path)
+		f, err := j.createOut(path, j.SplitBy != "")
 		if err != nil {
 			return nil, err
 		}
@@ -488,7 +491,7 @@ func (j *Job) exportTable(ctx context.Context, open func(path string) (io.Writer
 	}
 	r.Subscribe(replayer.Key{}, sink)
 	var probe *filterProbe
-	if len(j.Instruments) > 0 {
+	if len(j.Instruments) > 0 && j.Shard.Whole() { // other shards' instruments are not routed
 		probe = newFilterProbe(j.Instruments)
 		r.Subscribe(replayer.Key{}, probe)
 	}
@@ -522,8 +525,8 @@ func (j *Job) exportTable(ctx context.Context, open func(path string) (io.Writer
 		return nothingf("export: --from %s is past the last record: all %d frames were warm-up, nothing written",
 			fmtNs(j.FromNs), sum.Frames)
 	}
-	if probe != nil && !probe.matched {
-		return nothingf("export: no instrument of the datasets matches --instrument %s: nothing written", strings.Join(j.Instruments, ", "))
+	if probe != nil && probe.left > 0 {
+		return nothingf("export: no instrument of the datasets matches --instrument %s: nothing written", strings.Join(probe.missing(j.Instruments), ", "))
 	}
 	if err := sink.Close(); err != nil {
 		return err

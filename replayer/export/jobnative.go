@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tapedeck/tapedeck/datasets/interchange"
@@ -92,22 +93,50 @@ func (j *Job) instrumentFiles(open func(path string) (io.Writer, error)) func(tm
 	}
 }
 
-// filterProbe watches for an event of an instrument --instrument names, so
-// that a filter matching nothing is an error rather than an empty output.
+// filterProbe notes which ids of --instrument an event matched (by its
+// instrument or its market, as WithInstruments does), so that a filter
+// matching nothing is an error rather than an empty output.
 type filterProbe struct {
-	cfg     config
-	matched bool
+	ids  map[string]bool // id → matched
+	left int             // ids not matched yet
 }
 
 func newFilterProbe(ids []string) *filterProbe {
-	p := &filterProbe{cfg: defaultConfig()}
-	_ = WithInstruments(ids...)(&p.cfg)
+	p := &filterProbe{ids: map[string]bool{}}
+	for _, id := range ids {
+		if _, dup := p.ids[id]; !dup {
+			p.ids[id] = false
+			p.left++
+		}
+	}
 	return p
 }
 
 func (p *filterProbe) OnEvent(e *replayer.Event) error {
-	if !p.matched && e.Instrument != "" && p.cfg.wanted(e) {
-		p.matched = true
+	if p.left == 0 || e.Instrument == "" {
+		return nil
+	}
+	p.mark(e.Instrument)
+	if d := e.Decoded; d != nil && d.Market != "" {
+		p.mark(d.Market)
 	}
 	return nil
+}
+
+func (p *filterProbe) mark(id string) {
+	if m, ok := p.ids[id]; ok && !m {
+		p.ids[id] = true
+		p.left--
+	}
+}
+
+// missing returns the ids no event matched, in the order given.
+func (p *filterProbe) missing(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if !p.ids[id] && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }

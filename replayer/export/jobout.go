@@ -1,7 +1,6 @@
 package export
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,10 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 	"github.com/tapedeck/tapedeck/datasets"
-	"github.com/tapedeck/tapedeck/datasets/interchange"
 	"github.com/tapedeck/tapedeck/datasets/s3store"
 	"github.com/tapedeck/tapedeck/replayer"
 )
@@ -68,90 +64,6 @@ func (j *Job) out() string {
 		return j.Out
 	}
 	return strings.ReplaceAll(j.Out, "{shard}", fmt.Sprintf("%d-of-%d", j.Shard.K, j.Shard.N))
-}
-
-// outFile is one output of an export: a temporary file beside its path (or
-// stdout), buffered, compressed as the job says.
-type outFile struct {
-	path   string
-	tmp    *os.File // nil: stdout
-	bw     *bufio.Writer
-	closer io.Closer // the compressor, nil when none
-	w      io.Writer
-}
-
-func (j *Job) createOut(path string) (*outFile, error) {
-	f := &outFile{path: path}
-	var w io.Writer = j.Stdout
-	if path != "-" {
-		tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-		if err != nil {
-			// The temporary file is ours; the path to name is the user's.
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return nil, fmt.Errorf("export: create %s: %w", path, err)
-		}
-		f.tmp, w = tmp, tmp
-	} else if w == nil {
-		w = io.Discard
-	}
-	f.bw = bufio.NewWriterSize(w, 1<<20) // Parquet and IPC write many small pieces
-	f.w = f.bw
-	if j.Table == "raw" {
-		return f, nil // interchange compresses raw exports itself
-	}
-	switch j.Compress {
-	case interchange.Gzip:
-		// Header fields stay zero (no name, no mtime): the bytes depend on the data only.
-		gz := gzip.NewWriter(f.bw)
-		f.w, f.closer = gz, gz
-	case interchange.Zstd:
-		zw, err := zstd.NewWriter(f.bw, zstd.WithEncoderConcurrency(1))
-		if err != nil {
-			f.abort()
-			return nil, fmt.Errorf("export: zstd: %w", err)
-		}
-		f.w, f.closer = zw, zw
-	}
-	return f, nil
-}
-
-// commit finishes the stream and renames the file into place.
-func (f *outFile) commit() error {
-	if f.closer != nil {
-		if err := f.closer.Close(); err != nil {
-			return fmt.Errorf("export: compress %s: %w", f.path, err)
-		}
-	}
-	if err := f.bw.Flush(); err != nil {
-		return fmt.Errorf("export: write %s: %w", f.path, err)
-	}
-	if f.tmp == nil {
-		return nil
-	}
-	// CreateTemp makes the file private; an export is an ordinary file.
-	if err := f.tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	if err := f.tmp.Close(); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	if err := os.Rename(f.tmp.Name(), f.path); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	f.tmp = nil
-	return nil
-}
-
-// abort removes the temporary file, if any is left.
-func (f *outFile) abort() {
-	if f.tmp != nil {
-		f.tmp.Close()
-		os.Remove(f.tmp.Name())
-		f.tmp = nil
-	}
 }
 
 // splitPath is a split template with {venue} and {instrument} filled in;
@@ -266,7 +178,7 @@ func (p *partOut) create(rel string) (io.Writer, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
-	f, err := p.j.createOut(path)
+	f, err := p.j.createOut(path, true)
 	if err != nil {
 		return nil, err
 	}

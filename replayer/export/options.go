@@ -207,6 +207,14 @@ type config struct {
 	fromNs, toNs   int64 // WithWindow (instruments table)
 	shard          replayer.Shard
 	shardOwns      map[string]bool // instrument → owned by shard, as checked
+	many           bool            // one Sink of many (Split, Partitioned): small buffers, grown on demand
+	shared         *sharedFormat   // of many sinks: what their files share
+}
+
+// sharedFormat is what the files of many sinks (Split, Partitioned) of one
+// schema share, built by the first.
+type sharedFormat struct {
+	pq *pqShared
 }
 
 func (c *config) isRecorded(id string) bool { return c.recorded[id] }

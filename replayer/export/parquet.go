@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -69,6 +70,7 @@ type parquetWriter struct {
 	// next to copy out, under closeMu (see write).
 	rgb       *metadata.RowGroupMetaDataBuilder
 	rowGroups int
+	rows      int // rows a batch holds at most
 	closeMu   sync.Mutex
 	done      []bool
 	nextClose int
@@ -161,23 +163,48 @@ func parquetProps(s *Sink) *parquet.WriterProperties {
 	return parquet.NewWriterProperties(opts...)
 }
 
+// pqShared is the schema of the Parquet files of many sinks (Split,
+// Partitioned) that have the same Arrow schema: built once, read by each
+// file's writer (about 100 kB a file for a 25-level depth table).
+type pqShared struct {
+	as    *arrow.Schema
+	props *parquet.WriterProperties
+	ps    *schema.Schema
+	meta  metadata.KeyValueMetadata
+}
+
 func newParquetWriter(w io.Writer, s *Sink) (*parquetWriter, error) {
-	props := parquetProps(s)
 	as := s.schema()
-	ps, err := parquetSchema(as, props)
-	if err != nil {
-		return nil, fmt.Errorf("parquet schema: %w", err)
+	sh := s.cfg.shared
+	if sh == nil || sh.pq == nil || !sh.pq.as.Equal(as) || !slices.Equal(sh.pq.as.Metadata().Keys(), as.Metadata().Keys()) ||
+		!slices.Equal(sh.pq.as.Metadata().Values(), as.Metadata().Values()) {
+		props := parquetProps(s)
+		ps, err := parquetSchema(as, props)
+		if err != nil {
+			return nil, fmt.Errorf("parquet schema: %w", err)
+		}
+		md := as.Metadata()
+		meta := make(metadata.KeyValueMetadata, 0, md.Len()+1)
+		for i, k := range md.Keys() {
+			meta.Append(k, md.Values()[i])
+		}
+		ser, err := serializeSchema(as)
+		if err != nil {
+			return nil, fmt.Errorf("parquet schema: %w", err)
+		}
+		meta.Append("ARROW:schema", base64.StdEncoding.EncodeToString(ser))
+		pq := &pqShared{as: as, props: props, ps: ps, meta: meta}
+		if sh == nil {
+			return newParquetWriterOf(w, s, pq)
+		}
+		sh.pq = pq
 	}
-	md := as.Metadata()
-	meta := make(metadata.KeyValueMetadata, 0, md.Len()+1)
-	for i, k := range md.Keys() {
-		meta.Append(k, md.Values()[i])
-	}
-	ser, err := serializeSchema(as)
-	if err != nil {
-		return nil, fmt.Errorf("parquet schema: %w", err)
-	}
-	meta.Append("ARROW:schema", base64.StdEncoding.EncodeToString(ser))
+	return newParquetWriterOf(w, s, sh.pq)
+}
+
+func newParquetWriterOf(w io.Writer, s *Sink, pq *pqShared) (*parquetWriter, error) {
+	props, ps, meta := pq.props, pq.ps, pq.meta
+	var err error
 
 	n := len(s.b.cols)
 	rows := s.cfg.batchRows
@@ -209,9 +236,8 @@ func newParquetWriter(w io.Writer, s *Sink) (*parquetWriter, error) {
 		p.units = append(p.units, [2]int{i, i + 1})
 	}
 	p.scratch = make([]*pqScratch, min(s.encoders(), len(p.units)))
-	for w := range p.scratch {
-		p.scratch[w] = &pqScratch{defBuf: make([]uint8, rows), defCol: -1, idx: make([]int32, 0, rows)}
-	}
+	p.rows = rows
+	p.release()
 	if _, err := p.w.Write(parquetMagic); err != nil {
 		return nil, err
 	}
@@ -219,6 +245,14 @@ func newParquetWriter(w io.Writer, s *Sink) (*parquetWriter, error) {
 }
 
 var parquetMagic = []byte("PAR1")
+
+// release gives the workers fresh scratch, letting go of the pages and
+// dictionaries the last batch grew (a Sink among many that spilled).
+func (p *parquetWriter) release() {
+	for w := range p.scratch {
+		p.scratch[w] = &pqScratch{defBuf: make([]uint8, p.rows), defCol: -1, idx: make([]int32, 0, p.rows)}
+	}
+}
 
 // parquetSchema is the Parquet schema pqarrow.ToParquet derives from as for
 // the types a Sink writes. pqarrow itself is not used: it links Arrow Flight,

@@ -128,6 +128,7 @@ type Partitioned struct {
 	err      error
 	buf      []byte
 	doneRows uint64
+	held     heldRows
 }
 
 // NewPartitioned returns a Partitioned writer of table t in format f.
@@ -222,7 +223,11 @@ func (p *Partitioned) OnEvent(e *replayer.Event) error {
 		p.order = append(p.order, path)
 		p.paths = append(p.paths, path)
 	}
-	return s.OnEvent(e)
+	if err := p.held.onEvent(s, e, p.order, p.sinks); err != nil {
+		p.err = err
+		return err
+	}
+	return nil
 }
 
 // closeAll finishes every open file, in the order they were opened.
@@ -242,6 +247,7 @@ func (p *Partitioned) closeAll() error {
 	}
 	clear(p.sinks)
 	p.order = p.order[:0]
+	p.held.bytes = 0
 	return errors.Join(errs...)
 }
 

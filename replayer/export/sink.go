@@ -28,13 +28,14 @@ type Sink struct {
 	format Format
 	w      *stickyWriter
 
-	impl    tableImpl
-	b       batch
-	out     formatWriter
-	started bool
-	rows    uint64
-	err     error // sticky: the first write failure
-	closed  bool
+	impl     tableImpl
+	b        batch
+	rowBytes int // b.rowBytes(), once the columns are known
+	out      formatWriter
+	started  bool
+	rows     uint64
+	err      error // sticky: the first write failure
+	closed   bool
 
 	// Writing on other goroutines (WithEncoders > 1): spare is the batch a
 	// goroutine is writing while pending, or the empty one to fill next;
@@ -217,6 +218,9 @@ func (s *Sink) Close() error {
 		s.err = &WriteError{Table: s.table, Format: s.format, Err: err}
 		return s.err
 	}
+	// The file is done: its buffers go (a Split closes thousands of sinks).
+	s.b.free()
+	s.spare, s.out = batch{}, nil
 	return nil
 }
 
@@ -265,7 +269,12 @@ func (s *Sink) start() error {
 		// little memory as a narrow trades table; within [minBatch, maxBatch].
 		s.cfg.batchRows = min(maxBatch, max(minBatch, batchBytes/s.b.rowBytes()))
 	}
-	s.b.grow(s.cfg.batchRows)
+	if s.cfg.many {
+		s.b.grow(min(manyFirstRows, s.cfg.batchRows))
+	} else {
+		s.b.grow(s.cfg.batchRows)
+	}
+	s.rowBytes = s.b.rowBytes()
 	if s.encoders() > 1 {
 		s.wrote = make(chan error, 1)
 	}
@@ -295,12 +304,43 @@ const (
 	maxBatch   = 1 << 16
 )
 
+// manyFirstRows is the room for rows a Sink among many starts with.
+const manyFirstRows = 4
+
 // endRow completes a row and writes the batch once it is full.
 func (s *Sink) endRow() error {
 	s.b.rows++
 	s.rows++
 	if s.b.rows >= s.cfg.batchRows {
 		return s.flush()
+	}
+	if s.b.rows == s.b.capRows {
+		s.b.regrow(min(2*s.b.capRows, s.cfg.batchRows))
+	}
+	return nil
+}
+
+// heldBytes estimates the memory of the Sink's buffered batch.
+func (s *Sink) heldBytes() int { return s.b.capRows * s.rowBytes }
+
+// spill writes the buffered rows (a row group of their own) and gives back
+// the batch's memory: a Split or Partitioned over its memory budget spills
+// its sinks. Only for a Sink among many (one encoder).
+func (s *Sink) spill() error {
+	if s.err != nil || !s.started || s.closed {
+		return s.err
+	}
+	if s.b.rows > 0 {
+		if err := s.writeBatch(&s.b); err != nil {
+			s.err = err
+			return err
+		}
+	}
+	if s.b.capRows > manyFirstRows {
+		s.b.grow(manyFirstRows)
+	}
+	if r, ok := s.out.(interface{ release() }); ok {
+		r.release()
 	}
 	return nil
 }
@@ -361,8 +401,12 @@ func (s *Sink) writeBatch(b *batch) error {
 	return nil
 }
 
-// encoders is the number of goroutines writing batches (WithEncoders).
+// encoders is the number of goroutines writing batches (WithEncoders); a
+// Sink among many writes on the caller's goroutine (one batch in memory).
 func (s *Sink) encoders() int {
+	if s.cfg.many {
+		return 1
+	}
 	if s.cfg.encoders > 0 {
 		return s.cfg.encoders
 	}

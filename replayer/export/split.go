@@ -18,9 +18,11 @@ import (
 //
 // Each Sink gets the options given to NewSplit (WithInstruments selects
 // which instruments get a file) and, unless WithBatchRows is among them,
-// batches of SplitBatchRows rows, so that memory grows with the number of
-// instruments by a small batch each. Like a Sink, a Split is not safe for
-// concurrent use; it never closes the writers.
+// batches of SplitBatchRows rows; each starts with room for a few rows and
+// grows as its instrument's rows come, and past a budget over all (see
+// manyBudget) every Sink writes what it holds, so that memory does not grow
+// with the number of instruments by a batch each. Like a Sink, a Split is
+// not safe for concurrent use; it never closes the writers.
 type Split struct {
 	open  func(venue, instrument string) (io.Writer, error)
 	table Table
@@ -30,6 +32,48 @@ type Split struct {
 	sinks map[string]*Sink
 	order []string // instruments in the order their sinks were made
 	err   error
+	held  heldRows
+}
+
+// manyBudget is the memory the buffered rows of a Split's or a
+// Partitioned's sinks may take together (heldBytes): past it every sink
+// writes what it holds and gives the memory back (heldRows.spill), so that
+// memory does not grow with the number of instruments. Each file's rows
+// are the same; only where the budget is reached (more than about a
+// hundred busy instruments of a wide depth table) do its row groups
+// (Parquet) or record batches (Arrow) end earlier.
+const manyBudget = 128 << 20
+
+// heldRows accounts for the memory of many sinks' buffered rows.
+type heldRows struct {
+	bytes  int
+	budget int // 0: manyBudget
+}
+
+// onEvent hands e to s and, once the budget is exceeded, spills every sink
+// (named by order, in that order).
+func (h *heldRows) onEvent(s *Sink, e *replayer.Event, order []string, sinks map[string]*Sink) error {
+	before := s.heldBytes()
+	if err := s.OnEvent(e); err != nil {
+		return err
+	}
+	h.bytes += s.heldBytes() - before
+	budget := h.budget
+	if budget == 0 {
+		budget = manyBudget
+	}
+	if h.bytes <= budget {
+		return nil
+	}
+	h.bytes = 0
+	for _, name := range order {
+		s := sinks[name]
+		if err := s.spill(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		h.bytes += s.heldBytes()
+	}
+	return nil
 }
 
 // SplitBatchRows is the batch size of a Split's sinks unless WithBatchRows
@@ -78,7 +122,11 @@ func (p *Split) OnEvent(e *replayer.Event) error {
 		p.sinks[inst] = s
 		p.order = append(p.order, inst)
 	}
-	return s.OnEvent(e)
+	if err := p.held.onEvent(s, e, p.order, p.sinks); err != nil {
+		p.err = err
+		return err
+	}
+	return nil
 }
 
 // Close closes every Sink, in the order they were made, and returns the
@@ -118,8 +166,10 @@ func manySinkOptions(t Table, f Format, opts []Option) (config, []Option, error)
 			return cfg, nil, err
 		}
 	}
+	sh := &sharedFormat{}
+	opts = append(opts[:len(opts):len(opts)], func(c *config) error { c.many, c.shared = true, sh; return nil })
 	if cfg.batchRows == 0 {
-		opts = append(opts[:len(opts):len(opts)], WithBatchRows(SplitBatchRows))
+		opts = append(opts, WithBatchRows(SplitBatchRows))
 	}
 	// One probe validates the combination before any file is opened.
 	if _, err := New(io.Discard, t, f, opts...); err != nil {

@@ -96,9 +96,11 @@ func TestTradeFeeRate(t *testing.T) {
 	}{
 		{`"fee_rate_bps":"0",`, 0, true},
 		{`"fee_rate_bps":"700",`, 0.07, true},
-		{`"fee_rate_bps" : "1000" ,`, 0.1, true},
+		// 1000 and above: the base fee orders sign, not a rate.
+		{`"fee_rate_bps" : "1000" ,`, 0, false},
+		{`"fee_rate_bps":"999.9999",`, 0.09999999, true},
 		{`"fee_rate_bps":12.5,`, 0.00125, true},
-		{`"fee_rate_bps":"10000",`, 1, true},
+		{`"fee_rate_bps":"10000",`, 0, false},
 		{``, 0, false},
 		{`"fee_rate_bps":"",`, 0, false},
 		{`"fee_rate_bps":null,`, 0, false},

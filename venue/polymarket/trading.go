@@ -95,8 +95,20 @@ func tradingTradeFee(raw []byte) (float64, bool, error) {
 	if err != nil || v > 10000*1e4 {
 		return 0, false, errFeeRate(tok)
 	}
+	if v >= baseFeeBps*1e4 {
+		// The base fee an order signs (1000 on every fee-charging market,
+		// whatever its category), not the rate the match applied: the
+		// documented taker rates are at most 0.07 (docs.polymarket.com
+		// "Fees"), and captures of early 2026 state 1000 on markets of 0.07
+		// and 0.03 alike. It says fees are on, not how much.
+		return 0, false, nil
+	}
 	return float64(v) / 1e8, true, nil
 }
+
+// baseFeeBps is the base fee orders sign on fee-charging markets (the CLOB's
+// fee-rate endpoint's base_fee; the V1 order's feeRateBps cap).
+const baseFeeBps = 1000
 
 func errFeeRate(tok []byte) error {
 	return fmt.Errorf("fee_rate_bps %.40q: want basis points within [0, 10000]", tok)

@@ -1,0 +1,157 @@
+package backtest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/feed"
+	"github.com/tapedeck/tapedeck/replayer"
+)
+
+// Spec is one run of RunMany: a strategy instance with its own
+// configuration (account, models, fees). Name and Params label its result
+// as RunOptions does for Run.
+type Spec struct {
+	Strategy Strategy
+	Config   Config
+	Name     string
+	Params   map[string]string
+}
+
+// ManyOptions configures RunMany.
+type ManyOptions struct {
+	// Replay options, as RunOptions.Replay (window, hash checks, …).
+	Replay []replayer.Option
+	// Workers is how many goroutines step the engines through each event:
+	// 1 (the default) steps them all on the replay's goroutine; 2 or more
+	// give each worker a fixed share of the engines and wait for all of them
+	// before the next event, so the books they read never move under them.
+	// Results do not depend on it (every engine sees the same events in the
+	// same order); it pays where the engines' work dwarfs the hand-off.
+	Workers int
+	// Started, when set, is called with the replayer before it runs (to
+	// follow its Position for progress, say).
+	Started func(rp *replayer.Replayer)
+	// Also are further subscribers of the same replay (a tearsheet's book
+	// sampler, say), each given every event after the engines.
+	Also []feed.Subscriber
+}
+
+// RunMany replays paths once and runs every spec's strategy on its own
+// simulated exchange: one decode, one set of books, len(specs) engines.
+// Each engine sees exactly the events, books and clocks a Run of its spec
+// alone sees, so results[i] equals Run(ctx, paths, specs[i]…) field for
+// field (same fills, same digest). The engines never trade with each other:
+// each meets the recorded market only. The replay summary is shared.
+func RunMany(ctx context.Context, paths []string, specs []Spec, mo ManyOptions) ([]*Result, *replayer.Summary, error) {
+	if len(specs) == 0 {
+		return nil, nil, errors.New("backtest: RunMany with no runs")
+	}
+	engines := make([]*Engine, len(specs))
+	for i, sp := range specs {
+		if err := sp.Config.Validate(); err != nil {
+			return nil, nil, err
+		}
+		engines[i] = NewEngine(sp.Strategy, sp.Config)
+	}
+	// What REST bodies before a window state holds in it for every engine,
+	// as in Run.
+	warm := func(ven string, rec *datasets.Record) {
+		for _, e := range engines {
+			e.warmupREST(ven, rec)
+		}
+	}
+	opts := append(slices.Clone(mo.Replay), replayer.WithWarmupREST(warm))
+	rp, err := replayer.New(paths, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range engines {
+		if err := e.useDrivers(rp.Drivers()); err != nil {
+			return nil, nil, err
+		}
+	}
+	fan := newFanout(engines, mo.Workers)
+	defer fan.close()
+	rp.Subscribe(replayer.Key{}, fan)
+	for _, s := range mo.Also {
+		rp.Subscribe(replayer.Key{}, s)
+	}
+	if mo.Started != nil {
+		mo.Started(rp)
+	}
+	sum, err := rp.Run(ctx)
+	if err != nil {
+		return nil, sum, err
+	}
+	res := make([]*Result, len(engines))
+	for i, e := range engines {
+		res[i] = e.Finish()
+		res[i].Summary.Strategy, res[i].Summary.Params = specs[i].Name, specs[i].Params
+	}
+	return res, sum, nil
+}
+
+// fanout delivers each event to every engine, in the engines' order on one
+// goroutine, or split across workers that all finish an event before the
+// next one is delivered (the event and its books are borrowed for the call).
+type fanout struct {
+	engines []*Engine
+	shares  [][]*Engine // engines of each extra worker
+	start   []chan *feed.Event
+	done    sync.WaitGroup
+	mine    []*Engine // engines stepped on the caller's goroutine
+}
+
+func newFanout(engines []*Engine, workers int) *fanout {
+	f := &fanout{engines: engines, mine: engines}
+	if workers <= 1 || len(engines) < 2 {
+		return f
+	}
+	workers = min(workers, len(engines))
+	per := (len(engines) + workers - 1) / workers
+	f.mine = engines[:per]
+	for lo := per; lo < len(engines); lo += per {
+		share := engines[lo:min(lo+per, len(engines))]
+		ch := make(chan *feed.Event)
+		f.shares = append(f.shares, share)
+		f.start = append(f.start, ch)
+		go func() {
+			for ev := range ch {
+				for _, e := range share {
+					e.OnEvent(ev)
+				}
+				f.done.Done()
+			}
+		}()
+	}
+	return f
+}
+
+// OnEvent implements feed.Subscriber. An engine isolates its strategy's
+// panics itself, so one run's failure never stops the others.
+func (f *fanout) OnEvent(ev *feed.Event) error {
+	if len(f.start) > 0 {
+		f.done.Add(len(f.start))
+		for _, ch := range f.start {
+			ch <- ev
+		}
+	}
+	for _, e := range f.mine {
+		e.OnEvent(ev)
+	}
+	if len(f.start) > 0 {
+		f.done.Wait()
+	}
+	return nil
+}
+
+func (f *fanout) close() {
+	for _, ch := range f.start {
+		close(ch)
+	}
+	f.start = nil
+}

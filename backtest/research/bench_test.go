@@ -1,0 +1,51 @@
+package research
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tapedeck/tapedeck/backtest"
+	"github.com/tapedeck/tapedeck/replayer"
+)
+
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkSweepCPU alternates one mm run and a 20-point mm sweep (5
+// spreads × 4 sizes, one replay) on the shipped Polymarket sample and
+// reports the process CPU time of each and their ratio (cpu-ratio: the
+// issue's target is at most 3):
+//
+//	go test -run X -bench SweepCPU -benchtime 10x ./backtest/research/
+func BenchmarkSweepCPU(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run(map[int]string{1: "workers=1", 2: "workers=2"}[workers], func(b *testing.B) {
+			axes := []Axis{{"spread", []string{"0.01", "0.02", "0.03", "0.04", "0.05"}}, {"size", []string{"5", "10", "20", "40"}}}
+			pts, _ := Grid(axes)
+			var one, sweep time.Duration
+			for i := 0; i < b.N; i++ {
+				c0 := cpuNow()
+				s, ps, _ := backtest.NewBuiltin("mm", backtest.Params{"spread": "0.03", "size": "10"})
+				if _, _, err := backtest.Run(context.Background(), []string{pmSample}, s, cfg(), backtest.RunOptions{Name: "mm", Params: ps,
+					Replay: []replayer.Option{replayer.WithHashCheck(true)}}); err != nil {
+					b.Fatal(err)
+				}
+				c1 := cpuNow()
+				j := &Job{Paths: []string{pmSample}, Strategies: []string{"mm"}, Axes: []string{"spread", "size"}, Points: pts, Config: cfg(),
+					Replay: []replayer.Option{replayer.WithHashCheck(true)}, Workers: workers}
+				if _, _, err := j.Execute(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				one, sweep = one+c1-c0, sweep+cpuNow()-c1
+			}
+			b.ReportMetric(float64(one.Milliseconds())/float64(b.N), "one-cpu-ms")
+			b.ReportMetric(float64(sweep.Milliseconds())/float64(b.N), "sweep20-cpu-ms")
+			b.ReportMetric(float64(sweep)/float64(one), "cpu-ratio")
+		})
+	}
+}

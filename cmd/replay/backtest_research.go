@@ -1,0 +1,410 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/tapedeck/tapedeck/backtest"
+	"github.com/tapedeck/tapedeck/backtest/research"
+	"github.com/tapedeck/tapedeck/feed"
+	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/replayer"
+	"github.com/tapedeck/tapedeck/replayer/export"
+)
+
+const researchHelp = `
+Research runs decode the market once and simulate many runs on it: each
+(point, strategy) has its own simulated exchange, account, orders, queue
+estimates and latencies, and meets the recorded market only (runs never trade
+with each other); each run's fills and digest equal those of a separate
+"replay backtest" with the same parameters.
+  --strategy mm,complement   several strategies side by side, one account each
+  --sweep NAME=LO:HI:STEP    a range (decimal steps), or NAME=V1,V2,… a list;
+                             several --sweep flags make a grid (STRATEGY.NAME
+                             for one strategy's parameter)
+  --sweep-file grid.csv      an explicit list of points: a header of names,
+                             one row per point
+  --shard K/N                with a sweep: only the points whose index is
+                             K−1 modulo N; "replay backtest merge" joins the
+                             shards' tables into the unsharded one
+  --walk TRAIN/TEST          walk-forward (e.g. 1d/1d, 6h/2h): every point on
+                             each train window, each strategy's best by
+                             --objective on the next test window, the test
+                             windows' equity stitched out of sample
+  --report FILE.html         a tearsheet: one self-contained HTML file
+A sweep prints one row per run (--json: every figure) and, with --out DIR,
+writes DIR/sweep.csv (or .parquet/.arrow by --format: point, strategy, every
+swept name, pnl, fees, rebates, funding, turnover, fill_ratio, max_drawdown,
+sharpe, sortino, markout_*, orders, fills, digest) and each run's tables in
+DIR/runs/POINT-STRATEGY/.`
+
+const researchExamples = `
+  # A 15-point grid on one replay, the table and each run's tables in sweep/
+  $ replay backtest datasets/samples/polymarket --strategy mm \
+      --sweep spread=0.01:0.05:0.01 --sweep size=5,10,20 --out sweep/ --report sweep.html
+
+  # The same sweep split over 4 jobs (a Kubernetes Indexed Job, a Slurm array), then joined
+  $ replay backtest datasets/samples/polymarket --strategy mm --sweep spread=0.01:0.05:0.01 \
+      --shard 2/4 --out part-2/
+  $ replay backtest merge --out sweep.csv part-*/sweep.csv
+
+  # Walk-forward: choose the spread on each hour, trade it the next 30 minutes
+  $ replay backtest DATASET --strategy mm --sweep spread=0.01,0.02,0.04 --walk 1h/30m --objective pnl`
+
+// researchFlags are the flags of research runs.
+type researchFlags struct {
+	sweeps    []string
+	sweepFile string
+	walk      string
+	objective string
+	report    string
+	workers   int
+}
+
+func (r *researchFlags) add(f *pflag.FlagSet) {
+	f.StringArrayVar(&r.sweeps, "sweep", nil, "sweep a parameter: `NAME=LO:HI:STEP` or NAME=V1,V2,… (repeatable: a grid)")
+	f.StringVar(&r.sweepFile, "sweep-file", "", "sweep the points listed in a CSV `FILE` (header: parameter names)")
+	f.StringVar(&r.walk, "walk", "", "walk-forward `TRAIN/TEST` windows, e.g. 1d/1d or 6h/2h")
+	f.StringVar(&r.objective, "objective", "pnl", "what a walk-forward chooses by and the tearsheet's heatmap shows: "+strings.Join(research.Objectives, ", "))
+	f.StringVar(&r.report, "report", "", "write a tearsheet to `FILE.html` (self-contained: inline SVG, no script)")
+	f.IntVar(&r.workers, "workers", 0, "goroutines stepping the runs of one replay (0: both cores when there are 8 runs or more)")
+}
+
+// active reports whether the flags ask for a research run rather than one
+// strategy's run.
+func (r *researchFlags) active(strategy string) bool {
+	return len(r.sweeps) > 0 || r.sweepFile != "" || r.walk != "" || r.report != "" || strings.Contains(strategy, ",")
+}
+
+func runResearch(ctx context.Context, o *backtestOptions, cfg backtest.Config, given backtest.Params,
+	replay []replayer.Option, f export.Format, opts []export.Option) error {
+	rf := &o.research
+	job := &research.Job{Paths: o.Datasets, Params: given, Config: cfg, Replay: replay}
+	for _, s := range strings.Split(o.Strategy, ",") {
+		job.Strategies = append(job.Strategies, strings.TrimSpace(s))
+	}
+	if len(rf.sweeps) > 0 && rf.sweepFile != "" {
+		return cli.FlagErrorf("--sweep and --sweep-file: give one or the other")
+	}
+	var axes []research.Axis
+	for _, s := range rf.sweeps {
+		a, err := research.ParseAxis(s)
+		if err != nil {
+			return cli.FlagErrorf("--sweep: %v", err)
+		}
+		axes = append(axes, a)
+		job.Axes = append(job.Axes, a.Name)
+	}
+	var err error
+	if len(axes) > 0 {
+		if job.Points, err = research.Grid(axes); err != nil {
+			return cli.FlagErrorf("--sweep: %v", err)
+		}
+	}
+	if rf.sweepFile != "" {
+		fh, err := os.Open(rf.sweepFile)
+		if err != nil {
+			return cli.FlagErrorf("--sweep-file: %v", err)
+		}
+		job.Axes, job.Points, err = research.ReadGrid(fh)
+		fh.Close()
+		if err != nil {
+			return cli.FlagErrorf("--sweep-file: %v", err)
+		}
+	}
+	sh, err := replayer.ParseShard(o.Shard)
+	if err != nil {
+		return cli.FlagErrorf("--shard: %v", err)
+	}
+	if len(job.Points) > 0 {
+		job.Shard = sh
+	} else {
+		cfg.Shard, job.Config.Shard = sh, sh
+	}
+	if _, ok := (&research.Metrics{}).Objective(rf.objective); !ok {
+		return cli.FlagErrorf("--objective %q: want %s", rf.objective, strings.Join(research.Objectives, ", "))
+	}
+	job.Workers = rf.workers
+	if _, _, err := job.Plan(); err != nil {
+		return cli.FlagErrorf("%v", err)
+	}
+	if n := len(job.Strategies) * max(1, len(job.Points)); job.Workers == 0 && n >= 8 {
+		job.Workers = 2
+	}
+	if err := outsideInputs("backtest", rf.report, o.Datasets); err != nil {
+		return err
+	}
+	sheet := &research.Sheet{Title: "Backtest: " + o.Strategy, Datasets: o.Datasets, Axes: job.Axes, Objective: rf.objective}
+	if rf.walk != "" {
+		return runWalk(ctx, o, job, sheet)
+	}
+	if rf.report != "" {
+		sheet.Books = research.NewBookSampler()
+	}
+	progress := cli.IsTerminal(o.Stderr)
+	var stop func()
+	job.Started = func(rp *replayer.Replayer) {
+		stop = cli.FollowTime(progress, o.Stderr, fmt.Sprintf("backtest %d runs", len(job.Strategies)*max(1, len(job.Points))), rp.StartNs(), rp.EndNs(), rp.Position)
+	}
+	job.Also = sheetSubscribers(sheet)
+	runs, sum, err := job.Execute(ctx)
+	if stop != nil {
+		stop()
+	}
+	if err != nil {
+		return backtestError(err)
+	}
+	if err := checkIDs(cfg, runs[0].Result); err != nil {
+		return err
+	}
+	switch {
+	case o.Out == "":
+	case len(runs) == 1 && len(job.Points) == 0:
+		// One run (a --report of a single strategy): its tables as without.
+		if err := runs[0].Result.WriteTables(o.Out, f, append(opts, export.WithDatasets(o.Datasets...))...); err != nil {
+			return err
+		}
+	default:
+		if err := writeSweep(o, runs, job.Axes, f, opts); err != nil {
+			return err
+		}
+	}
+	if rf.report != "" {
+		sheet.Runs, sheet.Replay, sheet.Main = runs, sum, best(runs, rf.objective)
+		if err := writeFileAtomic(rf.report, sheet.WriteHTML); err != nil {
+			return err
+		}
+	}
+	if len(runs) == 1 {
+		return printBacktest(o.Stdout, o.Stderr, runs[0].Result, o.JSON)
+	}
+	return printSweep(o.Stdout, runs, job.Axes, o.JSON)
+}
+
+func sheetSubscribers(s *research.Sheet) []feed.Subscriber {
+	if s.Books == nil {
+		return nil
+	}
+	return []feed.Subscriber{s.Books}
+}
+
+// best is the run with the highest objective, the first on a tie.
+func best(runs []*research.Run, objective string) *research.Run {
+	var b *research.Run
+	bv := 0.0
+	for _, r := range runs {
+		v, _ := r.Metrics.Objective(objective)
+		if b == nil || v > bv {
+			b, bv = r, v
+		}
+	}
+	return b
+}
+
+func runDir(r *research.Run) string { return fmt.Sprintf("%04d-%s", r.Point.Index, r.Strategy) }
+
+func writeSweep(o *backtestOptions, runs []*research.Run, axes []string, f export.Format, opts []export.Option) error {
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return err
+	}
+	name := filepath.Join(o.Out, "sweep"+backtest.Extension(f))
+	err := writeFileAtomic(name, func(w io.Writer) error {
+		return research.WriteTable(w, runs, axes, o.Shard, f, opts...)
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if err := r.Result.WriteTables(filepath.Join(o.Out, "runs", runDir(r)), f, append(opts, export.WithDatasets(o.Datasets...))...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	return backtest.WriteFile(path, func(w *bufio.Writer) error { return write(w) })
+}
+
+type sweepRow struct {
+	Point    int               `json:"point"`
+	Strategy string            `json:"strategy"`
+	Values   map[string]string `json:"values,omitempty"`
+	Summary  *backtest.Summary `json:"summary"`
+}
+
+func printSweep(w io.Writer, runs []*research.Run, axes []string, asJSON bool) error {
+	if asJSON {
+		rows := make([]sweepRow, len(runs))
+		for i, r := range runs {
+			rows[i] = sweepRow{r.Point.Index, r.Strategy, r.Point.Values, &r.Result.Summary}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "point\tstrategy\t")
+	for _, a := range axes {
+		fmt.Fprintf(tw, "%s\t", a)
+	}
+	fmt.Fprintln(tw, "pnl\tfees\tturnover\tfill ratio\tmax dd\tsharpe\tsortino\tfills\tdigest\t")
+	for _, r := range runs {
+		m := r.Metrics
+		fmt.Fprintf(tw, "%d\t%s\t", r.Point.Index, r.Strategy)
+		for _, a := range axes {
+			fmt.Fprintf(tw, "%s\t", r.Point.Values[a])
+		}
+		fmt.Fprintf(tw, "%.6f\t%.6f\t%.2f\t%.4f\t%.6f\t%.3f\t%.3f\t%d\t%s\t\n", m.PnL, m.Fees, m.Turnover, m.FillRatio, m.MaxDrawdown, m.Sharpe, m.Sortino, m.Fills, m.Digest)
+	}
+	return tw.Flush()
+}
+
+func runWalk(ctx context.Context, o *backtestOptions, job *research.Job, sheet *research.Sheet) error {
+	train, test, err := research.ParseWalk(o.research.walk)
+	if err != nil {
+		return cli.FlagErrorf("--walk: %v", err)
+	}
+	if o.From != "" || o.To != "" {
+		return cli.FlagErrorf("--walk splits the whole recording: leave out --from and --to")
+	}
+	if !job.Shard.Whole() {
+		return cli.FlagErrorf("--walk runs every point on every window: leave out --shard")
+	}
+	job.Replay = []replayer.Option{replayer.WithHashCheck(o.Hash)}
+	wk, err := job.WalkForward(ctx, train, test, o.research.objective)
+	if err != nil {
+		return backtestError(err)
+	}
+	var results []*backtest.Result
+	for _, w := range wk.Windows {
+		for _, c := range w.Chosen {
+			results = append(results, c.Test.Result)
+		}
+	}
+	if err := checkIDs(job.Config, results...); err != nil {
+		return err
+	}
+	if o.research.report != "" {
+		sheet.Walk = wk
+		if err := writeFileAtomic(o.research.report, sheet.WriteHTML); err != nil {
+			return err
+		}
+	}
+	if o.Out != "" {
+		f, opts, err := backtestOutput(o.Format, o.Compression, o.BatchRows)
+		if err != nil {
+			return err
+		}
+		var runs []*research.Run
+		for i, w := range wk.Windows {
+			for _, c := range w.Chosen {
+				if err := c.Test.Result.WriteTables(filepath.Join(o.Out, "windows", fmt.Sprintf("%03d-%s", i+1, c.Strategy)), f, append(opts, export.WithDatasets(o.Datasets...))...); err != nil {
+					return err
+				}
+				runs = append(runs, c.Test)
+			}
+		}
+		if err := writeFileAtomic(filepath.Join(o.Out, "walk"+backtest.Extension(f)), func(w io.Writer) error {
+			return research.WriteTable(w, runs, job.Axes, "", f, opts...)
+		}); err != nil {
+			return err
+		}
+	}
+	if o.JSON {
+		enc := json.NewEncoder(o.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(walkJSON(wk))
+	}
+	tw := tabwriter.NewWriter(o.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "window\ttest from\tstrategy\tchosen\ttrain "+wk.Objective+"\ttest pnl\tdigest")
+	for i, w := range wk.Windows {
+		for _, c := range w.Chosen {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.6g\t%.6f\t%s\n", i+1, fmtWalkTime(w.TestFromNs), c.Strategy, pointText(c.Point), c.TrainObjective, c.Test.Metrics.PnL, c.Test.Metrics.Digest)
+		}
+	}
+	return tw.Flush()
+}
+
+func pointText(p research.Point) string {
+	var ps []string
+	for k, v := range p.Values {
+		ps = append(ps, k+"="+v)
+	}
+	slices.Sort(ps)
+	return strings.Join(ps, " ")
+}
+
+func fmtWalkTime(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339) }
+
+type walkWindowJSON struct {
+	Window      int               `json:"window"`
+	TrainFromNs int64             `json:"train_from_ns"`
+	TrainToNs   int64             `json:"train_to_ns"`
+	TestFromNs  int64             `json:"test_from_ns"`
+	TestToNs    int64             `json:"test_to_ns"`
+	Strategy    string            `json:"strategy"`
+	Point       int               `json:"point"`
+	Values      map[string]string `json:"values,omitempty"`
+	TrainValue  float64           `json:"train_objective"`
+	Test        *backtest.Summary `json:"test"`
+}
+
+func walkJSON(wk *research.Walk) any {
+	var rows []walkWindowJSON
+	for i, w := range wk.Windows {
+		for _, c := range w.Chosen {
+			rows = append(rows, walkWindowJSON{i + 1, w.TrainFromNs, w.TrainToNs, w.TestFromNs, w.TestToNs, c.Strategy,
+				c.Point.Index, c.Point.Values, c.TrainObjective, &c.Test.Result.Summary})
+		}
+	}
+	oos := map[string]float64{}
+	for s, eq := range wk.Equity {
+		if len(eq) > 0 {
+			oos[s] = float64(eq[len(eq)-1].Equity) / 1e10
+		}
+	}
+	return map[string]any{"objective": wk.Objective, "windows": rows, "out_of_sample_end_equity": oos}
+}
+
+func newBacktestMergeCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "merge TABLE.csv...",
+		Short: "Join the sweep tables of a sharded sweep's jobs into one",
+		Long: `Join the CSV sweep tables that "replay backtest --sweep … --shard K/N" jobs
+wrote (DIR/sweep.csv) into the table the unsharded sweep writes, byte for byte:
+rows by point, every point exactly once. A missing shard or one given twice is
+an error.`,
+		Example: `  $ replay backtest merge --out sweep.csv part-1/sweep.csv part-2/sweep.csv`,
+		Args:    cli.AtLeastOne("TABLE.csv"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var parts []io.Reader
+			for _, a := range args {
+				fh, err := os.Open(a)
+				if err != nil {
+					return err
+				}
+				defer fh.Close()
+				parts = append(parts, fh)
+			}
+			if out == "" || out == "-" {
+				return research.Merge(cmd.OutOrStdout(), parts...)
+			}
+			return writeFileAtomic(out, func(w io.Writer) error { return research.Merge(w, parts...) })
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "write the merged table to `FILE` (default: standard output)")
+	return cmd
+}
