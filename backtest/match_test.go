@@ -3,6 +3,8 @@ package backtest
 import (
 	"testing"
 
+	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
@@ -150,5 +152,47 @@ func TestComplementTradeReachesMirror(t *testing.T) {
 	// 10 at 0.59: cash 1000 − 5.90.
 	if o.Filled != tp.sz("10") || tp.e.cash != cash(t, "994.1") {
 		t.Fatalf("filled %d, cash %d", o.Filled, tp.e.cash)
+	}
+}
+
+// The matching path allocates nothing per event once warm: level changes
+// and trades reaching the exchange's book of a traded instrument with a
+// resting order, the queue model, marks and the clock.
+func TestMatchingPathAllocs(t *testing.T) {
+	tp, s := pmTape(t, Config{Queue: PowerProb(2)})
+	tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.39"), Size: tp.sz("10"), TIF: GTC})
+	events := func(f string) []*feed.Event {
+		tp.recvNs += tp.step
+		if err := tp.dec.Decode([]byte(f), tp.recvNs, &tp.out); err != nil {
+			t.Fatal(err)
+		}
+		var l []*feed.Event
+		for i := range tp.out.Events {
+			d := tp.out.Events[i]
+			l = append(l, &feed.Event{Venue: tp.ven, RecvNs: tp.recvNs, Kind: datasets.KindFrame, Channel: feed.ChannelOf(d.Type),
+				Instrument: d.Instrument, Decoded: &d, Book: d.Book, Scale: tp.sc})
+		}
+		return l
+	}
+	lvl := events(`{"event_type":"price_change","market":"` + pmMarket + `","timestamp":"` + tp.ms() +
+		`","price_changes":[{"asset_id":"` + pmYes + `","price":"0.39","size":"60","side":"BUY"}]}`)
+	trade := events(`{"event_type":"last_trade_price","asset_id":"` + pmYes + `","market":"` + pmMarket +
+		`","price":"0.40","size":"1","side":"SELL","timestamp":"` + tp.ms() + `"}`)
+	n := testing.AllocsPerRun(200, func() {
+		for _, l := range [][]*feed.Event{lvl, trade} {
+			for _, ev := range l {
+				ev.RecvNs += 1e6
+				ev.Decoded.ExchangeNs += 1e6
+				if err := tp.e.OnEvent(ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	})
+	if n != 0 {
+		t.Fatalf("%v allocations per event pair", n)
+	}
+	if o := tp.e.order(1); o.Status != StatusOpen {
+		t.Fatalf("order %s", o.Status)
 	}
 }

@@ -72,6 +72,16 @@ func (b *Book) Valid() bool { return b.valid }
 // its levels for inspection; the next Replace makes it valid again.
 func (b *Book) Invalidate() { b.valid = false; b.gen++ }
 
+// Revalidate marks an invalid book valid again without changing its levels,
+// for a caller that has verified them another way (a venue book hash that
+// matches them). It is a no-op on a valid book.
+func (b *Book) Revalidate() {
+	if !b.valid {
+		b.valid = true
+		b.gen++
+	}
+}
+
 // Generation returns a counter that changes with every mutation.
 func (b *Book) Generation() uint64 { return b.gen }
 

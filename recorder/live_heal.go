@@ -15,7 +15,9 @@ import (
 
 // Live integrity and self-healing: after every record the live engine
 // compares the decoder's quality counters with what it saw before; a new
-// hash mismatch, top-of-book mismatch or crossed batch is written as a
+// confirmed hash mismatch (never a pending or unverifiable hash: venue/
+// polymarket NOTES.md, "Hash verdicts"), top-of-book mismatch after a batch
+// or book still crossed after its batch is written as a
 // KindIntegrity record naming the instrument, counted in
 // tapedeck_capture_integrity_total{check}, and (unless WithHeal(false)) the
 // instrument is resubscribed on its connection for a fresh snapshot — the
@@ -87,7 +89,7 @@ func (l *liveEngine) check(c *liveConn, rec *datasets.Record) {
 	st := c.Dec.Stats()
 	old := c.seen
 	c.seen = st
-	want := (st.HashChecked - st.HashOK) - (old.HashChecked - old.HashOK) + (st.TopMismatch - old.TopMismatch) +
+	want := (st.HashMismatch - old.HashMismatch) + (st.TopMismatch - old.TopMismatch) +
 		(st.CrossedBatches - old.CrossedBatches)
 	if want == 0 {
 		return
@@ -123,13 +125,17 @@ func (l *liveEngine) checkInstrument(c *liveConn, rec *datasets.Record, inst str
 	}
 	c.quals[inst] = q
 	var n uint64
-	if d := (q.HashChecked - q.HashOK) - (p.HashChecked - p.HashOK); d > 0 && q.HashChecked >= p.HashChecked {
+	// Only confirmed mismatches: a hash waiting for its trade's last trade
+	// price (pending) or one no trade came to decide (unverifiable) says
+	// nothing against the book.
+	if q.HashMismatch > p.HashMismatch {
+		d := q.HashMismatch - p.HashMismatch
 		n += d
 		l.stats.hashMismatch.Add(d)
 		l.finding(c, rec, inst, datasets.CheckHashMismatch, func() string {
 			return fmt.Sprintf(
-				"book hash mismatch at record %d: the venue's hash differs from the rebuilt book's (%d of %d checks failed so far); rebuilt top %s",
-				rec.Seq, q.HashChecked-q.HashOK, q.HashChecked, l.topText(c, inst))
+				"book hash mismatch confirmed at record %d: the venue's hash differs from the rebuilt book's with every last trade price known (%d mismatch, %d ok, %d unverifiable so far); rebuilt top %s",
+				rec.Seq, q.HashMismatch, q.HashOK, q.HashUnverifiable, l.topText(c, inst))
 		})
 	}
 	if q.TopMismatch > p.TopMismatch {

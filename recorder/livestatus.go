@@ -88,13 +88,17 @@ type InstrumentStatus struct {
 	Gaps   uint64 `json:"gaps"`
 	// Integrity findings: the live decoder's counts (as LiveStats totals
 	// them) or, without a live book, the findings its KindIntegrity records
-	// name; HashChecked and HashOK are the decoder's hash checks.
+	// name (hash mismatches: confirmed ones only); HashChecked, HashOK and
+	// HashUnverifiable are the decoder's hash verdicts.
 	HashMismatches uint64 `json:"hash_mismatches"`
 	TopMismatches  uint64 `json:"top_mismatches"`
 	CrossedBooks   uint64 `json:"crossed_books"`
 	Resubscribes   uint64 `json:"resubscribes"`
 	HashChecked    uint64 `json:"hash_checked"`
 	HashOK         uint64 `json:"hash_ok"`
+	// HashUnverifiable: hashes the data could not decide (no trade came to
+	// explain them); never a finding.
+	HashUnverifiable uint64 `json:"hash_unverifiable"`
 	// Book: top of the live book, prices and sizes as decimals ("" for an
 	// empty side); Valid false until a snapshot, and after a loss.
 	HasBook bool   `json:"has_book"`
@@ -404,8 +408,8 @@ func (r *Recorder) LiveStatus() *LiveStatus {
 			// (counted above) hold back repeated findings. The decoder's
 			// counts are what LiveStats totals.
 			q := b.Quality
-			is.HashChecked, is.HashOK = q.HashChecked, q.HashOK
-			is.HashMismatches = max(is.HashMismatches, q.HashChecked-q.HashOK)
+			is.HashChecked, is.HashOK, is.HashUnverifiable = q.HashChecked, q.HashOK, q.HashUnverifiable
+			is.HashMismatches = max(is.HashMismatches, q.HashMismatch)
 			is.TopMismatches = max(is.TopMismatches, q.TopMismatch)
 			is.CrossedBooks = max(is.CrossedBooks, q.CrossedBatch)
 			if bid, ask, hasBid, hasAsk := b.Best(); true {

@@ -108,12 +108,15 @@ func TestSampledHashesCatchDivergence(t *testing.T) {
 	}
 
 	bs, ba := replayHashes(t, bad, HashSampled), replayHashes(t, bad, HashAll)
-	if ba.HashChecked-ba.HashOK == 0 {
+	if ba.HashMismatch == 0 {
 		t.Fatalf("corrupted copy, all: no mismatch in %d checks; the corruption did not make the book diverge", ba.HashChecked)
 	}
-	if bs.HashChecked-bs.HashOK == 0 {
+	if bs.HashMismatch == 0 {
 		t.Errorf("corrupted copy, sampled: no mismatch in %d checks (all found %d): a diverged book went unnoticed",
-			bs.HashChecked, ba.HashChecked-ba.HashOK)
+			bs.HashChecked, ba.HashMismatch)
+	}
+	if ca.HashMismatch != 0 || cs.HashMismatch != 0 {
+		t.Errorf("clean copy: %d mismatches (all), %d (sampled)", ca.HashMismatch, cs.HashMismatch)
 	}
 }
 

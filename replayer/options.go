@@ -29,6 +29,7 @@ type options struct {
 	newDecoder func(venueName string, o venue.DecoderOptions) (venue.Decoder, error)
 	hashMode   HashMode
 	hashEvery  time.Duration
+	hashWindow time.Duration // 0: the venue's default
 	// skipDamaged makes damage stepped over a warning instead of Run's error.
 	skipDamaged bool
 	// Bounds on per-dataset state (WithLimits).
@@ -246,6 +247,22 @@ func WithHashMode(m HashMode, every time.Duration) Option {
 	}
 }
 
+// WithHashWindow sets how long, in the venue's time, a hash that the known
+// last trade price does not explain waits for a trade that may (Polymarket:
+// a trade's hash is sent before its last_trade_price; venue/polymarket
+// NOTES.md, "Hash verdicts"): then ok, mismatch, or unverifiable if no trade
+// came. Default (0): the venue's, 1 s for Polymarket. Negative is
+// ErrOption.
+func WithHashWindow(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("%w: hash window %v", ErrOption, d)
+		}
+		o.hashWindow = d
+		return nil
+	}
+}
+
 // WithHashCheck is WithHashMode(HashAll) when on, HashOff when off.
 func WithHashCheck(on bool) Option {
 	return func(o *options) error {
@@ -259,7 +276,7 @@ func WithHashCheck(on bool) Option {
 
 // decoderOptions are the venue decoder options the hash mode implies.
 func (o *options) decoderOptions() venue.DecoderOptions {
-	d := venue.DecoderOptions{HashCheck: o.hashMode != HashOff}
+	d := venue.DecoderOptions{HashCheck: o.hashMode != HashOff, HashWindow: o.hashWindow}
 	if o.hashMode == HashSampled {
 		d.HashEvery = o.hashEvery
 	}

@@ -298,12 +298,7 @@ func addStats(dst *venue.Stats, s venue.Stats) {
 	}
 	dst.UnknownTypes += s.UnknownTypes
 	dst.NonJSON += s.NonJSON
-	dst.HashChecked += s.HashChecked
-	dst.HashOK += s.HashOK
-	dst.HashSeen += s.HashSeen
-	dst.TopChecked += s.TopChecked
-	dst.TopMismatch += s.TopMismatch
-	dst.CrossedBatches += s.CrossedBatches
+	addCheckStats(dst, &s)
 	dst.Rejected += s.Rejected
 	dst.Invalidated += s.Invalidated
 	dst.Unsnapshotted += s.Unsnapshotted
@@ -485,13 +480,11 @@ func (r *Replayer) summary(start time.Time) *Summary {
 		}
 	}
 	s.Instruments = len(seen)
-	s.HashChecked, s.HashOK, s.HashSeen = stats.HashChecked, stats.HashOK, stats.HashSeen
+	s.setChecks(&stats)
 	s.HashMode = r.opts.hashMode.String()
 	if r.opts.hashMode == HashSampled {
 		s.HashEvery = r.opts.hashEvery.String()
 	}
-	s.TopChecked, s.TopMismatch = stats.TopChecked, stats.TopMismatch
-	s.CrossedBatches = stats.CrossedBatches
 	s.RejectedMessages, s.BooksInvalidated = stats.Rejected, stats.Invalidated
 	s.Unsnapshotted = stats.Unsnapshotted
 	if sec := wall.Seconds(); sec > 0 {

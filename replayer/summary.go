@@ -67,16 +67,22 @@ type Summary struct {
 
 	// HashMode is the verification that ran ("all", "sampled" or "off",
 	// WithHashMode); HashEvery the sampling interval of "sampled". HashSeen
-	// counts the hashes on checkable books, HashChecked those verified and
-	// HashOK those that matched.
-	HashMode       string `json:"hash_mode"`
-	HashEvery      string `json:"hash_every,omitempty"`
-	HashSeen       uint64 `json:"hash_seen"`
-	HashChecked    uint64 `json:"hash_checked"`
-	HashOK         uint64 `json:"hash_ok"`
-	TopChecked     uint64 `json:"top_checked"`
-	TopMismatch    uint64 `json:"top_mismatch"`
-	CrossedBatches uint64 `json:"crossed_batches"`
+	// counts the hashes on checkable books (Polymarket: one per
+	// same-timestamp batch and per snapshot), HashChecked the verdicts
+	// given: HashOK (the venue's hash is the rebuilt book's), HashMismatch
+	// (confirmed: the book was wrong) and HashUnverifiable (the data cannot
+	// decide: no known last trade price explains the hash and no trade came
+	// within the window; see venue/polymarket NOTES.md).
+	HashMode         string `json:"hash_mode"`
+	HashEvery        string `json:"hash_every,omitempty"`
+	HashSeen         uint64 `json:"hash_seen"`
+	HashChecked      uint64 `json:"hash_checked"`
+	HashOK           uint64 `json:"hash_ok"`
+	HashMismatch     uint64 `json:"hash_mismatch"`
+	HashUnverifiable uint64 `json:"hash_unverifiable"`
+	TopChecked       uint64 `json:"top_checked"`
+	TopMismatch      uint64 `json:"top_mismatch"`
+	CrossedBatches   uint64 `json:"crossed_batches"`
 
 	SubscriberFailures []SubscriberFailure `json:"subscriber_failures,omitempty"`
 	Seeks              int                 `json:"seeks"`
@@ -191,4 +197,24 @@ func lossCounts(c *[256]uint64) map[string]uint64 {
 		}
 	}
 	return m
+}
+
+// setChecks fills the summary's check counters from the decoders' stats.
+func (s *Summary) setChecks(st *venue.Stats) {
+	s.HashChecked, s.HashOK, s.HashSeen = st.HashChecked, st.HashOK, st.HashSeen
+	s.HashMismatch, s.HashUnverifiable = st.HashMismatch, st.HashUnverifiable
+	s.TopChecked, s.TopMismatch = st.TopChecked, st.TopMismatch
+	s.CrossedBatches = st.CrossedBatches
+}
+
+// addCheckStats adds s's check counters to dst's.
+func addCheckStats(dst *venue.Stats, s *venue.Stats) {
+	dst.HashChecked += s.HashChecked
+	dst.HashOK += s.HashOK
+	dst.HashMismatch += s.HashMismatch
+	dst.HashUnverifiable += s.HashUnverifiable
+	dst.HashSeen += s.HashSeen
+	dst.TopChecked += s.TopChecked
+	dst.TopMismatch += s.TopMismatch
+	dst.CrossedBatches += s.CrossedBatches
 }

@@ -64,6 +64,10 @@ type DecoderOptions struct {
 	// until one of those, so every divergence is still caught, a little
 	// later. 0 checks every hash.
 	HashEvery time.Duration
+	// HashWindow is how long, in the venue's time, a hash that the known
+	// last trade price does not explain waits for a trade that may (a
+	// pending verdict); 0 is the venue's default (Polymarket: 1 s).
+	HashWindow time.Duration
 }
 
 // Capabilities are what a venue's data carries, for code that shapes its

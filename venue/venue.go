@@ -96,32 +96,40 @@ type Frame struct {
 
 // Quality is what a decoder knows about how far to trust one instrument's book.
 type Quality struct {
-	HashChecked  uint64 // Polymarket: hashes we could recompute and compare
-	HashOK       uint64 // of those, how many matched
-	TopChecked   uint64 // Polymarket: best_bid/best_ask compared after a timestamp batch
-	TopMismatch  uint64 // of those, how many disagreed with the local book
-	CrossedBatch uint64 // timestamp batches that ended with a crossed book
-	Crossed      bool   // crossed after the last completed batch
-	AfterGap     bool   // invalidated since the last snapshot (still invalid) or first snapshot after a gap
-	Estimated    bool   // Hyperliquid: book merged with bbo since the last l2Book
+	// Polymarket hash verdicts (venue/polymarket NOTES.md, "Hash
+	// verdicts"): HashChecked = HashOK + HashMismatch + HashUnverifiable.
+	HashChecked      uint64
+	HashOK           uint64 // the venue's hash is the rebuilt book's
+	HashMismatch     uint64 // confirmed: the book was wrong, and is not valid until its next snapshot or a matching hash
+	HashUnverifiable uint64 // the data cannot decide: no known last trade price explains it and no trade came to
+	HashPending      uint64 // hashes now waiting for a trade to decide them (not in HashChecked yet)
+	TopChecked       uint64 // Polymarket: best_bid/best_ask compared after a timestamp batch
+	TopMismatch      uint64 // of those, how many disagreed with the local book
+	CrossedBatch     uint64 // timestamp batches that ended with a crossed book
+	Crossed          bool   // crossed after the last completed batch
+	AfterGap         bool   // invalidated since the last snapshot (still invalid) or first snapshot after a gap
+	Estimated        bool   // Hyperliquid: book merged with bbo since the last l2Book
 }
 
 // Stats counts what a decoder has seen.
 type Stats struct {
-	Frames         uint64
-	Errors         uint64 // frames Decode returned an error for (wholly or some of their messages)
-	Rejected       uint64 // messages rejected (one frame may reject several and apply others)
-	Invalidated    uint64 // books invalidated by a rejected message that would have changed them
-	Unsnapshotted  uint64 // level changes for an instrument that never had a snapshot (applied to its invalid book)
-	Events         [NumEventTypes]uint64
-	UnknownTypes   uint64 // messages of an event type or channel we skip
-	NonJSON        uint64 // PING/PONG and other text that is not JSON
-	HashChecked    uint64
-	HashSeen       uint64 // hashes on checkable books: checked, or passed over by sampling (DecoderOptions.HashEvery)
-	HashOK         uint64
-	TopChecked     uint64
-	TopMismatch    uint64
-	CrossedBatches uint64
+	Frames           uint64
+	Errors           uint64 // frames Decode returned an error for (wholly or some of their messages)
+	Rejected         uint64 // messages rejected (one frame may reject several and apply others)
+	Invalidated      uint64 // books invalidated by a rejected message that would have changed them
+	Unsnapshotted    uint64 // level changes for an instrument that never had a snapshot (applied to its invalid book)
+	Events           [NumEventTypes]uint64
+	UnknownTypes     uint64 // messages of an event type or channel we skip
+	NonJSON          uint64 // PING/PONG and other text that is not JSON
+	HashChecked      uint64 // verdicts: HashOK + HashMismatch + HashUnverifiable (see Quality)
+	HashSeen         uint64 // batch and snapshot hashes on checkable books: judged, pending, or passed over by sampling (DecoderOptions.HashEvery)
+	HashOK           uint64
+	HashMismatch     uint64
+	HashUnverifiable uint64
+	HashPending      uint64 // waiting for a trade now
+	TopChecked       uint64
+	TopMismatch      uint64
+	CrossedBatches   uint64
 }
 
 // Decoder applies the frames of one recorded connection to the books it owns.

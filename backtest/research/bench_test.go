@@ -23,20 +23,35 @@ func cpuNow() time.Duration {
 //
 //	go test -run X -bench SweepCPU -benchtime 10x ./backtest/research/
 func BenchmarkSweepCPU(b *testing.B) {
-	for _, workers := range []int{1, 2} {
-		b.Run(map[int]string{1: "workers=1", 2: "workers=2"}[workers], func(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		strategy string
+		workers  int
+	}{{"mm/workers=1", "mm", 1}, {"mm/workers=2", "mm", 2}, {"noop/workers=1", "noop", 1}} {
+		workers := bc.workers
+		b.Run(bc.name, func(b *testing.B) {
 			axes := []Axis{{"spread", []string{"0.01", "0.02", "0.03", "0.04", "0.05"}}, {"size", []string{"5", "10", "20", "40"}}}
+			if bc.strategy == "noop" {
+				axes = []Axis{{"p", make([]string, 20)}}
+				for i := range axes[0].Values {
+					axes[0].Values[i] = string(rune('a' + i))
+				}
+			}
 			pts, _ := Grid(axes)
 			var one, sweep time.Duration
 			for i := 0; i < b.N; i++ {
 				c0 := cpuNow()
-				s, ps, _ := backtest.NewBuiltin("mm", backtest.Params{"spread": "0.03", "size": "10"})
-				if _, _, err := backtest.Run(context.Background(), []string{pmSample}, s, cfg(), backtest.RunOptions{Name: "mm", Params: ps,
+				given := backtest.Params{"spread": "0.03", "size": "10"}
+				if bc.strategy == "noop" {
+					given = nil
+				}
+				s, ps, _ := backtest.NewBuiltin(bc.strategy, given)
+				if _, _, err := backtest.Run(context.Background(), []string{pmSample}, s, cfg(), backtest.RunOptions{Name: bc.strategy, Params: ps,
 					Replay: []replayer.Option{replayer.WithHashCheck(true)}}); err != nil {
 					b.Fatal(err)
 				}
 				c1 := cpuNow()
-				j := &Job{Paths: []string{pmSample}, Strategies: []string{"mm"}, Axes: []string{"spread", "size"}, Points: pts, Config: cfg(),
+				j := &Job{Paths: []string{pmSample}, Strategies: []string{bc.strategy}, Points: pts, Config: cfg(),
 					Replay: []replayer.Option{replayer.WithHashCheck(true)}, Workers: workers}
 				if _, _, err := j.Execute(context.Background()); err != nil {
 					b.Fatal(err)

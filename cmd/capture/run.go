@@ -337,7 +337,8 @@ func runCapture(ctx context.Context, o *runOptions) error {
 		page := statusweb.New(statusweb.Config{Status: rec.LiveStatus, Dir: o.Out, Upload: o.Upload.status(up),
 			Metrics: promhttp.HandlerFor(o.Upload.gatherer(rec.Gatherer(), up), promhttp.HandlerOpts{})})
 		defer page.Close()
-		srv = &http.Server{Handler: page, ReadHeaderTimeout: 5 * time.Second}
+		// A client that never reads is cut off after the write timeout.
+		srv = &http.Server{Handler: page, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: statusweb.WriteTimeout, IdleTimeout: time.Minute}
 		go srv.Serve(ln)
 		log.Info("status page", "url", "http://"+metricsAddr+"/", "metrics", "http://"+metricsAddr+"/metrics")
 	}

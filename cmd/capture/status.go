@@ -86,7 +86,7 @@ func runStatus(o *statusOptions) error {
 			_, err = o.Stdout.Write(body)
 			return err
 		}
-		return st.WriteText(o.Stdout)
+		return st.WriteText(cli.SafeText(o.Stdout)) // names from the venue: shown, never obeyed
 	}
 	st, err := recorder.ReadStatus(o.Dir)
 	if err != nil {
@@ -95,5 +95,5 @@ func runStatus(o *statusOptions) error {
 	if o.JSON {
 		return st.WriteJSON(o.Stdout)
 	}
-	return st.WriteText(o.Stdout)
+	return st.WriteText(cli.SafeText(o.Stdout))
 }

@@ -38,9 +38,12 @@ func newBooksCmd(runF func(context.Context, *booksOptions) error) *cobra.Command
 		Long: `Replay datasets up to a moment and print every instrument's book as rebuilt
 there: bids and asks best first as plain decimal strings, whether the book is
 valid (false after a disconnect, gap or rejected frame until the next
-snapshot), whether it is crossed, whether it is estimated (a Hyperliquid book
-merged with bbo since its last l2Book: the touch is the venue's, deeper levels
-may be stale), and how many venue hashes were checked and matched. Compare it
+snapshot, and after a confirmed venue hash mismatch until the next snapshot or
+matching hash), whether it is crossed, whether it is estimated (a Hyperliquid
+book merged with bbo since its last l2Book: the touch is the venue's, deeper
+levels may be stale), and the venue hash verdicts: checked = ok + mismatch +
+unverifiable (no known last trade price explains the hash and no trade came
+within a second of venue time), and pending (still waiting for a trade). Compare it
 with a venue snapshot to check a reconstruction.
 
 --at is "end" (the default) or a time as for "replay run": the books after
@@ -48,7 +51,7 @@ every record received at or before it. The JSON form is a stable contract:
 
   {"books":[{"venue":"polymarket","instrument":"<asset_id or coin>",
     "valid":true,"crossed":false,"estimated":false,"bids":[["0.48","100.25"],…],
-    "asks":[["0.52","90.5"],…],"hash":{"checked":0,"ok":0}}]}
+    "asks":[["0.52","90.5"],…],"hash":{"checked":0,"ok":0,"mismatch":0,"unverifiable":0,"pending":0}}]}
 
 sorted by venue, then instrument. JSON is the default when stdout is not a
 terminal, a table when it is.`,
@@ -108,8 +111,11 @@ type bookJSON struct {
 }
 
 type hashJSON struct {
-	Checked uint64 `json:"checked"`
-	OK      uint64 `json:"ok"`
+	Checked      uint64 `json:"checked"`
+	OK           uint64 `json:"ok"`
+	Mismatch     uint64 `json:"mismatch"`
+	Unverifiable uint64 `json:"unverifiable"`
+	Pending      uint64 `json:"pending"`
 }
 
 func runBooks(ctx context.Context, opts *booksOptions) error {
@@ -146,7 +152,8 @@ func runBooks(ctx context.Context, opts *booksOptions) error {
 		return noMatch("books", missing, "nothing printed")
 	}
 	if opts.Format == "table" {
-		return printBooksTable(opts.Out, books)
+		// Instrument ids come from the venue: shown, never obeyed, by a terminal.
+		return printBooksTable(cli.SafeText(opts.Out), books)
 	}
 	return json.NewEncoder(opts.Out).Encode(struct {
 		Books []bookJSON `json:"books"`
@@ -168,7 +175,8 @@ func collectBooks(states []replayer.BookState, only []string, depth int) []bookJ
 		}
 		bk := st.Book
 		b := bookJSON{Venue: st.Venue, Instrument: st.Instrument, Valid: bk.Valid(), Crossed: st.Quality.Crossed,
-			Estimated: st.Quality.Estimated, Hash: hashJSON{Checked: st.Quality.HashChecked, OK: st.Quality.HashOK}}
+			Estimated: st.Quality.Estimated, Hash: hashJSON{Checked: st.Quality.HashChecked, OK: st.Quality.HashOK,
+				Mismatch: st.Quality.HashMismatch, Unverifiable: st.Quality.HashUnverifiable, Pending: st.Quality.HashPending}}
 		lv = bk.Top(book.Bid, lv[:0], n)
 		b.Bids = levelStrings(lv, st.Scale)
 		lv = bk.Top(book.Ask, lv[:0], n)
@@ -201,7 +209,8 @@ func printBooksTable(w io.Writer, books []bookJSON) error {
 		if b.Estimated {
 			state += ", estimated (bbo since the last snapshot)"
 		}
-		fmt.Fprintf(w, "%s %s: %s, hash %d ok of %d\n", b.Venue, b.Instrument, state, b.Hash.OK, b.Hash.Checked)
+		fmt.Fprintf(w, "%s %s: %s, hash %d ok, %d mismatch, %d unverifiable of %d\n", b.Venue, b.Instrument, state,
+			b.Hash.OK, b.Hash.Mismatch, b.Hash.Unverifiable, b.Hash.Checked)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "bid size\tbid\task\task size\t\n")
 		for k := range max(len(b.Bids), len(b.Asks)) {

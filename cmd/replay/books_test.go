@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/venue"
 	"go.uber.org/goleak"
@@ -187,5 +188,32 @@ func TestBooksEstimated(t *testing.T) {
 		if len(got.Books) != 1 || got.Books[0].Estimated == nil || *got.Books[0].Estimated != c.want || !got.Books[0].Valid {
 			t.Fatalf("at %s: %s", c.at, out)
 		}
+	}
+}
+
+// TestBooksTableShowsControlCharacters is issue 30 item 18: an instrument
+// id from the venue with terminal escape codes was printed raw by the
+// table of "replay books" (clear the screen, retitle the terminal); it is
+// shown escaped now, and the book is still there.
+func TestBooksTableShowsControlCharacters(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pm")
+	w, err := datasets.Create(dir, datasets.Manifest{Venue: venue.Polymarket, Endpoint: "test", StartNs: fixtureBaseNs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Raw in the JSON string: a C1 control (CSI, U+009B) is valid JSON.
+	frame := "[{\"event_type\":\"book\",\"asset_id\":\"evil\u009b31mX\",\"market\"" + `:"0xm","timestamp":"1","bids":[{"price":"0.4","size":"10"}],"asks":[{"price":"0.6","size":"10"}]}]`
+	if _, err := w.Append(&datasets.Record{Kind: datasets.KindFrame, WallNs: fixtureBaseNs, MonoNs: 1, Payload: []byte(frame)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := execReplay(t, "books", "--format", "table", dir)
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if strings.ContainsAny(out, "\x1b\u009b") || !strings.Contains(out, `evil\u009b31mX`) || !strings.Contains(out, "0.4") {
+		t.Fatalf("output %q", out)
 	}
 }

@@ -12,11 +12,12 @@ import (
 	"github.com/tapedeck/tapedeck/replayer"
 )
 
-// hashFlags are --hash-check and --hash-every, shared by the verbs that
+// hashFlags are --hash-check, --hash-every and --hash-window, shared by the verbs that
 // replay through the books.
 type hashFlags struct {
-	mode  replayer.HashMode
-	every time.Duration
+	mode   replayer.HashMode
+	every  time.Duration
+	window time.Duration
 }
 
 // add registers the flags on fs. --hash-check alone means all; true and false,
@@ -27,10 +28,14 @@ func (h *hashFlags) add(fs *pflag.FlagSet) {
 		"venue book hash verification: sampled (at most one per instrument per --hash-every of venue time, always before a snapshot, a loss and at the end: a diverged book is still caught), all, or off; books are the same in every mode")
 	fs.Lookup("hash-check").NoOptDefVal = "all"
 	fs.DurationVar(&h.every, "hash-every", replayer.DefaultHashEvery, "--hash-check=sampled: the interval of venue time between checks of one instrument")
+	fs.DurationVar(&h.window, "hash-window", time.Second,
+		"how long (venue time) a hash the known last trade price does not explain waits for a trade that may: then ok, mismatch, or unverifiable if no trade came (Polymarket sends a trade's hash before its last_trade_price)")
 }
 
-// option is the replayer option the flags ask for.
-func (h *hashFlags) option() replayer.Option { return replayer.WithHashMode(h.mode, h.every) }
+// options are the replayer options the flags ask for.
+func (h *hashFlags) options() []replayer.Option {
+	return []replayer.Option{replayer.WithHashMode(h.mode, h.every), replayer.WithHashWindow(h.window)}
+}
 
 type hashModeValue replayer.HashMode
 

@@ -43,8 +43,9 @@ A table on a terminal, JSON otherwise (or with --json): the JSON object has
 "compression_ratio", "records", "records_by_kind", "start_ns", "end_ns",
 "connections", "losses", "live" (the capture's live engine records), "rest"
 (REST responses recorded and those the venue decoder rejects: "bodies",
-"rejected", "first_errors"), and "truncated"/"error" when reading stopped
-early.`,
+"rejected", "first_errors"; and the venue book hashes they carry, judged
+against their own levels: "hash_ok", "hash_mismatch", "hash_unverifiable"),
+and "truncated"/"error" when reading stopped early.`,
 		Example: `  # What is in the shipped Polymarket sample
   $ replay inspect datasets/samples/polymarket
 
@@ -90,7 +91,8 @@ func runInspect(opts *inspectOptions) error {
 	} else {
 		err = printInfo(opts.Out, info)
 		if err == nil && rest.Bodies > 0 {
-			_, err = fmt.Fprintf(opts.Out, "\nREST responses\t%d, %d rejected by the decoder\n", rest.Bodies, rest.Rejected)
+			_, err = fmt.Fprintf(opts.Out, "\nREST responses\t%d, %d rejected by the decoder; venue hashes %d ok, %d mismatch, %d unverifiable\n",
+				rest.Bodies, rest.Rejected, rest.HashOK, rest.HashMismatch, rest.HashUnverifiable)
 			for _, e := range rest.FirstErrors {
 				if err == nil {
 					_, err = fmt.Fprintf(opts.Out, "  conn %d seq %d: %s\n", e.Conn, e.Seq, e.Err)

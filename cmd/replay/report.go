@@ -93,7 +93,7 @@ func runReport(o *reportOptions) error {
 		charted = -1
 	}
 	rep, err := report.Build(ctx, o.Paths, report.Options{Buckets: o.Buckets, Charted: charted, Title: o.Title,
-		Replay: []replayer.Option{o.Hash.option(), replayer.WithSkipDamaged(true)}})
+		Replay: append(o.Hash.options(), replayer.WithSkipDamaged(true))})
 	if err != nil {
 		return err
 	}

@@ -115,9 +115,9 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	r, err := replayer.New(opts.Paths, replayer.WithWindow(opts.FromNs, opts.ToNs),
-		replayer.WithSpeed(opts.Speed), replayer.WithMaxGap(opts.MaxGap), opts.Hash.option(), replayer.WithSkipDamaged(opts.SkipDamaged), replayer.WithWarmup(opts.Warmup),
-		replayer.WithReadAhead(opts.ReadAhead))
+	r, err := replayer.New(opts.Paths, append(opts.Hash.options(), replayer.WithWindow(opts.FromNs, opts.ToNs),
+		replayer.WithSpeed(opts.Speed), replayer.WithMaxGap(opts.MaxGap), replayer.WithSkipDamaged(opts.SkipDamaged), replayer.WithWarmup(opts.Warmup),
+		replayer.WithReadAhead(opts.ReadAhead))...)
 	if err != nil {
 		return err
 	}
@@ -232,11 +232,12 @@ func printSummary(w io.Writer, s *replayer.Summary) error {
 	}
 	switch s.HashMode {
 	case "sampled":
-		fmt.Fprintf(tw, "hash checks\t%d ok of %d checked (sampled every %s of %d hashes)\n", s.HashOK, s.HashChecked, s.HashEvery, s.HashSeen)
+		fmt.Fprintf(tw, "hash checks\t%d ok, %d mismatch, %d unverifiable of %d checked (sampled every %s of %d hashes)\n",
+			s.HashOK, s.HashMismatch, s.HashUnverifiable, s.HashChecked, s.HashEvery, s.HashSeen)
 	case "off":
 		fmt.Fprintf(tw, "hash checks\toff\n")
 	default:
-		fmt.Fprintf(tw, "hash checks\t%d ok of %d\n", s.HashOK, s.HashChecked)
+		fmt.Fprintf(tw, "hash checks\t%d ok, %d mismatch, %d unverifiable of %d\n", s.HashOK, s.HashMismatch, s.HashUnverifiable, s.HashChecked)
 	}
 	fmt.Fprintf(tw, "top of book\t%d mismatches of %d checks\n", s.TopMismatch, s.TopChecked)
 	fmt.Fprintf(tw, "crossed batches\t%d\n", s.CrossedBatches)

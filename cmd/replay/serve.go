@@ -98,7 +98,14 @@ and cloid, cancel, cancelByCloid, modify, batchModify, updateLeverage), the
 WebSocket post method and the userFills, orderUpdates and userEvents
 subscriptions. An account is the signer address recovered from the action's
 EIP-712 signature (--any-signature: every request trades one account), each
-starting with --cash. Nothing is sent anywhere: the server answers everything
+starting with --cash. Polymarket (what @polymarket/clob-client calls): GET
+/book and POST /books (with the venue's hash), /tick-size, /neg-risk,
+/fee-rate, /time, /midpoint, API keys by L1 signature (POST /auth/api-key, GET
+/auth/derive-api-key; an account is the key), and with L2 headers POST /order
+and /orders (the signed order checked; GTC, GTD, FOK, FAK, post-only), DELETE
+/order, /orders, /cancel-all, /cancel-market-orders, GET /data/orders,
+/data/order/ID, /data/trades, /balance-allowance; the user channel (ws/user)
+sends order and trade events. Nothing is sent anywhere: the server answers everything
 itself.
 
 With --trading there is one replay, shared by every connection: it starts a

@@ -12,8 +12,15 @@
 // AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (/ AWS_SESSION_TOKEN), the
 // shared credentials file (AWS_PROFILE, AWS_SHARED_CREDENTIALS_FILE), then
 // the EC2/ECS instance role unless AWS_EC2_METADATA_DISABLED=true; the
-// region is AWS_REGION or AWS_DEFAULT_REGION. A custom endpoint that is an
-// IP address or not under amazonaws.com is addressed path-style.
+// region is AWS_REGION or AWS_DEFAULT_REGION (else it is looked up). A
+// custom endpoint that is an IP address or not under amazonaws.com is
+// addressed path-style.
+//
+// No request waits forever: one that makes no progress for Config.Timeout
+// fails with a *TimeoutError and every request is tried a bounded number
+// of times (Config.Attempts); a body that stalls, is cut short or (an
+// upload) arrives damaged (*DamagedError) is tried again. Errors name the
+// s3:// URL of the object.
 package s3store
 
 import (

@@ -279,6 +279,12 @@ func (e *engine) loop(procs []*proc, closing func()) error {
 	}
 	// Frames queued beyond the end never arrive: the recorder stopped.
 	e.q = e.q[:0]
+	// A session cut at --frames may have appended frames received after
+	// now (they were queued before the cut): the closing records come after
+	// the last record, or the receive time would go backwards.
+	if e.sum.Records > 0 && e.sum.EndNs > e.now {
+		e.now = e.sum.EndNs
+	}
 	closing()
 	return e.flush(1 << 62)
 }

@@ -179,10 +179,11 @@ type pmFrame struct {
 }
 
 type pmGen struct {
-	e       *engine
-	fast    bool
-	markets []*pmMarket
-	ids     []string
+	e         *engine
+	fast      bool
+	corruptAt int64 // ns: when the venue's book diverges (Options.corruptAfter); 0 never
+	markets   []*pmMarket
+	ids       []string
 
 	entries []pmEntry
 	frames  []pmFrame
@@ -193,6 +194,9 @@ type pmGen struct {
 
 func runPM(e *engine, specs []pmMarketSpec, opts Options) error {
 	g := &pmGen{e: e, fast: opts.FastHashes}
+	if opts.corruptAfter > 0 {
+		g.corruptAt = e.start + int64(opts.corruptAfter)
+	}
 	for _, s := range specs {
 		m := &pmMarket{spec: s, tick: s.tick}
 		yes := &pmToken{id: s.tokens[0]}
@@ -266,7 +270,7 @@ func (g *pmGen) restBooks(t int64) {
 			ts := (t - 5e6 - g.e.r.int64n(40e6)) / 1e6
 			var h [40]byte
 			g.hash(&h, m, tok, ts)
-			b := appendSummaryJSON(g.buf[:0], m.spec.cond, tok.id, ts, tok.book.bids, tok.book.asks, m.tick)
+			b := appendSummaryJSON(g.buf[:0], m.spec.cond, tok.id, ts, tok.book.bids, tok.book.asks, m.tick, m.tokLtp(tok))
 			// The body is the hash input with the hash filled in.
 			i := bytes.Index(b, []byte(`"hash":""`))
 			b = append(b[:i+8], append(h[:], b[i+8:]...)...)
@@ -320,6 +324,13 @@ func (g *pmGen) ts(m *pmMarket, sentNs int64) int64 {
 
 func (g *pmGen) step(m *pmMarket) {
 	e := g.e
+	if g.corruptAt > 0 && e.now >= g.corruptAt && m == g.markets[0] {
+		// A level the stream never tells, deep in the bids.
+		g.corruptAt = 0
+		if bb, ok := m.toks[0].book.best(book.Bid); ok && bb > 3*m.tick {
+			m.toks[0].book.set(book.Bid, bb-3*m.tick, 123e6)
+		}
+	}
 	switch r := e.r.intn(100); {
 	case r < 55:
 		g.place(m)
@@ -345,14 +356,18 @@ func (g *pmGen) sizeDraw() int64 {
 	return whole*1e6 + cents*1e4
 }
 
-func (g *pmGen) place(m *pmMarket) {
+func (g *pmGen) place(m *pmMarket) { g.placeAt(m, g.e.now) }
+
+// placeAt rests or resizes an order sent at sent; it returns the send time
+// of its frame (sent when it places nothing).
+func (g *pmGen) placeAt(m *pmMarket, sent int64) int64 {
 	e := g.e
 	yes := &m.toks[0].book
 	side := book.Side(e.r.intn(2))
 	bb, okb := yes.best(book.Bid)
 	ba, oka := yes.best(book.Ask)
 	if !okb || !oka {
-		return
+		return sent
 	}
 	t := m.tick
 	var px int64
@@ -384,7 +399,7 @@ func (g *pmGen) place(m *pmMarket) {
 		}
 	}
 	if px < t || px > pmOne-t || (side == book.Bid && px >= ba) || (side == book.Ask && px <= bb) {
-		return
+		return sent
 	}
 	sz := yes.get(side, px)
 	if sz > 0 && e.r.pct(70) {
@@ -397,12 +412,11 @@ func (g *pmGen) place(m *pmMarket) {
 	} else {
 		sz = g.sizeDraw()
 	}
-	sent := e.now
 	ts := g.ts(m, sent)
 	g.beginFrame(m)
 	g.change(m, side, px, sz, ts)
 	g.endFrame()
-	g.emitBatch(ts, sent)
+	return g.emitBatch(ts, sent)
 }
 
 func (g *pmGen) cancel(m *pmMarket) {
@@ -479,13 +493,32 @@ func (g *pmGen) match(m *pmMarket) {
 		g.change(m, taker, limit, rest, ts)
 		g.endFrame()
 	}
+	// The venue hashes the book after the batch with the last trade price
+	// after the match, and tells that price afterwards: the price_change
+	// frames carry hashes a last_trade_price not yet sent explains. It
+	// reports a match on either token (the NO token's at 1 − p, the taker's
+	// side mirrored), as the market's trades come.
+	m.ltp = fills[c-1].px
 	sent = g.emitBatch(ts, sent)
+	if e.r.pct(25) {
+		// The next batch of the market, a millisecond or two later, can come
+		// before the trades are told: the match's hashes are then judged
+		// before a client knows the price they include.
+		sent = g.placeAt(m, sent+1_000_000+e.r.int64n(1_000_000))
+	}
+	tok, side := m.toks[0], taker
+	if len(m.toks) > 1 && e.r.pct(30) {
+		tok, side = m.toks[1], 1-taker
+	}
 	for i := 0; i < c; i++ {
 		f := fills[i]
 		sent += 50e3 + e.r.int64n(400e3)
-		g.buf = g.appendLastTrade(g.buf[:0], m, taker, f.px, f.before-f.after, ts)
+		px := f.px
+		if tok != m.toks[0] {
+			px = pmOne - px
+		}
+		g.buf = g.appendLastTrade(g.buf[:0], m, tok, side, px, f.before-f.after, ts)
 		e.recv(sent, e.r.lognNs(9e6, &logn86Q), g.buf)
-		m.ltp = f.px
 	}
 	if e.r.pct(50) {
 		for _, tok := range m.toks {
@@ -556,15 +589,34 @@ func (g *pmGen) change(m *pmMarket, side book.Side, px, sz int64, ts int64) {
 	for i := n; i < len(g.entries); i++ {
 		en := &g.entries[i]
 		en.tok.book.set(en.side, en.px, en.sz)
-		g.hash(&en.hash, m, en.tok, ts)
 	}
 }
 
 // emitBatch writes the pending frames, all on timestamp ts, sent from
 // sentNs on, and returns the send time of the last. Per-entry best_bid and
 // best_ask show the book after the whole batch, as the venue reports them.
+//
+// Every entry of a token carries one hash, the venue's: that of the token's
+// book after the whole batch, with the last trade price after it.
 func (g *pmGen) emitBatch(ts, sentNs int64) int64 {
 	e := g.e
+	for i := range g.entries {
+		en := &g.entries[i]
+		j := 0
+		for j < i && g.entries[j].tok != en.tok {
+			j++
+		}
+		if j < i {
+			en.hash = g.entries[j].hash
+			continue
+		}
+		for _, f := range g.frames {
+			if f.first <= i && i < f.last {
+				g.hash(&en.hash, f.m, en.tok, ts)
+				break
+			}
+		}
+	}
 	for i, f := range g.frames {
 		if i > 0 {
 			sentNs += 100e3 + e.r.int64n(900e3)
@@ -610,9 +662,9 @@ func (g *pmGen) emitBatch(ts, sentNs int64) int64 {
 	return sentNs
 }
 
-func (g *pmGen) appendLastTrade(b []byte, m *pmMarket, side book.Side, px, sz, ts int64) []byte {
+func (g *pmGen) appendLastTrade(b []byte, m *pmMarket, tok *pmToken, side book.Side, px, sz, ts int64) []byte {
 	b = append(b, `{"asset_id":"`...)
-	b = append(b, m.toks[0].id...)
+	b = append(b, tok.id...)
 	b = append(b, `", "event_type":"last_trade_price", "fee_rate_bps":"0", "market":"`...)
 	b = append(b, m.spec.cond...)
 	b = append(b, `", "price":"`...)
@@ -670,10 +722,7 @@ func (g *pmGen) appendDumpBook(b []byte, m *pmMarket, tok *pmToken, ts int64) []
 	b = append(b, `,"tick_size":"`...)
 	b = appendDec(b, m.tick, pmPx)
 	b = append(b, `","event_type":"book","last_trade_price":"`...)
-	ltp := m.ltp
-	if tok != m.toks[0] {
-		ltp = pmOne - ltp
-	}
+	ltp := m.tokLtp(tok)
 	n := len(b)
 	b = appendDec(b, ltp, pmPx)
 	if dot := indexByte(b[n:], '.'); dot >= 0 && len(b)-n-dot-1 < 3 {
@@ -715,22 +764,36 @@ func indexByte(b []byte, c byte) int {
 }
 
 // hash sets h to the book hash of tok at ts: SHA-1 of the compact REST
-// summary JSON (PROTOCOLS.md §3.1, 9-field form of 2025-10), or random hex
-// with FastHashes.
+// summary JSON (PROTOCOLS.md §3.1, the ten-field form with the last trade
+// price, the venue's since about 2025-12; nine fields when m.ltp < 0), or
+// random hex with FastHashes.
 func (g *pmGen) hash(h *[40]byte, m *pmMarket, tok *pmToken, ts int64) {
 	if g.fast {
 		copy(h[:], g.e.r.hex(g.hbuf[:0], 40))
 		return
 	}
-	g.hbuf = appendSummaryJSON(g.hbuf[:0], m.spec.cond, tok.id, ts, tok.book.bids, tok.book.asks, m.tick)
+	g.hbuf = appendSummaryJSON(g.hbuf[:0], m.spec.cond, tok.id, ts, tok.book.bids, tok.book.asks, m.tick, m.tokLtp(tok))
 	sum := sha1.Sum(g.hbuf)
 	hex.Encode(h[:], sum[:])
 }
 
+// tokLtp is tok's last trade price: the market's for its first token, 1 − it
+// for the other; -1 (none: the nine-field hash) when m.ltp is negative.
+func (m *pmMarket) tokLtp(tok *pmToken) int64 {
+	switch {
+	case m.ltp < 0:
+		return -1
+	case len(m.toks) > 0 && tok != m.toks[0]:
+		return pmOne - m.ltp
+	}
+	return m.ltp
+}
+
 // appendSummaryJSON appends the JSON a Polymarket book hash is taken over:
 // {market, asset_id, timestamp (string), hash:"", bids, asks,
-// min_order_size, tick_size, neg_risk}, compact, in that key order.
-func appendSummaryJSON(b []byte, market, asset string, ts int64, bids, asks []lvl, tick int64) []byte {
+// min_order_size, tick_size, neg_risk, last_trade_price}, compact, in that
+// key order; without last_trade_price when ltp < 0.
+func appendSummaryJSON(b []byte, market, asset string, ts int64, bids, asks []lvl, tick, ltp int64) []byte {
 	b = append(b, `{"market":"`...)
 	b = append(b, market...)
 	b = append(b, `","asset_id":"`...)
@@ -743,5 +806,10 @@ func appendSummaryJSON(b []byte, market, asset string, ts int64, bids, asks []lv
 	b = appendPMLevels(b, asks, ",")
 	b = append(b, `,"min_order_size":"5","tick_size":"`...)
 	b = appendDec(b, tick, pmPx)
-	return append(b, `","neg_risk":false}`...)
+	if ltp < 0 {
+		return append(b, `","neg_risk":false}`...)
+	}
+	b = append(b, `","neg_risk":false,"last_trade_price":"`...)
+	b = appendDec(b, ltp, pmPx)
+	return append(b, `"}`...)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
@@ -221,4 +222,98 @@ func checkAckOrder(t *testing.T, recs []datasets.Record) {
 		}
 	}
 	check()
+}
+
+// TestRecordVenueTimingNoFalseHeals records, through the real recorder with
+// its live engine and healing on, a Polymarket session whose venue hashes
+// as the real one does (one hash per batch, of the book after it, with the
+// last trade price after the batch's match, sent before that price's
+// last_trade_price, which comes on either token): over a thousand trades,
+// not one integrity record or resubscribe, and a replay counts no mismatch.
+// The same session whose venue book gets a level no message tells is
+// caught: confirmed mismatches of that token only, integrity records and a
+// resubscribe, and the book is valid again from the next snapshot.
+func TestRecordVenueTimingNoFalseHeals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records a ten-minute generated session through the recorder, twice")
+	}
+	for _, tc := range []struct {
+		name    string
+		corrupt time.Duration
+	}{{"clean", 0}, {"corrupted level", 100 * time.Second}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			opts := Options{Seed: ShippedSeed, corruptAfter: tc.corrupt}
+			dir := filepath.Join(t.TempDir(), "polymarket")
+			if _, err := Record(context.Background(), "polymarket", opts, dir); err != nil {
+				t.Fatal(err)
+			}
+			kinds := map[datasets.Kind]int{}
+			var findings []datasets.Control
+			var trades int
+			for _, r := range readRecords(t, dir) {
+				kinds[r.Kind]++
+				switch r.Kind {
+				case datasets.KindFrame:
+					trades += bytes.Count(r.Payload, []byte(`"last_trade_price", "fee_rate_bps"`))
+				case datasets.KindIntegrity, datasets.KindResubscribe:
+					var c datasets.Control
+					if err := json.Unmarshal(r.Payload, &c); err != nil {
+						t.Fatal(err)
+					}
+					findings = append(findings, c)
+				}
+			}
+			if trades < 1000 {
+				t.Fatalf("%d trades, want over a thousand", trades)
+			}
+			sum, books := replayAll(t, dir)
+			if tc.corrupt == 0 {
+				if kinds[datasets.KindIntegrity] != 0 || kinds[datasets.KindResubscribe] != 0 {
+					t.Fatalf("%d integrity records, %d resubscribes on a venue-consistent session: %+v",
+						kinds[datasets.KindIntegrity], kinds[datasets.KindResubscribe], findings)
+				}
+				if sum.HashMismatch != 0 || sum.HashOK == 0 {
+					t.Fatalf("replay: %d ok, %d mismatch, %d unverifiable", sum.HashOK, sum.HashMismatch, sum.HashUnverifiable)
+				}
+				return
+			}
+			corrupted := pmMarketSpecs()[0].tokens[0] // the first market's first token
+			if kinds[datasets.KindIntegrity] == 0 || kinds[datasets.KindResubscribe] == 0 {
+				t.Fatalf("the corrupted level was not caught: records by kind %v", kinds)
+			}
+			for _, c := range findings {
+				if c.Reason != datasets.CheckHashMismatch || !slices.Equal(c.Instruments, []string{corrupted}) {
+					t.Errorf("finding %+v, want hash mismatches of %s only", c, corrupted)
+				}
+			}
+			if sum.HashMismatch == 0 {
+				t.Errorf("replay counted no mismatch")
+			}
+			t.Logf("%d trades; %d integrity records, %d resubscribes; replay: %d ok, %d mismatch, %d unverifiable",
+				trades, kinds[datasets.KindIntegrity], kinds[datasets.KindResubscribe], sum.HashOK, sum.HashMismatch, sum.HashUnverifiable)
+			if !books[corrupted] {
+				t.Errorf("the corrupted token's book is not valid at the end (snapshots came after)")
+			}
+		})
+	}
+}
+
+// replayAll replays dir checking every hash and returns its summary and
+// whether each book is valid at the end.
+func replayAll(t *testing.T, dir string) (*replayer.Summary, map[string]bool) {
+	t.Helper()
+	rp, err := replayer.New([]string{dir}, replayer.WithHashCheck(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := rp.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := map[string]bool{}
+	for _, b := range rp.Books() {
+		valid[b.Instrument] = b.Book.Valid()
+	}
+	return sum, valid
 }

@@ -51,6 +51,12 @@ type Options struct {
 	// generation several times faster (about 0.5 µs a frame instead of 3 µs
 	// or more), for very large benchmark inputs.
 	FastHashes bool
+
+	// corruptAfter, when positive, makes the generated Polymarket venue add
+	// a level to its first token's book that no message tells, that long
+	// into the session: a client's book is then wrong until the next
+	// snapshot (tests of what catches it).
+	corruptAfter time.Duration
 }
 
 // ShippedSeed is the seed of the samples shipped in datasets/samples

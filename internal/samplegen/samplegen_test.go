@@ -155,18 +155,25 @@ func TestSessionShape(t *testing.T) {
 func TestFramesBudget(t *testing.T) {
 	for _, v := range venues {
 		t.Run(v, func(t *testing.T) {
-			recs := generate(t, v, Options{Seed: 3, Frames: 2500})
-			n := 0
-			for _, r := range recs {
-				if r.Kind == datasets.KindFrame {
-					n++
+			// Every size is a valid dataset: receive times never go
+			// backwards, the closing records included (replay verify).
+			for _, frames := range []int64{2500, 2501, 2502, 7919} {
+				recs := generate(t, v, Options{Seed: 3, Frames: frames})
+				n := int64(0)
+				for i, r := range recs {
+					if r.Kind == datasets.KindFrame {
+						n++
+					}
+					if i > 0 && (r.WallNs < recs[i-1].WallNs || r.MonoNs < recs[i-1].MonoNs) {
+						t.Fatalf("--frames %d: record %d (%s) at %d after %d", frames, i, r.Kind, r.WallNs, recs[i-1].WallNs)
+					}
 				}
-			}
-			if n != 2500 {
-				t.Fatalf("%d frames, want 2500", n)
-			}
-			if recs[len(recs)-1].Kind != datasets.KindCleanClose {
-				t.Fatalf("last record is %s, want clean_close", recs[len(recs)-1].Kind)
+				if n != frames {
+					t.Fatalf("%d frames, want %d", n, frames)
+				}
+				if recs[len(recs)-1].Kind != datasets.KindCleanClose {
+					t.Fatalf("last record is %s, want clean_close", recs[len(recs)-1].Kind)
+				}
 			}
 		})
 	}
@@ -246,7 +253,7 @@ func TestSummaryHashVectors(t *testing.T) {
 		}
 		ts, _ := s.Timestamp.Int64()
 		g := &pmGen{e: newEngine(Options{}, "polymarket", &memAppender{})}
-		m := &pmMarket{spec: pmMarketSpec{cond: s.Market}, tick: mustDec(s.TickSize, pmPx)}
+		m := &pmMarket{spec: pmMarketSpec{cond: s.Market}, tick: mustDec(s.TickSize, pmPx), ltp: -1} // 2025-10: nine fields
 		tok := &pmToken{id: s.AssetID, book: pmBook{bids: conv(s.Bids), asks: conv(s.Asks)}}
 		var h [40]byte
 		g.hash(&h, m, tok, ts)

@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -38,7 +39,29 @@ type Status struct {
 	*recorder.LiveStatus
 	Disk   Disk          `json:"disk"`
 	Upload *UploadStatus `json:"upload,omitempty"`
+	// InstrumentsTotal is how many instruments match the request's filter
+	// (q); Instruments holds at most Limit of them from Offset on
+	// (/status.json?offset=N&limit=M&q=TEXT; limit 1..MaxPage, default
+	// DefaultPage).
+	InstrumentsTotal int `json:"instruments_total"`
+	Offset           int `json:"instruments_offset"`
+	Limit            int `json:"instruments_limit"`
 }
+
+// Pages of /status.json: a venue of 100,000 instruments is 31 MB of JSON
+// unpaged, and every client waiting for one held it.
+const (
+	DefaultPage = 500
+	MaxPage     = 5000
+	// maxInFlight bounds the /status.json answers being built or written
+	// at once; more get 503 and retry. Each holds a page, and the server's
+	// write timeout cuts off a client that does not read.
+	maxInFlight = 8
+)
+
+// WriteTimeout is what the status server gives a client to take an
+// answer: one that never reads is cut off then (http.Server.WriteTimeout).
+const WriteTimeout = 15 * time.Second
 
 // Disk is the dataset directory's use of its file system.
 type Disk struct {
@@ -90,6 +113,8 @@ type Server struct {
 
 	mu      sync.Mutex
 	samples []diskSample
+
+	inFlight chan struct{} // a slot per /status.json answer in progress
 }
 
 type diskSample struct {
@@ -108,7 +133,7 @@ func New(cfg Config) *Server {
 	if cfg.SampleEvery <= 0 {
 		cfg.SampleEvery = sampleEvery
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), stop: make(chan struct{})}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), stop: make(chan struct{}), inFlight: make(chan struct{}, maxInFlight)}
 	sub, _ := fs.Sub(assets, "assets")
 	static := http.FileServerFS(sub)
 	s.mux.Handle("/", readOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -177,7 +202,22 @@ func readOnly(h http.Handler) http.Handler {
 }
 
 func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request) {
+	select {
+	case s.inFlight <- struct{}{}:
+		defer func() { <-s.inFlight }()
+	default:
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "busy: too many status requests in progress", http.StatusServiceUnavailable)
+		return
+	}
+	q := r.URL.Query()
+	offset, _ := strconv.Atoi(q.Get("offset"))
+	limit, err := strconv.Atoi(q.Get("limit"))
+	if err != nil || limit <= 0 {
+		limit = DefaultPage
+	}
 	st := s.Snapshot()
+	st.page(max(offset, 0), min(limit, MaxPage), q.Get("q"))
 	b, err := json.Marshal(st)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -187,6 +227,25 @@ func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(append(b, '\n'))
+}
+
+// page keeps the instruments whose id contains filter (any case), limit
+// of them from offset on.
+func (st *Status) page(offset, limit int, filter string) {
+	all := st.Instruments
+	if filter != "" {
+		f := strings.ToLower(filter)
+		kept := all[:0:0]
+		for _, in := range all {
+			if strings.Contains(strings.ToLower(in.Instrument), f) {
+				kept = append(kept, in)
+			}
+		}
+		all = kept
+	}
+	st.InstrumentsTotal, st.Offset, st.Limit = len(all), min(offset, len(all)), limit
+	// A copy of the page: the rest of the snapshot can go at once.
+	st.Instruments = append([]recorder.InstrumentStatus(nil), all[st.Offset:min(st.Offset+limit, len(all))]...)
 }
 
 // Snapshot is what /status.json serves now, redacted.
@@ -468,7 +527,11 @@ func (st *Status) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  conn %-3d %-12s up %-10v %d frames  %.1f/s  last frame %s ago  %d reconnects  %d stalls  %d overloads  %s\n",
 			c.Conn, c.State, time.Duration(c.UptimeNs).Round(time.Second), c.Frames, rate, age, c.Reconnects, c.Stalls, c.Overloads, c.LastError)
 	}
-	fmt.Fprintf(&b, "\ninstruments (%d)\n", len(st.Instruments))
+	if st.InstrumentsTotal > len(st.Instruments) {
+		fmt.Fprintf(&b, "\ninstruments (%d to %d of %d)\n", st.Offset+1, st.Offset+len(st.Instruments), st.InstrumentsTotal)
+	} else {
+		fmt.Fprintf(&b, "\ninstruments (%d)\n", len(st.Instruments))
+	}
 	for _, in := range st.Instruments {
 		top := "no book"
 		if in.HasBook {

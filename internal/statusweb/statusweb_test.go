@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -353,4 +357,76 @@ func TestDiskRateAndTimeToFull(t *testing.T) {
 	if got := float64(d.TimeToFullNs); got < want*0.99 || got > want*1.01 {
 		t.Errorf("time to full %v, free/rate %v", time.Duration(d.TimeToFullNs), time.Duration(want))
 	}
+}
+
+// TestStatusJSONIsPaged is issue 30 item 13: a hostile venue of 100,000
+// instruments made /status.json 31 MB, and every client that did not read
+// held a copy. It is paged now (offset, limit up to MaxPage, a filter q),
+// says how many match, and more than a few answers in progress at once are
+// refused (503) rather than held.
+func TestStatusJSONIsPaged(t *testing.T) {
+	const n = 100_000
+	insts := make([]recorder.InstrumentStatus, n)
+	for i := range insts {
+		insts[i] = recorder.InstrumentStatus{Instrument: fmt.Sprintf("%078d", i), Conn: uint32(i % 40)}
+	}
+	release := make(chan struct{})
+	var blocked atomic.Bool
+	entered := make(chan struct{}, 100)
+	page := statusweb.New(statusweb.Config{Status: func() *recorder.LiveStatus {
+		if blocked.Load() {
+			entered <- struct{}{}
+			<-release
+		}
+		return &recorder.LiveStatus{Venue: "polymarket", Instruments: slices.Clone(insts)}
+	}})
+	defer page.Close()
+	srv := httptest.NewServer(page)
+	defer srv.Close()
+	get := func(q string) (*statusweb.Status, int, int) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/status.json" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			return nil, len(body), resp.StatusCode
+		}
+		var st statusweb.Status
+		if err := json.Unmarshal(body, &st); err != nil {
+			t.Fatal(err)
+		}
+		return &st, len(body), 200
+	}
+	st, size, _ := get("")
+	if st.InstrumentsTotal != n || len(st.Instruments) != statusweb.DefaultPage || size > 1<<20 {
+		t.Fatalf("default page: %d of %d instruments, %d bytes", len(st.Instruments), st.InstrumentsTotal, size)
+	}
+	st, _, _ = get("?offset=99990&limit=100")
+	if len(st.Instruments) != 10 || st.Instruments[0].Instrument != fmt.Sprintf("%078d", 99990) || st.Offset != 99990 {
+		t.Fatalf("last page: %d from %d", len(st.Instruments), st.Offset)
+	}
+	st, _, _ = get("?limit=1000000")
+	if len(st.Instruments) != statusweb.MaxPage {
+		t.Fatalf("limit capped at %d, got %d", statusweb.MaxPage, len(st.Instruments))
+	}
+	st, _, _ = get("?q=" + fmt.Sprintf("%078d", 4242))
+	if st.InstrumentsTotal != 1 || len(st.Instruments) != 1 {
+		t.Fatalf("filter: %d of %d", len(st.Instruments), st.InstrumentsTotal)
+	}
+	// Answers in progress are bounded: with every slot held, one more is
+	// refused at once instead of holding another copy.
+	blocked.Store(true)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() { get("") })
+		<-entered
+	}
+	if _, _, code := get(""); code != http.StatusServiceUnavailable {
+		t.Errorf("a ninth answer in progress: HTTP %d, want 503", code)
+	}
+	close(release)
+	wg.Wait()
 }

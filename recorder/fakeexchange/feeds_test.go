@@ -62,3 +62,28 @@ func TestDerivedHashBook(t *testing.T) {
 		t.Fatalf("hashes checked %d, ok %d; want 2 and 2", q.HashChecked, q.HashOK)
 	}
 }
+
+func TestWithoutHashes(t *testing.T) {
+	cfg := WithoutHashes(PolymarketConfig())
+	frames := [][]byte{cfg.Snapshot.Frame, cfg.Summary.Frame}
+	for _, f := range cfg.Feed["market"] {
+		frames = append(frames, f.Frame)
+	}
+	n := 0
+	for _, f := range frames {
+		if hashValue.Match(f) && !bytes.Contains(f, []byte(`"hash":""`)) {
+			t.Errorf("a hash left: %.120s", f)
+		}
+		n += bytes.Count(f, []byte(`"hash":""`))
+	}
+	if n < 5 || !bytes.Contains(PolymarketConfig().Summary.Frame, []byte(`"hash":"b9ee8c0d`)) {
+		t.Errorf("%d hashes blanked; the original config must keep its own", n)
+	}
+	tx := 0
+	for _, f := range cfg.Feed["market"] {
+		tx += bytes.Count(f.Frame, []byte(`"transaction_hash":"1234"`))
+	}
+	if tx == 0 {
+		t.Error("a trade's transaction_hash was blanked too")
+	}
+}

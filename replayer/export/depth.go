@@ -18,7 +18,7 @@ type instKey struct {
 
 // flags is what a depth or quotes row says about how far to trust the book.
 type flags struct {
-	valid, afterGap, crossed, hashChecked, hashOK, estimated bool
+	valid, afterGap, crossed, hashChecked, hashOK, hashMismatch, hashUnverifiable, estimated bool
 }
 
 // depthInst is the per-book state of the depth table.
@@ -30,10 +30,10 @@ type depthInst struct {
 	gen     uint64
 	haveGen bool
 	// Quality counters at the last event, to turn cumulative counts into
-	// "a hash was checked since the last row" and "every one matched".
-	lastChecked, lastOK uint64
-	pendChecked         bool
-	pendBad             bool
+	// "a hash verdict was given since the last row", "every one was ok", "one
+	// was a mismatch", "one was unverifiable".
+	lastChecked, lastOK, lastMismatch, lastUnverifiable  uint64
+	pendChecked, pendBad, pendMismatch, pendUnverifiable bool
 
 	// Sampled mode: the state after the last change in the current bucket.
 	dirty      bool
@@ -51,7 +51,7 @@ type depthTable struct {
 
 	cExch, cLocal, cVenue, cInst int
 	cLevel0, perLevel            int // column of bid_price_0 and columns per level
-	cFlags                       int // first of the six flag columns
+	cFlags                       int // first of the flag columns (flagNames)
 	nBids, nAsks                 int // level counts of the two sides
 
 	insts  instIndex[depthInst]
@@ -67,7 +67,7 @@ func newDepthTable(levels int, intervalNs int64, byExchange bool) *depthTable {
 		bids: make([]book.Level, 0, levels), asks: make([]book.Level, 0, levels)}
 }
 
-var flagNames = [...]string{"book_valid", "after_gap", "crossed", "hash_checked", "hash_ok", "estimated"}
+var flagNames = [...]string{"book_valid", "after_gap", "crossed", "hash_checked", "hash_ok", "hash_mismatch", "hash_unverifiable", "estimated"}
 
 func (t *depthTable) columns(b *batch, _ string, counts bool) {
 	t.counts = counts
@@ -131,8 +131,11 @@ func (in *depthInst) trackQuality(q *venue.Quality) {
 		if q.HashOK-in.lastOK != q.HashChecked-in.lastChecked {
 			in.pendBad = true
 		}
+		in.pendMismatch = in.pendMismatch || q.HashMismatch > in.lastMismatch
+		in.pendUnverifiable = in.pendUnverifiable || q.HashUnverifiable > in.lastUnverifiable
 	}
 	in.lastChecked, in.lastOK = q.HashChecked, q.HashOK
+	in.lastMismatch, in.lastUnverifiable = q.HashMismatch, q.HashUnverifiable
 }
 
 // stateFlags reads the flags that describe the book itself.
@@ -147,7 +150,8 @@ func stateFlags(bk *book.Book, q *venue.Quality) flags {
 func (in *depthInst) takeHash(f *flags) {
 	f.hashChecked = in.pendChecked
 	f.hashOK = in.pendChecked && !in.pendBad
-	in.pendChecked, in.pendBad = false, false
+	f.hashMismatch, f.hashUnverifiable = in.pendMismatch, in.pendUnverifiable
+	in.pendChecked, in.pendBad, in.pendMismatch, in.pendUnverifiable = false, false, false, false
 }
 
 func exchangeNs(e *replayer.Event) int64 {
@@ -255,7 +259,9 @@ func (t *depthTable) row(s *Sink, in *depthInst, exch, local int64, bids, asks [
 	b.bool(t.cFlags+2, f.crossed)
 	b.bool(t.cFlags+3, f.hashChecked)
 	b.bool(t.cFlags+4, f.hashOK)
-	b.bool(t.cFlags+5, f.estimated)
+	b.bool(t.cFlags+5, f.hashMismatch)
+	b.bool(t.cFlags+6, f.hashUnverifiable)
+	b.bool(t.cFlags+7, f.estimated)
 	return s.endRow()
 }
 

@@ -43,8 +43,10 @@ const (
 	// Hyperliquid, which reports orders per level; null where the side has no
 	// level i), then the flags book_valid, after_gap, crossed (best bid above
 	// best ask in this very state, which Polymarket books are briefly inside a
-	// match), hash_checked and hash_ok (a venue hash was recomputed since the
-	// previous row of the book / every one matched), estimated (Hyperliquid
+	// match), hash_checked, hash_ok, hash_mismatch, hash_unverifiable (a
+	// venue hash verdict was given since the previous row of the book / every
+	// one was ok / one was a confirmed mismatch / one could not be decided:
+	// see venue/polymarket NOTES.md, "Hash verdicts"), estimated (Hyperliquid
 	// book merged with bbo since its last full snapshot).
 	TableDepth Table = iota + 1
 	// TableBookChanges is one row per level change (is_snapshot, side "bid" or
@@ -67,9 +69,13 @@ const (
 	TableQuotes
 	// TableEvents is one row per control record of the datasets: connects,
 	// subscriptions, disconnects, reconnects, stalls, gaps, overloads, write
-	// errors, clock syncs, notes, REST responses, clean closes; and one row
+	// errors, clock syncs, notes, REST responses, clean closes; one row
 	// per message a decoder rejected (kind "rejected", error, instruments =
-	// the book it invalidated). Columns:
+	// the book it invalidated); and one row per event after which a book's
+	// venue hash verdicts grew by a confirmed mismatch or an unverifiable
+	// hash (kind and reason "hash_mismatch" or "hash_unverifiable",
+	// instruments = the book, text = its ok, mismatch and unverifiable
+	// counts; venue/polymarket NOTES.md, "Hash verdicts"). Columns:
 	// local_ts_ns, venue, dataset (input index), conn, seq, kind, and the
 	// record's details (url, code, reason, error, attempt, instruments as a
 	// comma-separated list, dropped, from_ns, to_ns, offset_ns, text), null

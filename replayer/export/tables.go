@@ -540,16 +540,23 @@ func (t *quotesTable) csvFields(quality bool) []csvField {
 	return f
 }
 
-// eventsTable: one row per control record (its connection-wide delivery).
+// eventsTable: one row per control record (its connection-wide delivery),
+// per rejected message, and per event after which a book's venue hash
+// verdicts grew by a mismatch or an unverifiable.
 type eventsTable struct {
 	cLocal, cVenue, cDataset, cConn, cSeq, cKind       int
 	cURL, cCode, cReason, cErr, cAttempt, cInstruments int
 	cDropped, cFrom, cTo, cOffset, cText               int
 	names                                              interned
+	verdicts                                           instIndex[verdictCounts]
 }
+
+// verdictCounts are a book's hash verdict counters at its last event.
+type verdictCounts struct{ mismatch, unverifiable uint64 }
 
 func (t *eventsTable) columns(b *batch, _ string, _ bool) {
 	t.names = interned{}
+	t.verdicts = instIndex[verdictCounts]{}
 	t.cLocal = b.add("local_ts_ns", kTime, false)
 	t.cVenue = b.add("venue", kString, false)
 	t.cDataset = b.add("dataset", kInt32, false)
@@ -572,6 +579,11 @@ func (t *eventsTable) columns(b *batch, _ string, _ bool) {
 func (t *eventsTable) onEvent(s *Sink, e *replayer.Event) error {
 	if d := e.Decoded; d != nil && d.Type == venue.EventReject {
 		return t.rejectRow(s, e, d)
+	}
+	if q := &e.Quality; q.HashMismatch|q.HashUnverifiable != 0 && e.Instrument != "" {
+		if err := t.verdictRows(s, e); err != nil {
+			return err
+		}
 	}
 	// A loss record also arrives once per instrument it invalidates, and a
 	// REST response a decoder took also arrives as its decoded snapshot; the
@@ -608,24 +620,58 @@ func (t *eventsTable) onEvent(s *Sink, e *replayer.Event) error {
 // rejectRow writes a message the decoder rejected: kind "rejected", error
 // its error, instruments the book it invalidated (null when none).
 func (t *eventsTable) rejectRow(s *Sink, e *replayer.Event, d *venue.Event) error {
+	return t.detailRow(s, e, "rejected", "", string(d.Text), "")
+}
+
+// verdictRows writes a row of kind "hash_mismatch" or "hash_unverifiable"
+// (reason the same, instruments the book, text the book's verdict counts)
+// for each of the two that grew since the book's last event: the decoder
+// gives a verdict when a batch closes or a pending hash is decided, so the
+// row carries the event that did it.
+func (t *eventsTable) verdictRows(s *Sink, e *replayer.Event) error {
+	v, h := t.verdicts.get(e.Dataset, e.Instrument)
+	if v == nil {
+		v = &verdictCounts{}
+		t.verdicts.add(instKey{e.Dataset, strings.Clone(e.Instrument)}, v, h)
+	}
+	q := &e.Quality
+	for _, k := range [...]struct {
+		kind      string
+		now, last uint64
+	}{{datasets.CheckHashMismatch, q.HashMismatch, v.mismatch}, {"hash_unverifiable", q.HashUnverifiable, v.unverifiable}} {
+		if k.now <= k.last {
+			continue
+		}
+		text := fmt.Sprintf("hash verdicts: %d ok, %d mismatch, %d unverifiable of %d", q.HashOK, q.HashMismatch, q.HashUnverifiable, q.HashChecked)
+		if err := t.detailRow(s, e, k.kind, k.kind, "", text); err != nil {
+			return err
+		}
+	}
+	v.mismatch, v.unverifiable = q.HashMismatch, q.HashUnverifiable
+	return nil
+}
+
+// detailRow writes a row about e's book that is not a control record:
+// kind, and of the details only reason, error, instruments (e's) and text.
+func (t *eventsTable) detailRow(s *Sink, e *replayer.Event, kind, reason, errText, text string) error {
 	b := &s.b
 	b.i64(t.cLocal, e.RecvNs)
 	b.str(t.cVenue, t.names.get(e.Venue))
 	b.i32(t.cDataset, int32(e.Dataset))
 	b.i64(t.cConn, int64(e.Conn))
 	b.i64(t.cSeq, int64(e.Seq))
-	b.str(t.cKind, "rejected")
+	b.str(t.cKind, kind)
 	b.strNull(t.cURL)
 	b.i32Null(t.cCode)
-	b.strNull(t.cReason)
-	optStr(b, t.cErr, string(d.Text))
+	optStr(b, t.cReason, reason)
+	optStr(b, t.cErr, errText)
 	b.i32Null(t.cAttempt)
 	optStr(b, t.cInstruments, t.names.get(e.Instrument))
 	b.i64Null(t.cDropped)
 	b.i64Null(t.cFrom)
 	b.i64Null(t.cTo)
 	b.i64Null(t.cOffset)
-	b.strNull(t.cText)
+	optStr(b, t.cText, text)
 	return s.endRow()
 }
 

@@ -219,6 +219,12 @@ func (c *conn) send(typ int, b []byte, recorded bool) bool {
 			case <-c.kicked:
 				bufPool.Put(bp)
 				return false
+			case <-c.ctx.Done():
+				// The client went away without a kick (closed, or cut
+				// off by the write timeout): nobody drains the queue, and
+				// the replay must end to release its files and buffers.
+				bufPool.Put(bp)
+				return false
 			}
 		}
 		if c.queued.Load()+int64(len(b)) > c.s.opts.maxQueued {

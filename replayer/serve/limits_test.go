@@ -103,3 +103,34 @@ func TestServeSkipsLossesAndCapsGaps(t *testing.T) {
 		t.Error("a speed of 1e-7x accepted")
 	}
 }
+
+// TestServeMaxSpeedReleasesClientsThatLeave is issue 30 item 14: at --speed
+// max the replay waits for its client, and one that left without reading
+// (its socket closed with the send queue full) kept its replay waiting
+// forever, with a segment file open and its buffers (150 such clients: 150
+// open files, 427 MB). Every such client is now released: the server's
+// active count returns to zero.
+func TestServeMaxSpeedReleasesClientsThatLeave(t *testing.T) {
+	book := serveFixture(t, "order_book_server_ack_l2book_trades_2025-07.ndjson")[1]
+	frames := make([][]byte, 4000) // more than the read-ahead and the socket buffers hold
+	for i := range frames {
+		frames[i] = book
+	}
+	ds := serveFramesDataset(t, venue.Hyperliquid, frames)
+	s, url := serveStart(t, []string{ds}, WithSpeed(replayer.SpeedMax), WithSubscribeWindow(0))
+	const clients = 20
+	for range clients {
+		c := serveDial(t, url)
+		serveSend(t, c, serveSubMsg(`{"type":"l2Book","coin":"BTC"}`))
+		// Read the ack only: the replay has started and fills the queue.
+		serveReadOne(t, c)
+		c.Close()
+	}
+	deadline := time.Now().Add(time.Minute)
+	for s.Stats().Active != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d clients that left are still held a minute later", s.Stats().Active, clients)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a count, not ordering events
+	}
+}

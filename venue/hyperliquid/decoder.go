@@ -140,6 +140,10 @@ func NewDecoder(opts ...Option) *Decoder {
 //     (0 if absent).
 //   - candle: one EventCandle, Instrument = s, ExchangeNs = t, Price = c,
 //     Size = v, Count = n.
+//
+// markPx and candle values are outside the books: more digits than Scale
+// are rounded half up, never rejected (NOTES.md); book and trade prices and
+// sizes must fit Scale exactly.
 //   - subscriptionResponse, pong, error, post: one EventControl, Text = the channel.
 //   - any other channel: one EventUnknown, Text = the channel (Stats.UnknownTypes).
 //   - text that is not JSON (a legacy greeting): one EventControl, Text = the

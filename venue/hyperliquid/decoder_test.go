@@ -749,3 +749,49 @@ func TestRealBboMerge(t *testing.T) {
 		t.Errorf("quality %+v", q)
 	}
 }
+
+// Values outside the books never reject a frame for their digits: the real
+// candle of the probe with the volume the venue printed on another real
+// candle, "3495670.8399999999" (10 fractional digits, Scale has 8), decodes
+// with the volume rounded half up at Scale and the exact text in Raw; so does
+// an asset context's markPx. A book level or trade with as many digits is
+// still ErrPrecision.
+func TestOutsideBookDigits(t *testing.T) {
+	ls := lines(t, "arbitrage_observatory_probe_2026-09_core.ndjson")
+	candle := strings.Replace(string(ls[5]), `"v":"14.27847"`, `"v":"3495670.8399999999"`, 1)
+	d := NewDecoder()
+	c := mustDecode(t, d, candle)[0]
+	if c.Size != 3495670_84000000 || !strings.Contains(string(c.Raw), `"3495670.8399999999"`) {
+		t.Errorf("candle volume %d, raw %s", c.Size, c.Raw)
+	}
+	c = mustDecode(t, d, strings.Replace(candle, `"o":"84143.0"`, `"o":"84143.000000004"`, 1))[0]
+	if c.Price != 84143_00000000 {
+		t.Errorf("candle close %d", c.Price)
+	}
+	ctx := strings.Replace(string(ls[3]), `"markPx":"84148.0"`, `"markPx":"84148.123456789"`, 1)
+	if ctx == string(ls[3]) {
+		t.Fatalf("fixture's markPx changed: %s", ls[3])
+	}
+	if e := mustDecode(t, d, ctx)[0]; e.Price != 84148_12345679 {
+		t.Errorf("markPx %d", e.Price)
+	}
+	for _, bad := range []string{
+		`{"channel":"trades","data":[{"coin":"BTC","side":"A","px":"84143.0000000001","sz":"1","time":1,"tid":1}]}`,
+		`{"channel":"l2Book","data":{"coin":"BTC","time":1,"levels":[[{"px":"100.123456789","sz":"1","n":1}],[]]}}`,
+	} {
+		if err := d.Decode([]byte(bad), 1, &venue.Frame{}); !errors.Is(err, book.ErrPrecision) {
+			t.Errorf("%s: %v, want ErrPrecision", bad, err)
+		}
+	}
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{{"1.123456784", 112345678}, {"1.123456785", 112345679}, {"0.999999999", 100000000}, {"2.00000000000", 200000000}} {
+		if v, err := roundDecimal([]byte(tc.in), 8); err != nil || v != tc.want {
+			t.Errorf("roundDecimal(%s) = %d, %v; want %d", tc.in, v, err, tc.want)
+		}
+	}
+	if _, err := roundDecimal([]byte("1.1234567891x"), 8); !errors.Is(err, book.ErrSyntax) {
+		t.Errorf("roundDecimal of a bad tail: %v", err)
+	}
+}

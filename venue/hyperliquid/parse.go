@@ -2,6 +2,7 @@ package hyperliquid
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"unicode/utf16"
@@ -231,6 +232,51 @@ func (d *Decoder) decimal(field string, decimals uint8) (v int64, at int, err er
 		return 0, at, book.NewDecimalError(field, s, err)
 	}
 	return v, at, nil
+}
+
+// outside is decimal for a value outside the books (candle OHLCV, an asset
+// context's markPx): one with more fractional digits than decimals is
+// rounded half up at that scale instead of rejected (the venue prints
+// computed values such as a volume "3495670.8399999999"); the exact text
+// stays in the event's Raw. Syntax and range errors still reject.
+func (d *Decoder) outside(field string, decimals uint8) (v int64, at int, err error) {
+	at = d.valueStart()
+	s, err := d.sc.String()
+	if err != nil {
+		return 0, at, err
+	}
+	v, err = book.ParseDecimal(s, decimals)
+	if errors.Is(err, book.ErrPrecision) {
+		v, err = roundDecimal(s, decimals)
+	}
+	if err != nil {
+		return 0, at, book.NewDecimalError(field, s, err)
+	}
+	return v, at, nil
+}
+
+// roundDecimal parses s, a plain decimal with more than decimals fractional
+// digits, rounded half up to decimals.
+func roundDecimal(s []byte, decimals uint8) (int64, error) {
+	dot := bytes.IndexByte(s, '.')
+	if dot < 0 || len(s)-dot-1 <= int(decimals) {
+		return book.ParseDecimal(s, decimals)
+	}
+	cut := dot + 1 + int(decimals)
+	up := s[cut] >= '5' && s[cut] <= '9'
+	for _, c := range s[cut:] {
+		if c < '0' || c > '9' {
+			return 0, book.ErrSyntax
+		}
+	}
+	v, err := book.ParseDecimal(s[:cut], decimals)
+	if err == nil && up {
+		if v == 1<<63-1 {
+			return 0, book.ErrRange
+		}
+		v++
+	}
+	return v, err
 }
 
 // positive is decimal for a value the venue never sends as zero.
@@ -618,7 +664,7 @@ func (d *Decoder) parseCtx(out *venue.Frame) error {
 					break
 				}
 				if string(key) == "markPx" {
-					v, at, err := d.decimal("markPx", Scale.PriceDecimals)
+					v, at, err := d.outside("markPx", Scale.PriceDecimals)
 					if err != nil {
 						return d.errOff("ctx.markPx", at, err)
 					}
@@ -675,7 +721,7 @@ func (d *Decoder) parseCandle(out *venue.Frame) error {
 			haveT = true
 		case "o", "h", "l", "c":
 			c := key[0]
-			v, at, err := d.decimal("price", Scale.PriceDecimals)
+			v, at, err := d.outside(string(key), Scale.PriceDecimals)
 			if err != nil {
 				return d.errOff(string(key), at, err)
 			}
@@ -683,7 +729,7 @@ func (d *Decoder) parseCandle(out *venue.Frame) error {
 				ev.Price = v
 			}
 		case "v":
-			v, at, err := d.decimal("v", Scale.SizeDecimals)
+			v, at, err := d.outside("v", Scale.SizeDecimals)
 			if err != nil {
 				return d.errOff("v", at, err)
 			}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding"
 	"errors"
+	"hash"
 
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/venue"
@@ -67,8 +68,8 @@ func (d *Decoder) Decode(frame []byte, recvNs int64, out *venue.Frame) error {
 		return err
 	}
 	err := d.apply(out)
-	if len(d.hashDue) > 0 {
-		d.sampleHashes()
+	if len(d.waiting) > 0 {
+		d.expireHashes(d.nowMs, false)
 	}
 	if err != nil {
 		d.stats.Errors++
@@ -117,8 +118,7 @@ func (d *Decoder) invalidateAll(out *venue.Frame, start, end int, text []byte) i
 
 // invalidate marks one instrument's book invalid until its next snapshot.
 func (d *Decoder) invalidate(in *instrument) {
-	d.settleHash(in)
-	d.closeBatch(in)
+	d.closeBatch(in, true)
 	in.book.Invalidate()
 	d.setGap(in)
 	in.q.AfterGap = true
@@ -187,6 +187,9 @@ func (d *Decoder) apply(out *venue.Frame) error {
 	d.errText = d.errText[:0]
 	for i := range d.msgs {
 		m := &d.msgs[i]
+		if m.tsMs > d.nowMs {
+			d.nowMs = m.tsMs
+		}
 		switch m.kind {
 		case kRejected:
 			d.rejectMsg(m, out)
@@ -208,13 +211,18 @@ func (d *Decoder) apply(out *venue.Frame) error {
 			ev.Market = d.internMarket(m.market)
 		case kBook:
 			in := d.instrumentOf(m.inst, m.asset.b, m.market)
-			d.closeBatch(in)
-			if in.hashPend && in.book.Matches(d.levels[m.bidLo:m.bidHi], d.levels[m.askLo:m.askHi]) {
-				// The venue's snapshot is the book the pending sampled hash
-				// describes: it confirms the levels without a SHA-1.
-				in.hashPend = false
+			if in.batchHash && in.batchTs == m.tsMs {
+				// A snapshot of the batch's own millisecond carries the hash
+				// of the book after it and is judged instead.
+				in.batchHash = false
 			}
-			d.settleHash(in)
+			if in.batchHash && d.opts.hashEvery > 0 && in.book.Matches(d.levels[m.bidLo:m.bidHi], d.levels[m.askLo:m.askHi]) {
+				// Sampling: a snapshot equal to the book confirms its levels
+				// without a SHA-1 (the batch's hash is seen, not judged).
+				in.batchHash = false
+				d.stats.HashSeen++
+			}
+			d.closeBatch(in, true)
 			if err := in.book.Replace(d.levels[m.bidLo:m.bidHi], d.levels[m.askLo:m.askHi]); err != nil {
 				out.Events = out.Events[:0]
 				return &DecodeError{Offset: m.start, Event: "book", Err: errors.Join(errInternal, err)}
@@ -236,6 +244,8 @@ func (d *Decoder) apply(out *venue.Frame) error {
 			}
 			in.q.AfterGap, in.snapped = in.gap, true
 			d.clearGap(in)
+			in.hashBad = false
+			in.goodSeq++
 			in.q.Crossed = in.book.Crossed()
 			d.checkHash(in, m.ts.b, m.hash, m.tsMs)
 			d.bookEvent(out, venue.EventSnapshot, m, in, d.frame[m.start:m.end])
@@ -243,8 +253,11 @@ func (d *Decoder) apply(out *venue.Frame) error {
 			for j := m.chLo; j < m.chHi; j++ {
 				c := &d.changes[j]
 				in := d.instrumentOf(c.inst, c.asset, m.market)
-				if in.batchOpen && in.batchTs != m.tsMs {
-					d.closeBatch(in)
+				if (in.batchOpen || in.batchHash) && in.batchTs != m.tsMs {
+					d.closeBatch(in, false)
+				}
+				if !in.batchOpen {
+					in.batchTsTxt = append(in.batchTsTxt[:0], m.ts.b...)
 				}
 				in.batchOpen, in.batchTs = true, m.tsMs
 				in.topKnown, in.bestBid, in.bestAsk = c.hasTop, c.bestBid, c.bestAsk
@@ -264,8 +277,8 @@ func (d *Decoder) apply(out *venue.Frame) error {
 					// Sampled checks rebuild them (cheaply) instead.
 					in.hc.afterSet(in.book, g0, c.side, c.price, c.size)
 				}
-				if in.book.Valid() {
-					d.checkHash(in, m.ts.b, c.hash, m.tsMs)
+				if in.book.Valid() || in.hashBad {
+					d.batchEntryHash(in, c.hash)
 				}
 				ev := d.bookEvent(out, venue.EventLevel, m, in, d.frame[c.start:c.end])
 				ev.Side, ev.Price, ev.Size = c.side, c.price, c.size
@@ -273,7 +286,7 @@ func (d *Decoder) apply(out *venue.Frame) error {
 		case kTrade:
 			in := d.instrumentOf(m.inst, m.asset.b, m.market)
 			d.closeIfNewTs(in, m)
-			in.ltp = m.pPrice
+			d.trade(in, m.pPrice, m.tsMs)
 			ev := d.newEvent(out, venue.EventTrade, m)
 			ev.Instrument, ev.Market = in.id, in.market
 			ev.Side, ev.Price, ev.Size = m.pSide, m.pPrice, m.pSize
@@ -356,21 +369,35 @@ func (d *Decoder) bookEvent(out *venue.Frame, t venue.EventType, m *msg, in *ins
 // closeIfNewTs closes in's batch when a message for it carries another
 // timestamp: a trade or quote of the same millisecond belongs to the match.
 func (d *Decoder) closeIfNewTs(in *instrument, m *msg) {
-	if in.batchOpen && in.batchTs != m.tsMs {
-		d.closeBatch(in)
+	if (in.batchOpen || in.batchHash) && in.batchTs != m.tsMs {
+		d.closeBatch(in, false)
 	}
 }
 
 // closeBatch ends in's timestamp batch of price changes: only now may the
-// book be judged, because inside a match it can be transiently crossed.
-func (d *Decoder) closeBatch(in *instrument) {
-	if in.batchOpen { // inlined: most books have no open batch
-		d.endBatch(in)
+// book be judged, because inside a match it can be transiently crossed and
+// the venue hashes the book after the batch. It also settles a sampled
+// snapshot's hash left open (checkHash). force checks the hash even when
+// sampling would pass it over (the book is about to change in a way no
+// later hash describes).
+func (d *Decoder) closeBatch(in *instrument, force bool) {
+	if in.batchOpen || in.batchHash { // inlined: most books have neither
+		d.endBatch(in, force)
 	}
 }
 
-func (d *Decoder) endBatch(in *instrument) {
-	in.batchOpen = false
+func (d *Decoder) endBatch(in *instrument, force bool) {
+	if in.batchOpen {
+		in.batchOpen = false
+		d.judgeTop(in)
+	}
+	if in.batchHash {
+		d.judgeBatch(in, force)
+	}
+}
+
+// judgeTop runs the crossed-book and top-of-book checks of a closed batch.
+func (d *Decoder) judgeTop(in *instrument) {
 	b := in.book
 	if !b.Valid() {
 		return
@@ -395,99 +422,6 @@ func (d *Decoder) endBatch(in *instrument) {
 	if bid != in.bestBid || ask != in.bestAsk {
 		in.q.TopMismatch++
 		d.stats.TopMismatch++
-	}
-}
-
-// checkHash compares in's book with the venue's hash want when every hashed
-// field is known: now, or, when sampling (WithHashSampling), as the pending
-// hash that sampleHashes or settleHash verifies later.
-func (d *Decoder) checkHash(in *instrument, ts, want []byte, tsMs int64) {
-	// Inlined: most books' min_order_size is not known (a REST summary or
-	// InstrumentInfo tells it), so their hashes are not checked.
-	if d.opts.hashCheck && in.minOrder > 0 {
-		d.takeHash(in, ts, want, tsMs)
-	}
-}
-
-func (d *Decoder) takeHash(in *instrument, ts, want []byte, tsMs int64) {
-	if !in.hashable() {
-		return
-	}
-	d.stats.HashSeen++
-	if d.opts.hashEvery > 0 {
-		// Sampled: keep the newest hash; sampleHashes decides after the
-		// frame, settleHash before anything it does not cover changes.
-		in.hashPend = true
-		in.pendHash = append(in.pendHash[:0], want...)
-		in.pendTs = append(in.pendTs[:0], ts...)
-		in.pendMs, in.pendLtp, in.pendTick = tsMs, in.ltp, in.tick
-		if !in.hashQueued {
-			in.hashQueued = true
-			d.hashDue = append(d.hashDue, in)
-		}
-		return
-	}
-	d.verifyHash(in, ts, want)
-}
-
-// sampleHashes verifies, after a frame, the pending hash of each instrument
-// the frame gave one whose last verified check is at least hashEvery old (in
-// the venue's time), or that was never checked.
-func (d *Decoder) sampleHashes() {
-	for _, in := range d.hashDue {
-		in.hashQueued = false
-		if in.hashPend && (!in.everHashed || in.pendMs-in.checkedMs >= d.opts.hashEvery || in.pendMs < in.checkedMs) {
-			d.settleHash(in)
-		}
-	}
-	clear(d.hashDue)
-	d.hashDue = d.hashDue[:0]
-}
-
-// settleHash verifies in's pending sampled hash now, while the levels are
-// still the ones it describes (callers settle before a snapshot replaces
-// them, before a loss invalidates them, before instrument info changes and
-// at the end).
-func (d *Decoder) settleHash(in *instrument) {
-	if in.hashPend { // inlined: the usual case, nothing pending
-		d.settlePending(in)
-	}
-}
-
-func (d *Decoder) settlePending(in *instrument) {
-	in.hashPend = false
-	if !in.book.Valid() || !in.hashable() {
-		return
-	}
-	in.everHashed, in.checkedMs = true, in.pendMs
-	// The hash covers the last trade price and tick size as they were when
-	// it was sent; a trade or tick change since then does not touch levels.
-	ltp, tick := in.ltp, in.tick
-	in.ltp, in.tick = in.pendLtp, in.pendTick
-	d.verifyHash(in, in.pendTs, in.pendHash)
-	in.ltp, in.tick = ltp, tick
-}
-
-// verifyHash compares in's book with the venue's hash want (40 hex digits;
-// anything else is not checked). It tries the form that matched last first,
-// then the other one if a last trade price is known; a mismatch is only
-// counted.
-func (d *Decoder) verifyHash(in *instrument, ts, want []byte) {
-	var sum [sha1.Size]byte
-	if !decodeHash40(&sum, want) {
-		return
-	}
-	ok := d.hashForm(in, ts, &sum, in.ltpFirst && in.ltp != 0)
-	if !ok && in.ltp != 0 {
-		if ok = d.hashForm(in, ts, &sum, !in.ltpFirst); ok {
-			in.ltpFirst = !in.ltpFirst
-		}
-	}
-	in.q.HashChecked++
-	d.stats.HashChecked++
-	if ok {
-		in.q.HashOK++
-		d.stats.HashOK++
 	}
 }
 
@@ -523,6 +457,19 @@ func (d *Decoder) hashForm(in *instrument, ts []byte, want *[sha1.Size]byte, wit
 	if c.memoOK && c.memoVer == c.ver && c.memoTail == tk && c.memoMarket == in.market && bytes.Equal(c.memoTs, ts) {
 		return c.memoSum == *want
 	}
+	h := d.hashBody(in, ts)
+	h.Write(c.tail)
+	h.Sum(c.memoSum[:0])
+	c.memoOK, c.memoVer, c.memoTail, c.memoMarket = true, c.ver, tk, in.market
+	c.memoTs = append(c.memoTs[:0], ts...)
+	return c.memoSum == *want
+}
+
+// hashBody returns d.sha holding in's hash input at ts up to the end of the
+// asks, from in's hash cache (synced).
+func (d *Decoder) hashBody(in *instrument, ts []byte) hash.Hash {
+	c := &in.hc
+	c.sync(in.book, &d.topBuf)
 	buf := append(d.hashBuf[:0], `{"market":"`...)
 	buf = append(buf, in.market...)
 	buf = append(buf, `","asset_id":"`...)
@@ -553,9 +500,5 @@ func (d *Decoder) hashForm(in *instrument, ts []byte, want *[sha1.Size]byte, wit
 	h.Write(c.side[book.Bid].input())
 	h.Write(asksKey)
 	h.Write(c.side[book.Ask].input())
-	h.Write(c.tail)
-	h.Sum(c.memoSum[:0])
-	c.memoOK, c.memoVer, c.memoTail, c.memoMarket = true, c.ver, tk, in.market
-	c.memoTs = append(c.memoTs[:0], ts...)
-	return c.memoSum == *want
+	return h
 }

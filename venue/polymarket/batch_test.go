@@ -217,11 +217,16 @@ func TestHashWithLastTradePrice(t *testing.T) {
 	if q := d.Quality(tA); q.HashChecked != 2 || q.HashOK != 2 {
 		t.Fatalf("quality %+v", q)
 	}
-	// A wrong hash is counted, never fatal.
+	// A hash that no known last trade price explains waits for a trade;
+	// none comes, so it is unverifiable, and never fatal.
 	bad := []byte(string(frame[:len(frame)-1]) + `,"neg_risk":true}`)
 	mustDecode(t, d, bad, &out)
-	if q := d.Quality(tA); q.HashChecked != 3 || q.HashOK != 2 || !d.Book(tA).Valid() {
-		t.Fatalf("mismatch: %+v", q)
+	if q := d.Quality(tA); q.HashChecked != 2 || q.HashPending != 1 || !d.Book(tA).Valid() {
+		t.Fatalf("pending: %+v", q)
+	}
+	d.Flush(nil)
+	if q := d.Quality(tA); q.HashChecked != 3 || q.HashOK != 2 || q.HashUnverifiable != 1 || q.HashPending != 0 || !d.Book(tA).Valid() {
+		t.Fatalf("unverifiable: %+v", q)
 	}
 }
 

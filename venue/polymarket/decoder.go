@@ -16,6 +16,7 @@
 package polymarket
 
 import (
+	"crypto/sha1"
 	"fmt"
 	"hash"
 	"slices"
@@ -57,31 +58,54 @@ type InstrumentInfo struct {
 type Option func(*options)
 
 type options struct {
-	hashCheck bool
-	hashEvery int64 // ms of the venue's time between sampled checks; 0: every hash
-	infos     []InstrumentInfo
+	hashCheck  bool
+	hashEvery  int64 // ms of the venue's time between sampled checks; 0: every hash
+	hashWindow int64 // ms of the venue's time a pending hash waits for a trade
+	infos      []InstrumentInfo
 }
 
-func defaultOptions() options { return options{hashCheck: true} }
+// DefaultHashWindow is how long, in the venue's time, a hash that only a
+// trade not yet reported could explain waits for that trade
+// (WithHashWindow).
+const DefaultHashWindow = time.Second
+
+func defaultOptions() options {
+	return options{hashCheck: true, hashWindow: DefaultHashWindow.Milliseconds()}
+}
 
 // WithHashCheck turns book-hash verification on or off (default on). Hashes
 // are computed only for books whose hashed fields are all known, so turning
 // it off matters only when InstrumentInfo is supplied or learned.
 func WithHashCheck(on bool) Option { return func(o *options) { o.hashCheck = on } }
 
-// WithHashSampling verifies at most one hash per asset per every of the
-// venue's time (rounded up to a millisecond) instead of every hash: always
-// the newest one a frame left, and always the pending one before a
-// snapshot replaces the book (unless the snapshot equals it, which confirms
-// the levels), before a loss (Invalidate), before SetInstrumentInfo and at
-// the end (Flush). A diverged book stays diverged until one of those, so it
-// is still caught.
+// WithHashSampling verifies at most one batch hash per asset per every of
+// the venue's time (rounded up to a millisecond) instead of every one, and
+// always the batch open before a snapshot replaces the book (unless the
+// snapshot equals it, which confirms the levels), before a loss
+// (Invalidate), before SetInstrumentInfo and at the end (Flush). A diverged
+// book stays diverged until one of those, so it is still caught.
 // 0 (the default) checks every hash.
 func WithHashSampling(every time.Duration) Option {
 	return func(o *options) {
 		o.hashEvery = 0
 		if every > 0 {
 			o.hashEvery = int64((every + time.Millisecond - 1) / time.Millisecond)
+		}
+	}
+}
+
+// WithHashWindow sets how long, in the venue's time (rounded up to a
+// millisecond), a hash that does not match with the known last trade price
+// stays pending, waiting for a last_trade_price of its asset or of the
+// other asset of its market (at 1 − p) that explains it (NOTES.md, "Hash
+// verdicts"). Default DefaultHashWindow; 0 or less decides at once (a hash
+// no known price explains is then unverifiable, not a mismatch, while the
+// venue hashes the last trade price).
+func WithHashWindow(d time.Duration) Option {
+	return func(o *options) {
+		o.hashWindow = 0
+		if d > 0 {
+			o.hashWindow = int64((d + time.Millisecond - 1) / time.Millisecond)
 		}
 	}
 }
@@ -102,6 +126,7 @@ type Decoder struct {
 	list    []*instrument // every instrument, in order of first sight
 	markets map[string]string
 	pending []*instrument // instruments that may have an open batch
+	waiting []*instrument // instruments with pending hash verdicts
 	// ungapped are the instruments whose gap is false (a valid book, or one
 	// never invalidated): all an invalidation of every book has to visit.
 	// A rejected frame that may touch any book then costs the books made
@@ -115,6 +140,7 @@ type Decoder struct {
 	last        *instrument // the instrument lookup found last
 	prev        *instrument // the one it found before last
 	stats       venue.Stats
+	nowMs       int64       // the latest venue time seen, ms
 	discard     venue.Frame // out for a nil *Frame
 
 	// Scratch reused by every frame; it grows to the largest frame seen.
@@ -129,7 +155,9 @@ type Decoder struct {
 	rejs    []rejection      // this frame's rejected messages (msg.rej)
 	topBuf  []book.Level     // levels for a hash cache rebuild
 	sha     hash.Hash        // SHA-1, reset or restored for every hash check
-	hashDue []*instrument    // instruments given a pending hash by this frame
+	stBuf   []byte           // a SHA-1 state being saved
+	ltpBuf  []byte           // a last trade price's text, for a pending hash
+	sum     [sha1.Size]byte  // a pending hash's candidate sum
 	sc      [numKeyCodes]val // the parsed message's scalars given (bit kc of scSet)
 	scSet   uint32
 	pad     [16]byte // at16's bytes near the end of a frame
@@ -177,30 +205,44 @@ type instrument struct {
 	ltp       int64 // last trade price, price scale; -1 = sent as "" (no trade yet)
 	negRisk   bool
 	negKnown  bool
-	ltpFirst  bool // the last matching hash had last_trade_price appended
+	ltpPrev   int64 // the last trade price before ltp (0 unknown)
+	ltpComp   int64 // 1 − the latest trade price of the market's other asset (0 none)
+	ltpFirst  bool  // the last matching hash had last_trade_price appended
+	okSeen    bool  // a hash ever matched (ltpFirst says in which form)
 	inPending bool
+	inWaiting bool      // in Decoder.waiting
 	hc        hashCache // the book serialized for hash checks
 	key       idKey     // the id's first 16 bytes, when long (hint.go)
 	long      bool
 
-	// Sampled hash checks: the newest hash not yet verified, its message's
-	// timestamp text and ms, and the ms of the last verified check.
-	hashPend   bool
-	hashQueued bool // in Decoder.hashDue for this frame
-	pendHash   []byte
-	pendTs     []byte
-	pendMs     int64
-	pendLtp    int64 // ltp and tick when the pending hash was sent
-	pendTick   int64
+	// comp is the other asset of the market, searched for when compN, the
+	// number of instruments then known, is behind.
+	comp  *instrument
+	compN int
+
+	// Hash verdicts. hashBad: the book was invalidated by a confirmed
+	// mismatch (a later matching hash makes it valid again); goodSeq counts
+	// snapshots and matching hashes, so a mismatch confirmed late does not
+	// invalidate a book one of those has vouched for since.
+	hashBad bool
+	goodSeq uint64
+	pend    [maxPendingHashes]pendingHash
+	npend   int
+
+	// Sampled hash checks: the ms of the last verified check.
 	checkedMs  int64
 	everHashed bool
 
-	// The open timestamp batch of price changes.
-	batchOpen bool
-	batchTs   int64 // ms
-	topKnown  bool  // the batch's last entry gave a usable best_bid/best_ask
-	bestBid   int64 // 0 = side empty
-	bestAsk   int64
+	// The open timestamp batch of price changes, and the hash of its last
+	// entry (the venue hashes the book after the batch), decoded.
+	batchOpen  bool
+	batchTs    int64 // ms
+	topKnown   bool  // the batch's last entry gave a usable best_bid/best_ask
+	bestBid    int64 // 0 = side empty
+	bestAsk    int64
+	batchHash  bool
+	batchSum   [sha1.Size]byte
+	batchTsTxt []byte
 }
 
 func (in *instrument) hashable() bool {
@@ -229,7 +271,7 @@ func (d *Decoder) SetInstrumentInfo(info InstrumentInfo) error {
 		return fmt.Errorf("polymarket: instrument info %s: %w", info.AssetID, ErrTooManyInstruments)
 	}
 	in := d.intern([]byte(info.AssetID), []byte(info.Market))
-	d.settleHash(in) // a pending sampled hash describes the fields before this
+	d.closeBatch(in, true) // the open batch's hash describes the fields before this
 	if info.Market != "" {
 		d.fileMarket(in, []byte(info.Market))
 	}
@@ -279,20 +321,19 @@ func (d *Decoder) Quality(instrument string) venue.Quality {
 // Stats returns the counters so far.
 func (d *Decoder) Stats() venue.Stats { return d.stats }
 
-// Flush closes every open timestamp batch, running its top-of-book and
-// crossed-book checks. It appends no events; out may be nil.
+// Flush closes every open timestamp batch, running its top-of-book,
+// crossed-book and hash checks, and decides every pending hash verdict (a
+// trade that might explain it can no longer be told apart from one after a
+// gap): mismatch if a trade was tried and none explained it, else
+// unverifiable. It appends no events; out may be nil.
 func (d *Decoder) Flush(out *venue.Frame) {
-	if d.opts.hashEvery > 0 {
-		for _, in := range d.list {
-			d.settleHash(in)
-		}
-	}
 	for _, in := range d.pending {
-		d.closeBatch(in)
+		d.closeBatch(in, true)
 		in.inPending = false
 	}
 	clear(d.pending)
 	d.pending = d.pending[:0]
+	d.expireHashes(0, true)
 }
 
 // Invalidate closes open batches, then marks every book invalid (levels kept

@@ -20,7 +20,11 @@ func (driver) Name() string      { return Name }
 func (driver) Scale() book.Scale { return scale() }
 
 func (driver) NewDecoder(o venue.DecoderOptions) venue.Decoder {
-	return NewDecoder(WithHashCheck(o.HashCheck), WithHashSampling(o.HashEvery))
+	opts := []Option{WithHashCheck(o.HashCheck), WithHashSampling(o.HashEvery)}
+	if o.HashWindow > 0 {
+		opts = append(opts, WithHashWindow(o.HashWindow))
+	}
+	return NewDecoder(opts...)
 }
 
 func (driver) Capabilities() venue.Capabilities {

@@ -83,10 +83,14 @@ func (m streamModel) bookFrame(asset, ts string) string {
 		`","hash":"` + m.hash(asset, ts) + `","bids":[` + side(book.Bid) + `],"asks":[` + side(book.Ask) + `],"tick_size":"0.001"}`
 }
 
+const hashSlot = "HASH"
+
 // A long deterministic stream of snapshots and multi-asset price changes,
 // with hashes and best_bid/best_ask computed from an independent model: the
 // decoder must end with the model's books, every hash must match and no
-// top-of-book check may disagree.
+// top-of-book check may disagree. As the venue does, every entry of a
+// same-timestamp batch (which may span frames) carries the hash of its
+// asset's book after the whole batch.
 func TestModelStream(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	assets := []string{tA, tB}
@@ -96,6 +100,20 @@ func TestModelStream(t *testing.T) {
 	}
 	d := NewDecoder(WithInstrumentInfo(InstrumentInfo{AssetID: tA, MinOrderSize: "5"}, InstrumentInfo{AssetID: tB, MinOrderSize: "5"}))
 	var out venue.Frame
+	type entry struct {
+		a, rest string // rest: the entry's fields after the hash
+	}
+	type frame struct {
+		ts      string
+		books   []string // a snapshot frame per asset, or
+		entries []entry
+	}
+	// Pass 1 runs the model: frames with every field but the batch hashes,
+	// which are known only once a batch is over.
+	type batchKey struct{ a, ts string }
+	batchHash := map[batchKey]string{}
+	open := map[string]string{} // asset → ts of its open batch
+	var frames []frame
 	ts := int64(1761179949000)
 	var entries, hashes int
 	for i := 0; i < 1000; i++ {
@@ -104,13 +122,22 @@ func TestModelStream(t *testing.T) {
 		}
 		tss := fmt.Sprint(ts)
 		if i%250 == 0 {
+			f := frame{ts: tss}
 			for _, a := range assets {
-				mustDecode(t, d, []byte(model.bookFrame(a, tss)), &out)
+				f.books = append(f.books, model.bookFrame(a, tss))
 				hashes++
+				if open[a] == tss {
+					// The snapshot of the batch's own millisecond is checked
+					// instead of the batch.
+					hashes--
+				}
+				delete(open, a)
 			}
+			frames = append(frames, f)
 			continue
 		}
-		var es []string
+		f := frame{ts: tss}
+		touched := map[string]bool{}
 		for n := 1 + rng.IntN(3); n > 0; n-- {
 			a := assets[rng.IntN(2)]
 			side := book.Side(rng.IntN(2))
@@ -132,21 +159,36 @@ func TestModelStream(t *testing.T) {
 			if side == book.Ask {
 				sideText = "SELL"
 			}
-			// The model's hash is slow to compute: give a real one to every
-			// fifth entry and a placeholder, which is not checked, to the rest.
-			h := "0x0"
-			if entries%5 == 0 {
-				h = model.hash(a, tss)
-				hashes++
-			}
-			e := `{"asset_id":"` + a + `","price":"` + book.FormatDecimal(price, 4) + `","size":"` + book.FormatDecimal(size, 6) +
-				`","side":"` + sideText + `","hash":"` + h + `","best_bid":"` + book.FormatDecimal(model.best(a, book.Bid), 4) +
-				`","best_ask":"` + book.FormatDecimal(model.best(a, book.Ask), 4) + `"}`
-			es = append(es, e)
+			// The hash goes where hashSlot is, once the batch is over.
+			f.entries = append(f.entries, entry{a, `{"asset_id":"` + a + `","price":"` + book.FormatDecimal(price, 4) +
+				`","size":"` + book.FormatDecimal(size, 6) + `","side":"` + sideText + `","hash":"` + hashSlot +
+				`","best_bid":"` + book.FormatDecimal(model.best(a, book.Bid), 4) +
+				`","best_ask":"` + book.FormatDecimal(model.best(a, book.Ask), 4) + `"}`})
+			touched[a] = true
 			entries++
 		}
-		frame := pcFrame(tss, es...)
-		mustDecode(t, d, frame, &out)
+		for a := range touched {
+			if open[a] != tss {
+				hashes++
+				open[a] = tss
+			}
+			batchHash[batchKey{a, tss}] = model.hash(a, tss) // the last one written is the batch's
+		}
+		frames = append(frames, f)
+	}
+	// Pass 2 decodes them.
+	for i, f := range frames {
+		if f.books != nil {
+			for _, b := range f.books {
+				mustDecode(t, d, []byte(b), &out)
+			}
+			continue
+		}
+		var es []string
+		for _, e := range f.entries {
+			es = append(es, strings.Replace(e.rest, hashSlot, batchHash[batchKey{e.a, f.ts}], 1))
+		}
+		mustDecode(t, d, pcFrame(f.ts, es...), &out)
 		if len(out.Events) != len(es) {
 			t.Fatalf("frame %d: %d events for %d entries", i, len(out.Events), len(es))
 		}

@@ -4,7 +4,10 @@
 (function () {
   const SVG = "http://www.w3.org/2000/svg";
   const $ = (sel, root) => (root || document).querySelector(sel);
-  let last = null, updates = 0, filter = "";
+  // The instruments come a page at a time (status.json?offset&limit&q):
+  // a venue of 100,000 is 31 MB of JSON whole.
+  const PAGE = 500;
+  let last = null, updates = 0, filter = "", offset = 0;
 
   function dur(ns) {
     if (!(ns > 0)) return "0 s";
@@ -121,6 +124,10 @@
       cb.appendChild(tr);
     }
 
+    const total = st.instruments_total || 0, n = (st.instruments || []).length;
+    $("#range").textContent = total ? (st.instruments_offset + 1) + "–" + (st.instruments_offset + n) + " of " + total : "none";
+    $("#prev").disabled = !(st.instruments_offset > 0);
+    $("#next").disabled = !(st.instruments_offset + n < total);
     const ib = $("#insts tbody");
     ib.replaceChildren();
     for (const i of st.instruments || []) {
@@ -163,13 +170,18 @@
     document.body.dataset.updates = String(updates);
   }
 
+  async function refresh() {
+    const url = "status.json?offset=" + offset + "&limit=" + PAGE + "&q=" + encodeURIComponent(filter);
+    const resp = await fetch(url, { cache: "no-store" });
+    if (!resp.ok) throw new Error("HTTP " + resp.status);
+    last = await resp.json();
+    $("#stale").hidden = true;
+    render(last);
+  }
+
   async function tick() {
     try {
-      const resp = await fetch("status.json", { cache: "no-store" });
-      if (!resp.ok) throw new Error("HTTP " + resp.status);
-      last = await resp.json();
-      $("#stale").hidden = true;
-      render(last);
+      await refresh();
     } catch (err) {
       if (last) {
         $("#stale-at").textContent = new Date(last.now_ns / 1e6).toLocaleTimeString();
@@ -179,9 +191,14 @@
       setTimeout(tick, 2000);
     }
   }
+  const again = () => refresh().catch(() => {});
   $("#filter").addEventListener("input", (ev) => {
     filter = ev.target.value.trim().toLowerCase();
+    offset = 0;
     if (last) render(last);
+    again();
   });
+  $("#prev").addEventListener("click", () => { offset = Math.max(0, offset - PAGE); again(); });
+  $("#next").addEventListener("click", () => { offset += PAGE; again(); });
   tick();
 })();

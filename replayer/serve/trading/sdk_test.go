@@ -263,3 +263,92 @@ func TestHyperliquidSDKTrades(t *testing.T) {
 		t.Errorf("orders")
 	}
 }
+
+// TestPolymarketSDKTrades points the official Polymarket client
+// (@polymarket/clob-client), unchanged, at replay serve --trading on the
+// shipped sample, deterministic: API key by L1 signature, a GTC BUY that
+// rests, open orders, the order, a cancel, a FOK market BUY that fills, the
+// trades, a FOK the book cannot fill (the venue's error, nothing changes),
+// the balance, and the user channel's order and trade events.
+func TestPolymarketSDKTrades(t *testing.T) {
+	bin, js, flags := node(t, "@polymarket/clob-client")
+	const token = "3329029450753225654467003002742946394863848082479209219558348197750220015613"
+	r := startTrading(t, []string{sample(t, "polymarket")},
+		trading.Options{Deterministic: true, Settle: 50 * time.Millisecond, Backtest: backtest.Config{Cash: 1000e10}},
+		venue.TradingOptions{})
+	steps := runNode(t, bin, js, flags, "pm_sdk_trade.mjs", "http://"+r.addr, "ws://"+r.addr, testKey, token)
+	r.stop()
+
+	var key struct {
+		Key  string
+		Same bool
+	}
+	decode(t, steps["apikey"], &key)
+	if key.Key == "" || !key.Same {
+		t.Errorf("api key %s", steps["apikey"])
+	}
+	var gtc struct {
+		Success bool
+		Status  string
+		OrderID string
+	}
+	decode(t, steps["gtc"], &gtc)
+	if !gtc.Success || gtc.Status != "live" || len(gtc.OrderID) != 66 {
+		t.Errorf("GTC %s", steps["gtc"])
+	}
+	var open struct {
+		IDs    []string
+		Status string
+	}
+	decode(t, steps["open"], &open)
+	if len(open.IDs) != 1 || open.IDs[0] != gtc.OrderID || open.Status != "LIVE" {
+		t.Errorf("open orders %s", steps["open"])
+	}
+	if !strings.Contains(string(steps["cancel"]), `"canceled":["`+gtc.OrderID+`"]`) || !strings.Contains(string(steps["open2"]), `"n":0`) {
+		t.Errorf("cancel %s, then %s", steps["cancel"], steps["open2"])
+	}
+	var fok struct {
+		Success        bool
+		Status         string
+		Taking, Making string
+	}
+	decode(t, steps["fok"], &fok)
+	if !fok.Success || fok.Status != "matched" || fok.Making != "5" {
+		t.Errorf("FOK %s", steps["fok"])
+	}
+	var trades struct {
+		N          int
+		Side, Size string
+	}
+	decode(t, steps["trades"], &trades)
+	if trades.N != 1 || trades.Side != "BUY" || trades.Size != fok.Taking {
+		t.Errorf("trades %s after %s", steps["trades"], steps["fok"])
+	}
+	// The venue refuses it for the money it lacks (the simulator's balance
+	// check) or for the book it cannot fill, in its own words.
+	if refused := string(steps["refused"]); !strings.Contains(refused, `"status":400`) ||
+		(!strings.Contains(refused, "order couldn't be fully filled. FOK orders are fully filled or killed.") &&
+			!strings.Contains(refused, "not enough balance / allowance")) {
+		t.Errorf("refused %s", steps["refused"])
+	}
+	if !strings.Contains(string(steps["balance"]), `"balance":"995000000"`) {
+		t.Errorf("balance %s: $1000 less the $5 FOK", steps["balance"])
+	}
+	var user struct {
+		Events []struct{ Event_type, Type, ID, Status string }
+	}
+	decode(t, steps["user"], &user)
+	var placement, cancellation, trade bool
+	for _, e := range user.Events {
+		placement = placement || (e.Type == "PLACEMENT" && e.ID == gtc.OrderID)
+		cancellation = cancellation || (e.Type == "CANCELLATION" && e.ID == gtc.OrderID)
+		trade = trade || (e.Event_type == "trade" && e.Status == "MATCHED")
+	}
+	if !placement || !cancellation || !trade || len(user.Events) > 4 {
+		t.Errorf("user channel %s", steps["user"])
+	}
+	ids, results := r.srv.Hub().Results()
+	if len(ids) != 1 || ids[0] != key.Key || len(results[0].Fills) != 1 || len(results[0].Orders) != 3 {
+		t.Fatalf("accounts %v, results %+v", ids, results)
+	}
+}
