@@ -43,7 +43,6 @@ func fakeFactory(name string) (venue.Decoder, error) {
 
 var _ venue.Decoder = (*fakeDecoder)(nil)
 
-
 var errFakeBad = errors.New("fake: bad frame")
 
 func (d *fakeDecoder) intern(b []byte) string {
