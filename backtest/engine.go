@@ -9,7 +9,6 @@ import (
 	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
-	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // Strategy receives every event the engine is fed, with the read-only book,
@@ -121,6 +120,11 @@ type Engine struct {
 	strat Strategy
 	ctx   Context
 
+	// drivers are the venues' drivers by name, from Run's datasets and
+	// from the events (feed.Event.Driver); lastDrv the last one added.
+	drivers map[string]venue.Driver
+	lastDrv venue.Driver
+
 	insts    map[string]*Instrument
 	instList []*Instrument
 	hot      [2]*Instrument // the last two instruments lookup found, most recent first
@@ -211,17 +215,6 @@ func (c *Config) Validate() error {
 	}
 	if c.FeeTier < 0 {
 		return fmt.Errorf("backtest: fee tier %d: want 0 or more", c.FeeTier)
-	}
-	if c.FeeTier > 0 {
-		ok := false
-		for _, d := range registry.All() {
-			if t := d.Capabilities().Trading; t != nil && c.FeeTier < len(t.FeeTiers) {
-				ok = true
-			}
-		}
-		if !ok {
-			return fmt.Errorf("backtest: fee tier %d: no venue's schedule has it", c.FeeTier)
-		}
 	}
 	if c.ReturnPeriodNs < 0 {
 		return fmt.Errorf("backtest: return period %d ns: want positive", c.ReturnPeriodNs)
@@ -316,7 +309,7 @@ func (e *Engine) instrument(ven, id string, sc book.Scale) *Instrument {
 	}
 	r, ok := e.venues[ven]
 	if !ok {
-		r = lookupRules(ven)
+		r = e.lookupRules(ven)
 		if r != nil {
 			r.fees = e.feeModel(ven, r.t)
 		}
@@ -358,6 +351,9 @@ func (e *Engine) pair(in *Instrument, market string) {
 // OnEvent implements feed.Subscriber.
 func (e *Engine) OnEvent(ev *feed.Event) error {
 	e.events++
+	if d := ev.Driver; d != nil && d != e.lastDrv {
+		e.addDriver(d)
+	}
 	if ev.RecvNs > e.nowNs {
 		e.nowNs = ev.RecvNs
 	}
@@ -547,7 +543,7 @@ func (e *Engine) rulesOf(ven string, in *Instrument) *venueRules {
 	if r, ok := e.venues[ven]; ok {
 		return r
 	}
-	r := lookupRules(ven)
+	r := e.lookupRules(ven)
 	if r != nil {
 		r.fees = e.feeModel(ven, r.t)
 	}

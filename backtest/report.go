@@ -463,6 +463,9 @@ func Run(ctx context.Context, paths []string, s Strategy, cfg Config, ro RunOpti
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := e.useDrivers(rp.Drivers()); err != nil {
+		return nil, nil, err
+	}
 	rp.Subscribe(replayer.Key{}, e)
 	sum, err := rp.Run(ctx)
 	if err != nil {
