@@ -52,12 +52,14 @@ func (c *Context) Shares(id string, s float64) int64 {
 // (the error names it; the rejection is also reported like any other).
 func (c *Context) Submit(r OrderRequest) (uint64, error) {
 	e := c.e
-	o := &Order{ID: uint64(len(e.orders) + 1), Instrument: r.Instrument, Side: r.Side, Price: r.Price, Size: r.Size,
+	o := e.newOrder()
+	*o = Order{ID: uint64(len(e.orders) + 1), Instrument: r.Instrument, Side: r.Side, Price: r.Price, Size: r.Size,
 		Amount: r.Amount, TIF: r.TIF, PostOnly: r.PostOnly, ReduceOnly: r.ReduceOnly, ExpireNs: r.ExpireNs, Tag: r.Tag,
 		SubmitNs: e.nowNs, Status: StatusPending}
 	e.orders = append(e.orders, o)
-	lo := *o
-	e.view.orders = append(e.view.orders, &lo)
+	lo := e.newOrder()
+	*lo = *o
+	e.view.orders = append(e.view.orders, lo)
 	in := e.lookup(r.Instrument)
 	if in == nil {
 		reason := fmt.Sprintf("unknown instrument %q: no data recorded for it", r.Instrument)
@@ -65,7 +67,7 @@ func (c *Context) Submit(r OrderRequest) (uint64, error) {
 		return o.ID, &Error{OrderID: o.ID, Instrument: r.Instrument, Reason: reason}
 	}
 	o.Venue, lo.Venue = in.Venue, in.Venue
-	in.view.live = append(in.view.live, &lo)
+	in.view.live = append(in.view.live, lo)
 	if in.rules == nil {
 		e.rejectNow(in, o, "no simulated exchange for venue "+strconv.Quote(in.Venue))
 		return o.ID, &Error{OrderID: o.ID, Instrument: r.Instrument, Reason: o.Reason}
@@ -81,6 +83,18 @@ func (c *Context) Submit(r OrderRequest) (uint64, error) {
 }
 
 // rejectNow refuses an order before it leaves (no exchange to send it to).
+// newOrder returns a zero Order from a slab: a run keeps every order it
+// submits (the exchange's and the strategy's copy) until its result, so
+// taking them 64 at a time frees nothing later and saves an allocation per
+// order.
+func (e *Engine) newOrder() *Order {
+	if len(e.orderSlab) == cap(e.orderSlab) {
+		e.orderSlab = make([]Order, 0, 64)
+	}
+	e.orderSlab = e.orderSlab[:len(e.orderSlab)+1]
+	return &e.orderSlab[len(e.orderSlab)-1]
+}
+
 func (e *Engine) rejectNow(in *Instrument, o *Order, reason string) {
 	x := e.xNs
 	e.xNs = e.nowNs

@@ -131,12 +131,13 @@ type Engine struct {
 	markets  map[string][]*Instrument
 	venues   map[string]*venueRules // by venue name; nil: not tradable
 
-	orders []*Order // the exchange's orders, by ID − 1
-	fills  []Fill
-	notes  queue[note]
-	timers queue[timer]
-	seq    uint64
-	view   accountView // what the strategy has been told
+	orders    []*Order // the exchange's orders, by ID − 1
+	orderSlab []Order  // where newOrder takes orders from
+	fills     []Fill
+	notes     queue[note]
+	timers    queue[timer]
+	seq       uint64
+	view      accountView // what the strategy has been told
 
 	nowNs    int64 // the local (receive) clock
 	xNs      int64 // the exchange time of what is being applied
