@@ -100,7 +100,7 @@ func (e *Engine) drain(r *venueRules, x, prev int64) {
 }
 
 func (e *Engine) push(a action) {
-	in := e.insts[a.order.Instrument]
+	in := e.lookup(a.order.Instrument)
 	if a.kind == actExpire {
 		a.seq = a.order.ID
 	} else {
@@ -113,7 +113,7 @@ func (e *Engine) push(a action) {
 // apply carries out an action at the exchange (e.xNs is its time).
 func (e *Engine) apply(a action) {
 	o := a.order
-	in := e.insts[o.Instrument]
+	in := e.lookup(o.Instrument)
 	switch a.kind {
 	case actExpire:
 		if o.Status == StatusOpen {
@@ -322,7 +322,7 @@ func (e *Engine) deliver() {
 			wasDone := lo.Status.Done()
 			*lo = n.snap
 			if !wasDone && lo.Status.Done() {
-				if in := e.insts[lo.Instrument]; in != nil {
+				if in := e.lookup(lo.Instrument); in != nil {
 					in.view.drop(lo)
 				}
 			}

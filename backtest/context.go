@@ -21,14 +21,14 @@ func (c *Context) Now() int64 { return c.e.nowNs }
 
 // Instrument returns the simulator's state of an instrument (book, tick,
 // minimum size, position), or nil if none was seen.
-func (c *Context) Instrument(id string) *Instrument { return c.e.insts[id] }
+func (c *Context) Instrument(id string) *Instrument { return c.e.lookup(id) }
 
 // Instruments returns every instrument seen, in first-seen order.
 func (c *Context) Instruments() []*Instrument { return c.e.instList }
 
 // Price converts a decimal price to the instrument's fixed point (rounded).
 func (c *Context) Price(id string, p float64) int64 {
-	in := c.e.insts[id]
+	in := c.e.lookup(id)
 	if in == nil {
 		return 0
 	}
@@ -37,7 +37,7 @@ func (c *Context) Price(id string, p float64) int64 {
 
 // Shares converts a decimal size to the instrument's fixed point (rounded).
 func (c *Context) Shares(id string, s float64) int64 {
-	in := c.e.insts[id]
+	in := c.e.lookup(id)
 	if in == nil {
 		return 0
 	}
@@ -58,7 +58,7 @@ func (c *Context) Submit(r OrderRequest) (uint64, error) {
 	e.orders = append(e.orders, o)
 	lo := *o
 	e.view.orders = append(e.view.orders, &lo)
-	in := e.insts[r.Instrument]
+	in := e.lookup(r.Instrument)
 	if in == nil {
 		reason := fmt.Sprintf("unknown instrument %q: no data recorded for it", r.Instrument)
 		e.rejectNow(nil, o, reason)
@@ -192,7 +192,7 @@ func (c *Context) Fills() []Fill { return c.e.view.fills }
 // Position returns the instrument's position in size units, as the fill
 // reports, funding and settlements received so far make it.
 func (c *Context) Position(instrument string) int64 {
-	if in := c.e.insts[instrument]; in != nil {
+	if in := c.e.lookup(instrument); in != nil {
 		return in.view.pos
 	}
 	return 0
@@ -206,7 +206,7 @@ func (c *Context) Cash() int64 { return c.e.view.cash }
 // recording has stated so far, FeeRate; a fee tier): ok false when the
 // instrument is unknown or its venue's fee model cannot tell.
 func (c *Context) TakerFeeRate(instrument string) (rate float64, src FeeSource, ok bool) {
-	return c.e.takerRate(c.e.insts[instrument])
+	return c.e.takerRate(c.e.lookup(instrument))
 }
 
 // SetTimer calls the strategy's OnTimer(tag) at the first event at or after
@@ -218,7 +218,7 @@ func (c *Context) SetTimer(atNs, tag int64) {
 
 // Best returns the best level of a side of the instrument's book.
 func (c *Context) Best(instrument string, side book.Side) (book.Level, bool) {
-	in := c.e.insts[instrument]
+	in := c.e.lookup(instrument)
 	if in == nil || in.Book == nil {
 		return book.Level{}, false
 	}
@@ -232,7 +232,7 @@ func (c *Context) Best(instrument string, side book.Side) (book.Level, bool) {
 // 1 − p), less what the strategy's own taker orders already took. Orders in
 // flight meet the book as it is when they arrive, which may differ.
 func (c *Context) Available(instrument string, side Side, limit int64) int64 {
-	in := c.e.insts[instrument]
+	in := c.e.lookup(instrument)
 	if in == nil || in.Book == nil || !in.Book.Valid() || in.Book.Crossed() {
 		return 0
 	}
@@ -254,7 +254,7 @@ func (c *Context) Available(instrument string, side Side, limit int64) int64 {
 // instrument, as Available sees the book (mirror included, own takes
 // excluded); ok is false when there is none.
 func (c *Context) Take(instrument string, side Side) (price, size int64, ok bool) {
-	in := c.e.insts[instrument]
+	in := c.e.lookup(instrument)
 	if in == nil || in.Book == nil || !in.Book.Valid() || in.Book.Crossed() {
 		return 0, 0, false
 	}

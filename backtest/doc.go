@@ -27,7 +27,7 @@
 // venue.Capabilities.Trading (order types, post-only as a flag or as ALO,
 // outcome tokens, GTD threshold, tick, minimum size and value, significant
 // figures, funding, fees, rejection texts, readers for resolutions,
-// funding and trade fee rates), found through venue/registry; what recorded
+// funding and trade fee rates), carried by the events (feed.Event.Driver); what recorded
 // REST bodies say of instruments (tick and minimum sizes, szDecimals, fees)
 // is read by the driver's Instruments, the same reader the exports'
 // instruments table uses.

@@ -9,7 +9,6 @@ import (
 	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
-	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // Strategy receives every event the engine is fed, with the read-only book,
@@ -121,8 +120,14 @@ type Engine struct {
 	strat Strategy
 	ctx   Context
 
+	// drivers are the venues' drivers by name, from Run's datasets and
+	// from the events (feed.Event.Driver); lastDrv the last one added.
+	drivers map[string]venue.Driver
+	lastDrv venue.Driver
+
 	insts    map[string]*Instrument
 	instList []*Instrument
+	hot      [2]*Instrument // the last two instruments lookup found, most recent first
 	markets  map[string][]*Instrument
 	venues   map[string]*venueRules // by venue name; nil: not tradable
 
@@ -211,17 +216,6 @@ func (c *Config) Validate() error {
 	if c.FeeTier < 0 {
 		return fmt.Errorf("backtest: fee tier %d: want 0 or more", c.FeeTier)
 	}
-	if c.FeeTier > 0 {
-		ok := false
-		for _, d := range registry.All() {
-			if t := d.Capabilities().Trading; t != nil && c.FeeTier < len(t.FeeTiers) {
-				ok = true
-			}
-		}
-		if !ok {
-			return fmt.Errorf("backtest: fee tier %d: no venue's schedule has it", c.FeeTier)
-		}
-	}
 	if c.ReturnPeriodNs < 0 {
 		return fmt.Errorf("backtest: return period %d ns: want positive", c.ReturnPeriodNs)
 	}
@@ -288,13 +282,34 @@ func NewEngine(s Strategy, cfg Config) *Engine {
 func (e *Engine) Context() *Context { return &e.ctx }
 
 // instrument returns (creating) the state of an instrument.
+// lookup returns the instrument with this id, or nil. A strategy and the
+// matching path ask for the same one or two instruments (a token and its
+// complement) many times per event, so the last two found are tried before
+// the map: a Polymarket token id is 77 digits, and two ids differ within
+// their first bytes while the same interned id compares by address.
+// Instruments are never removed, so a remembered one stays right.
+func (e *Engine) lookup(id string) *Instrument {
+	if in := e.hot[0]; in != nil && in.ID == id {
+		return in
+	}
+	if in := e.hot[1]; in != nil && in.ID == id {
+		e.hot[0], e.hot[1] = in, e.hot[0]
+		return in
+	}
+	in := e.insts[id]
+	if in != nil {
+		e.hot[0], e.hot[1] = in, e.hot[0]
+	}
+	return in
+}
+
 func (e *Engine) instrument(ven, id string, sc book.Scale) *Instrument {
-	if in := e.insts[id]; in != nil {
+	if in := e.lookup(id); in != nil {
 		return in
 	}
 	r, ok := e.venues[ven]
 	if !ok {
-		r = lookupRules(ven)
+		r = e.lookupRules(ven)
 		if r != nil {
 			r.fees = e.feeModel(ven, r.t)
 		}
@@ -336,6 +351,9 @@ func (e *Engine) pair(in *Instrument, market string) {
 // OnEvent implements feed.Subscriber.
 func (e *Engine) OnEvent(ev *feed.Event) error {
 	e.events++
+	if d := ev.Driver; d != nil && d != e.lastDrv {
+		e.addDriver(d)
+	}
 	if ev.RecvNs > e.nowNs {
 		e.nowNs = ev.RecvNs
 	}
@@ -362,7 +380,7 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 		}
 		e.pair(in, d.Market)
 	} else if ev.Instrument != "" && ev.Book != nil {
-		in = e.insts[ev.Instrument] // a loss record invalidating the book
+		in = e.lookup(ev.Instrument) // a loss record invalidating the book
 	}
 	// The exchange first catches up with the time this event is stamped:
 	// actions and expiries due before it, against the book before it.
@@ -525,7 +543,7 @@ func (e *Engine) rulesOf(ven string, in *Instrument) *venueRules {
 	if r, ok := e.venues[ven]; ok {
 		return r
 	}
-	r := lookupRules(ven)
+	r := e.lookupRules(ven)
 	if r != nil {
 		r.fees = e.feeModel(ven, r.t)
 	}

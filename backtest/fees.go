@@ -270,7 +270,7 @@ func (e *Engine) feeRates() []FeeRateUse {
 	var idle []*Instrument
 	seen := map[string]bool{}
 	for _, o := range e.orders {
-		in := e.insts[o.Instrument]
+		in := e.lookup(o.Instrument)
 		if in == nil || in.rules == nil || in.rules.fees == nil {
 			continue
 		}

@@ -39,7 +39,9 @@ func newTape(t *testing.T, ven string, s Strategy, cfg Config) *tape {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	return &tape{t: t, e: NewEngine(s, cfg), ven: ven, dec: d.NewDecoder(venue.DecoderOptions{}), sc: d.Scale(),
+	e := NewEngine(s, cfg)
+	e.addDriver(d) // as the events of a replay carry it
+	return &tape{t: t, e: e, ven: ven, dec: d.NewDecoder(venue.DecoderOptions{}), sc: d.Scale(),
 		recvNs: t0, step: 1e6}
 }
 

@@ -41,7 +41,7 @@ func (e *Engine) restBody(ev *feed.Event) {
 				rules.maxPriceDec = f.PriceDecimals + f.SzDecimals
 			}
 		}
-		if in := e.insts[f.Instrument]; in != nil {
+		if in := e.lookup(f.Instrument); in != nil {
 			e.pair(in, f.Market)
 			rules.apply(in)
 			continue

@@ -69,6 +69,11 @@ func RunMany(ctx context.Context, paths []string, specs []Spec, mo ManyOptions) 
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, e := range engines {
+		if err := e.useDrivers(rp.Drivers()); err != nil {
+			return nil, nil, err
+		}
+	}
 	fan := newFanout(engines, mo.Workers)
 	defer fan.close()
 	rp.Subscribe(replayer.Key{}, fan)

@@ -183,6 +183,9 @@ func (e *Engine) levels(in *Instrument, opp book.Side, local bool) []book.Level 
 }
 
 func (e *Engine) crosses(in *Instrument, o *Order, opp book.Side) bool {
+	if p, ok := bestLevel(in, opp); !ok || !better(o.Side, p, o.Price) {
+		return false // the best level levels would return does not cross
+	}
 	for _, l := range e.levels(in, opp, false) {
 		if !better(o.Side, l.Price, o.Price) {
 			return false
@@ -192,6 +195,35 @@ func (e *Engine) crosses(in *Instrument, o *Order, opp book.Side) bool {
 		}
 	}
 	return false
+}
+
+// bestLevel returns the price of the first level levels(in, opp, false)
+// returns (the better of the book's best and the complement's mirrored
+// best), without copying either book: most post-only orders do not cross,
+// and crosses needs no more than this to say so.
+func bestLevel(in *Instrument, opp book.Side) (int64, bool) {
+	l, ok := in.xbook().Best(opp)
+	c := in.Complement
+	if c == nil {
+		return l.Price, ok
+	}
+	cb := c.xbook()
+	if cb == nil || !cb.Valid() {
+		return l.Price, ok
+	}
+	mside := book.Bid
+	if opp == book.Bid {
+		mside = book.Ask
+	}
+	m, mok := cb.Best(mside)
+	if !mok {
+		return l.Price, ok
+	}
+	mp := pow10(in.Scale.PriceDecimals) - m.Price
+	if !ok || (opp == book.Ask && mp < l.Price) || (opp == book.Bid && mp > l.Price) {
+		return mp, true
+	}
+	return l.Price, true
 }
 
 // canFill reports whether a FOK can fill completely now.

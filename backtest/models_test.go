@@ -1,6 +1,7 @@
 package backtest
 
 import (
+	"github.com/tapedeck/tapedeck/venue/registry"
 	"math"
 	"strconv"
 	"strings"
@@ -202,8 +203,13 @@ func TestPolymarketFees(t *testing.T) {
 	if err := (&Config{FeeRate: 1.5}).Validate(); err == nil {
 		t.Fatal("a fee rate of 150% accepted")
 	}
-	if err := (&Config{FeeTier: 99}).Validate(); err == nil {
+	// A fee tier is checked against the schedules of the datasets' venues
+	// (Run; Validate knows no venue).
+	if err := NewEngine(nil, Config{FeeTier: 99}).useDrivers(registry.All()); err == nil {
 		t.Fatal("fee tier 99 accepted")
+	}
+	if err := NewEngine(nil, Config{FeeTier: 1}).useDrivers(registry.All()); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -277,7 +277,7 @@ func (e *Engine) result() *Result {
 	}
 	var sub, fil int64
 	for _, o := range e.orders {
-		in := e.insts[o.Instrument]
+		in := e.lookup(o.Instrument)
 		if in == nil {
 			continue
 		}
@@ -292,7 +292,7 @@ func (e *Engine) result() *Result {
 	}
 	units := map[string]int64{} // a venue's instruments share its scale
 	for _, f := range e.fills {
-		in := e.insts[f.Instrument]
+		in := e.lookup(f.Instrument)
 		n := Notional(f.Price, f.Size, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
 		fil += n
 		v := venueOf(f.Venue)
@@ -350,7 +350,7 @@ func (e *Engine) result() *Result {
 		n := 0
 		for _, m := range e.marksOut {
 			if m.Horizon == h {
-				in := e.insts[e.fills[m.Fill-1].Instrument]
+				in := e.lookup(e.fills[m.Fill-1].Instrument)
 				sum += float64(m.PnL) / float64(pow10(in.Scale.PriceDecimals))
 				n++
 			}
@@ -461,6 +461,9 @@ func Run(ctx context.Context, paths []string, s Strategy, cfg Config, ro RunOpti
 	opts := append(slices.Clone(ro.Replay), replayer.WithWarmupREST(e.warmupREST))
 	rp, err := replayer.New(paths, opts...)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := e.useDrivers(rp.Drivers()); err != nil {
 		return nil, nil, err
 	}
 	rp.Subscribe(replayer.Key{}, e)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/venue"
-	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // venueRules are one venue's order rules as its driver describes them
@@ -27,11 +26,22 @@ type venueRules struct {
 
 func (r *venueRules) accepts(t TIF) bool { return r.tifs&(1<<t) != 0 }
 
-// lookupRules finds a venue's trading rules through the registry; nil when
-// the venue is unknown or cannot be traded.
-func lookupRules(name string) *venueRules {
-	d, err := registry.Lookup(name)
-	if err != nil {
+// addDriver makes d's trading rules known to e.
+func (e *Engine) addDriver(d venue.Driver) {
+	e.lastDrv = d
+	if e.drivers == nil {
+		e.drivers = map[string]venue.Driver{}
+	}
+	if _, ok := e.drivers[d.Name()]; !ok {
+		e.drivers[d.Name()] = d
+	}
+}
+
+// lookupRules finds a venue's trading rules from its driver; nil when the
+// venue is unknown or cannot be traded.
+func (e *Engine) lookupRules(name string) *venueRules {
+	d := e.drivers[name]
+	if d == nil {
 		return nil
 	}
 	t := d.Capabilities().Trading
@@ -310,4 +320,24 @@ func (v *instView) drop(o *Order) {
 	if i := slices.Index(v.live, o); i >= 0 {
 		v.live = slices.Delete(v.live, i, i+1)
 	}
+}
+
+// useDrivers makes the datasets' venues known before the first event (the
+// REST warm-up asks for their rules) and checks Config.FeeTier against
+// their fee schedules.
+func (e *Engine) useDrivers(ds []venue.Driver) error {
+	ok := e.cfg.FeeTier == 0
+	for _, d := range ds {
+		if d == nil {
+			continue
+		}
+		e.addDriver(d)
+		if t := d.Capabilities().Trading; t != nil && e.cfg.FeeTier < len(t.FeeTiers) {
+			ok = true
+		}
+	}
+	if !ok {
+		return fmt.Errorf("backtest: fee tier %d: no venue's schedule has it", e.cfg.FeeTier)
+	}
+	return nil
 }

@@ -64,6 +64,11 @@ type Event struct {
 	Book    *book.Book    // the instrument's book after the event; nil if none
 	Scale   book.Scale    // scale of every fixed-point value in the event
 	Quality venue.Quality // of the instrument's book after the event
+
+	// Driver is the dataset's venue driver, resolved once per dataset:
+	// what its data carries (Capabilities), its trading rules, how to read
+	// its messages (Instruments). Nil for a decoder without one (tests).
+	Driver venue.Driver
 }
 
 // Subscriber receives routed events. An error or a panic isolates the

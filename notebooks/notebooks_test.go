@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/backtest"
-	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/samplegen"
 	"github.com/tapedeck/tapedeck/replayer"
@@ -83,7 +82,7 @@ var notebooks = map[string][]string{
 // writeExports replays each sample once into every CSV sink of its venue.
 func writeExports(t *testing.T, dir string) {
 	t.Helper()
-	scales := map[string]book.Scale{venue.Polymarket: polymarket.Scale, venue.Hyperliquid: hyperliquid.Scale}
+	drivers := map[string]venue.Driver{venue.Polymarket: polymarket.Driver, venue.Hyperliquid: hyperliquid.Driver}
 	for _, v := range []string{venue.Polymarket, venue.Hyperliquid} {
 		path := sample(t, v)
 		r, err := replayer.New([]string{path})
@@ -100,7 +99,7 @@ func writeExports(t *testing.T, dir string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			opts := append([]export.Option{export.WithSource(v, scales[v]), export.WithDatasets(path)}, e.opts...)
+			opts := append([]export.Option{export.WithSource(drivers[v]), export.WithDatasets(path)}, e.opts...)
 			format := export.FormatTardis // the notebooks read Tardis' layouts
 			if e.table == export.TableEvents {
 				format = export.FormatCSV // which has no events layout

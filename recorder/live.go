@@ -176,7 +176,7 @@ func newLiveEngine(r *Recorder) *liveEngine {
 	l := &liveEngine{r: r, ch: make(chan liveRec, o.records), maxBytes: o.bytes, done: make(chan struct{}),
 		heal: newHealer(r), recordGate: newHealer(r), held: map[healKey]heldFindings{}}
 	l.eng = engine.New(engine.Config{
-		Sources: []engine.Source{{Venue: r.spec.Venue, NewDecoder: func() (venue.Decoder, error) {
+		Sources: []engine.Source{{Venue: r.spec.Venue, Driver: r.drv, NewDecoder: func() (venue.Decoder, error) {
 			dec, err := o.newDecoder(r.spec.Venue, !o.noHashCheck)
 			if err != nil {
 				panic(err) // New checked the venue

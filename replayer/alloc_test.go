@@ -99,7 +99,8 @@ func BenchmarkDispatch(b *testing.B) {
 func BenchmarkDecodeOnly(b *testing.B) {
 	for _, w := range workloads {
 		b.Run(w.name, func(b *testing.B) {
-			dec, _ := venueDecoder(w.venue, venue.DecoderOptions{HashCheck: true})
+			d, _ := venueDriver(w.venue)
+			dec := d.NewDecoder(venue.DecoderOptions{HashCheck: true})
 			var fr venue.Frame
 			frames := append(loadFrames(b, w.head), loadFrames(b, w.cycle)...)
 			cycle := frames[len(loadFrames(b, w.head)):]

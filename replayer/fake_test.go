@@ -43,9 +43,6 @@ func fakeFactory(name string) (venue.Decoder, error) {
 
 var _ venue.Decoder = (*fakeDecoder)(nil)
 
-func (d *fakeDecoder) Venue() string     { return d.name }
-func (d *fakeDecoder) Scale() book.Scale { return book.Scale{} }
-
 var errFakeBad = errors.New("fake: bad frame")
 
 func (d *fakeDecoder) intern(b []byte) string {
@@ -101,7 +98,7 @@ func (d *fakeDecoder) Decode(frame []byte, recvNs int64, out *venue.Frame) error
 		inst := d.intern(f[1])
 		bk := d.books[inst]
 		if bk == nil {
-			bk = book.New(d.Scale())
+			bk = book.New(book.Scale{})
 			d.books[inst] = bk
 		}
 		ev := venue.Event{Instrument: inst, ExchangeNs: recvNs, Raw: part}

@@ -12,7 +12,11 @@ import (
 
 // memRig is a Replayer driven through process() without datasets on disk.
 func memRig(venueName string) *Replayer {
-	r := &Replayer{paths: []string{"mem"}, manifests: []datasets.Manifest{{Venue: venueName}}, opts: defaults()}
+	d, err := venueDriver(venueName)
+	if err != nil {
+		panic(err)
+	}
+	r := &Replayer{paths: []string{"mem"}, manifests: []datasets.Manifest{{Venue: venueName}}, drivers: []venue.Driver{d}, opts: defaults()}
 	r.clock = newClock(SpeedMax, nil, true)
 	r.run.eng = r.newEngine()
 	r.started.Store(true)

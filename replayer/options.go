@@ -24,8 +24,8 @@ type options struct {
 	speed        Speed
 	maxGap       time.Duration
 	sleeper      Sleeper
-	// newDecoder builds the decoder of one connection slot from the
-	// manifest's venue; tests swap in fakes.
+	// newDecoder, when set (tests' fakes), builds the decoder of one
+	// connection slot from the manifest's venue instead of its driver.
 	newDecoder func(venueName string, o venue.DecoderOptions) (venue.Decoder, error)
 	hashMode   HashMode
 	hashEvery  time.Duration
@@ -44,7 +44,7 @@ type options struct {
 
 // defaults are the options of a Replayer with none given.
 func defaults() options {
-	return options{speed: SpeedMax, maxGap: DefaultMaxGap, newDecoder: venueDecoder, hashEvery: DefaultHashEvery,
+	return options{speed: SpeedMax, maxGap: DefaultMaxGap, hashEvery: DefaultHashEvery,
 		maxConns: DefaultMaxConns, maxInstruments: DefaultMaxInstruments, readAhead: datasets.DefaultReadAhead}
 }
 

@@ -37,6 +37,7 @@ var ErrReused = errors.New("replayer: Run already called")
 type Replayer struct {
 	paths     []string
 	manifests []datasets.Manifest
+	drivers   []venue.Driver // per dataset, resolved once
 	opts      options
 	clock     *Clock
 
@@ -70,10 +71,16 @@ func New(paths []string, opts ...Option) (*Replayer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("replayer: open %s: %w", p, err)
 		}
-		if _, err := o.newDecoder(m.Venue, o.decoderOptions()); err != nil {
+		var d venue.Driver
+		if o.newDecoder == nil {
+			if d, err = venueDriver(m.Venue); err != nil {
+				return nil, fmt.Errorf("replayer: dataset %s: %w", p, err)
+			}
+		} else if _, err := o.newDecoder(m.Venue, o.decoderOptions()); err != nil {
 			return nil, fmt.Errorf("replayer: dataset %s: %w", p, err)
 		}
 		r.manifests = append(r.manifests, m)
+		r.drivers = append(r.drivers, d)
 	}
 	if r.opts.warmup == WarmupAuto {
 		r.opts.warmup = WarmupFull
@@ -88,6 +95,11 @@ func New(paths []string, opts ...Option) (*Replayer, error) {
 	r.run.eng = r.newEngine()
 	return r, nil
 }
+
+// Drivers returns each dataset's venue driver, in input order (resolved
+// once, by New; the drivers events carry as Event.Driver). The slice is the
+// caller's.
+func (r *Replayer) Drivers() []venue.Driver { return slices.Clone(r.drivers) }
 
 // Manifests returns the manifests of the datasets, in input order. The slice
 // is the caller's.
@@ -176,8 +188,11 @@ var instrumentCheckMask uint32 = 1<<16 - 1
 func (r *Replayer) newEngine() *engine.Engine {
 	srcs := make([]engine.Source, len(r.paths))
 	for i := range srcs {
-		v, path := r.manifests[i].Venue, r.paths[i]
-		srcs[i] = engine.Source{Venue: v, NewDecoder: func() (venue.Decoder, error) {
+		v, path, d := r.manifests[i].Venue, r.paths[i], r.drivers[i]
+		srcs[i] = engine.Source{Venue: v, Driver: d, NewDecoder: func() (venue.Decoder, error) {
+			if d != nil {
+				return d.NewDecoder(r.opts.decoderOptions()), nil
+			}
 			dec, err := r.opts.newDecoder(v, r.opts.decoderOptions())
 			if err != nil {
 				return nil, fmt.Errorf("replayer: dataset %s: %w", path, err)

@@ -33,7 +33,8 @@ func CheckREST(dir string) (*RESTCheck, error) {
 		return nil, err
 	}
 	dopts := venue.DecoderOptions{HashCheck: true}
-	if _, err := venueDecoder(m.Venue, dopts); err != nil {
+	drv, err := venueDriver(m.Venue)
+	if err != nil {
 		return nil, fmt.Errorf("replayer: dataset %s: %w", dir, err)
 	}
 	rd, err := datasets.Open(dir, datasets.WithSkipDamaged())
@@ -52,7 +53,7 @@ func CheckREST(dir string) (*RESTCheck, error) {
 		c.Bodies++
 		dec := decs[rec.Conn]
 		if dec == nil {
-			dec, _ = venueDecoder(m.Venue, dopts)
+			dec = drv.NewDecoder(dopts)
 			decs[rec.Conn] = dec
 		}
 		if err := dec.Decode(rec.Payload, rec.WallNs, &out); err != nil {

@@ -133,12 +133,9 @@ type Stats struct {
 }
 
 // Decoder applies the frames of one recorded connection to the books it owns.
-// It is not safe for concurrent use.
+// Its venue's name and scale are its Driver's. It is not safe for concurrent
+// use.
 type Decoder interface {
-	// Venue returns the venue name (Polymarket or Hyperliquid).
-	Venue() string
-	// Scale returns the fixed-point scale of every price and size it yields.
-	Scale() book.Scale
 	// Decode parses one raw frame received at recvNs (wall clock, ns) and
 	// applies it. It truncates out.Events and appends the frame's events.
 	// Independent messages of one frame (the books of an initial dump, the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tapedeck/tapedeck/venue/registry"
 	"io"
 	"maps"
 	"math"
@@ -201,7 +202,21 @@ func backtestConfig(o *backtestOptions) (backtest.Config, backtest.Params, error
 	if err := cfg.Validate(); err != nil {
 		return backtest.Config{}, nil, cli.FlagErrorf("%v", err)
 	}
+	if !feeTierListed(cfg.FeeTier) {
+		return backtest.Config{}, nil, cli.FlagErrorf("--fee-tier %d: no venue's schedule has it", cfg.FeeTier)
+	}
 	return cfg, given, nil
+}
+
+// feeTierListed reports whether some venue's fee schedule has tier n (0
+// always: the lowest).
+func feeTierListed(n int) bool {
+	for _, d := range registry.All() {
+		if t := d.Capabilities().Trading; t != nil && n < len(t.FeeTiers) {
+			return true
+		}
+	}
+	return n == 0
 }
 
 // runBacktest runs "replay backtest": one strategy on one replay, or a

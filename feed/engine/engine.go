@@ -25,7 +25,10 @@ import (
 // feed.Event.Dataset): the venue's name and a fresh decoder per connection
 // slot.
 type Source struct {
-	Venue      string
+	Venue string
+	// Driver is the venue's (Event.Driver, and the scale of its events);
+	// nil leaves them zero.
+	Driver     venue.Driver
 	NewDecoder func() (venue.Decoder, error)
 }
 
@@ -74,6 +77,7 @@ type Conn struct {
 	Dataset int
 	ID      uint32
 	Venue   string
+	Driver  venue.Driver
 	Dec     venue.Decoder
 	Scale   book.Scale
 	Frame   venue.Frame // the events of the last record applied
@@ -168,7 +172,10 @@ func (e *Engine) conn(ds int, id uint32) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{Dataset: ds, ID: id, Venue: src.Venue, Dec: dec, Scale: dec.Scale(), routes: make(map[string]*Route)}
+	c := &Conn{Dataset: ds, ID: id, Venue: src.Venue, Driver: src.Driver, Dec: dec, routes: make(map[string]*Route)}
+	if src.Driver != nil {
+		c.Scale = src.Driver.Scale()
+	}
 	e.byDS[ds][id] = c
 	e.conns = append(e.conns, c)
 	return c, nil
@@ -372,7 +379,7 @@ func (e *Engine) emitFrame(c *Conn, kind datasets.Kind, seq uint64, recvNs int64
 	}
 	ev := &e.ev
 	ev.Dataset, ev.Venue, ev.Conn, ev.Seq, ev.RecvNs = c.Dataset, c.Venue, c.ID, seq, recvNs
-	ev.Kind, ev.Control, ev.Payload, ev.Scale = kind, nil, payload, c.Scale
+	ev.Kind, ev.Control, ev.Payload, ev.Scale, ev.Driver = kind, nil, payload, c.Scale, c.Driver
 	e.digest.Record(ev)
 	for i := range evs {
 		v := &evs[i]
@@ -458,7 +465,7 @@ func (e *Engine) emitLoss(c *Conn, rec *datasets.Record) {
 func (e *Engine) controlRecord(c *Conn, rec *datasets.Record) {
 	ev := &e.ev
 	ev.Dataset, ev.Venue, ev.Conn, ev.Seq, ev.RecvNs = c.Dataset, c.Venue, c.ID, rec.Seq, rec.WallNs
-	ev.Kind, ev.Channel, ev.Decoded, ev.Payload, ev.Scale = rec.Kind, feed.ChannelControl, nil, rec.Payload, c.Scale
+	ev.Kind, ev.Channel, ev.Decoded, ev.Payload, ev.Scale, ev.Driver = rec.Kind, feed.ChannelControl, nil, rec.Payload, c.Scale, c.Driver
 	e.digest.Record(ev)
 }
 

@@ -130,3 +130,72 @@ func TestOneSwitchOnVenueNames(t *testing.T) {
 		t.Fatalf("only %d files read", files)
 	}
 }
+
+// imports lists every package of the module with its direct imports
+// (deps false) or everything it depends on (deps true), tests aside.
+func imports(t *testing.T, deps bool) map[string][]string {
+	t.Helper()
+	field := "Imports"
+	if deps {
+		field = "Deps"
+	}
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join ."+field+" \" \"}}", "./...")
+	cmd.Dir = root(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	m := map[string][]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) > 0 {
+			m[strings.TrimPrefix(f[0], module)] = f[1:]
+		}
+	}
+	return m
+}
+
+// TestRegistryImporters asserts that only the CLIs, the replayer, the
+// recorder (and their servers: replay serve, the test exchange) and the
+// sample generator pick a venue by name: the libraries below them (the
+// event core, exports, the backtester) get the driver with the data
+// (feed.Event.Driver, Replayer.Drivers).
+func TestRegistryImporters(t *testing.T) {
+	allowed := map[string]bool{"cmd/capture": true, "cmd/replay": true, "cmd/samplegen": true, "replayer": true,
+		"replayer/serve": true, "recorder": true, "recorder/fakeexchange": true, "internal/samplegen": true}
+	pkgs := imports(t, false)
+	for _, must := range []string{"replayer/export", "backtest", "feed/engine"} {
+		if _, ok := pkgs[must]; !ok {
+			t.Fatalf("package %s not listed", must)
+		}
+	}
+	for pkg, imps := range pkgs {
+		if allowed[pkg] || strings.HasPrefix(pkg, "venue/") {
+			continue
+		}
+		for _, imp := range imps {
+			if imp == module+"venue/registry" {
+				t.Errorf("%s imports venue/registry: only cmd, replayer and recorder pick a venue by name", pkg)
+			}
+		}
+	}
+}
+
+// TestRecorderAndReplayerApart asserts that neither of recorder and
+// replayer depends on the other: what they share (the event core, the
+// subscriber types) lives below both, in feed.
+func TestRecorderAndReplayerApart(t *testing.T) {
+	deps := imports(t, true)
+	for _, p := range [][2]string{{"recorder", "replayer"}, {"replayer", "recorder"}, {"feed/engine", "replayer"}, {"feed/engine", "recorder"}} {
+		ds, ok := deps[p[0]]
+		if !ok {
+			t.Fatalf("package %s not listed", p[0])
+		}
+		for _, d := range ds {
+			if d == module+p[1] || strings.HasPrefix(d, module+p[1]+"/") {
+				t.Errorf("%s depends on %s", p[0], strings.TrimPrefix(d, module))
+			}
+		}
+	}
+}

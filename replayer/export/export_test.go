@@ -6,6 +6,8 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"github.com/tapedeck/tapedeck/venue/hyperliquid"
+	"github.com/tapedeck/tapedeck/venue/polymarket"
 	"math/big"
 	"strconv"
 	"strings"
@@ -744,7 +746,7 @@ func TestByteIdentical(t *testing.T) {
 func TestEmptyExportIsValid(t *testing.T) {
 	for _, f := range []Format{FormatParquet, FormatArrow} {
 		var buf bytes.Buffer
-		s := sinkTo(t, &buf, TableDepth, f, WithSource(venue.Hyperliquid, book.Scale{PriceDecimals: 8, SizeDecimals: 8}), WithExact())
+		s := sinkTo(t, &buf, TableDepth, f, WithSource(hyperliquid.Driver), WithExact())
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -757,7 +759,7 @@ func TestEmptyExportIsValid(t *testing.T) {
 
 func TestMixedScaleIsAnError(t *testing.T) {
 	var buf bytes.Buffer
-	s := sinkTo(t, &buf, TableDepth, FormatArrow, WithSource(venue.Polymarket, book.Scale{PriceDecimals: 4, SizeDecimals: 6}))
+	s := sinkTo(t, &buf, TableDepth, FormatArrow, WithSource(polymarket.Driver))
 	sb := newSynthBook("x", 5)
 	e := sb.next(1)
 	e.Scale = book.Scale{PriceDecimals: 8, SizeDecimals: 8}
@@ -790,7 +792,7 @@ func TestOptionErrors(t *testing.T) {
 		{"batch rows 0", TableDepth, FormatCSV, []Option{WithBatchRows(0)}},
 		{"bad table", Table(99), FormatCSV, nil},
 		{"bad format", TableDepth, Format(0), nil},
-		{"bad scale", TableDepth, FormatCSV, []Option{WithSource("x", book.Scale{PriceDecimals: 19})}},
+		{"bad scale", TableDepth, FormatCSV, []Option{WithSource(scaledDriver{polymarket.Driver, book.Scale{PriceDecimals: 19}})}},
 	}
 	for _, c := range cases {
 		if _, err := New(&bytes.Buffer{}, c.tbl, c.f, c.opts...); !errors.Is(err, ErrOption) {
@@ -1026,3 +1028,11 @@ func TestCSVIsTheTableVocabulary(t *testing.T) {
 		}
 	}
 }
+
+// scaledDriver is a driver with another scale.
+type scaledDriver struct {
+	venue.Driver
+	scale book.Scale
+}
+
+func (d scaledDriver) Scale() book.Scale { return d.scale }

@@ -9,7 +9,6 @@ import (
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
-	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // SourceTickSizeChange is the source column of a row begun by a decoded tick
@@ -45,7 +44,6 @@ type instrumentsTable struct {
 	names    interned
 	insts    map[string]*instHistory // by venue + "\x00" + instrument
 	firstNs  int64                   // receive time of the first event
-	drivers  map[string]venue.Driver
 	problems []string
 	dropped  int // problems beyond maxProblems
 }
@@ -66,7 +64,7 @@ type instRow struct {
 }
 
 func newInstrumentsTable() *instrumentsTable {
-	return &instrumentsTable{insts: map[string]*instHistory{}, drivers: map[string]venue.Driver{}, names: interned{}}
+	return &instrumentsTable{insts: map[string]*instHistory{}, names: interned{}}
 }
 
 func (t *instrumentsTable) columns(b *batch, _ string, _ bool) {
@@ -155,11 +153,7 @@ func (t *instrumentsTable) onEvent(s *Sink, e *replayer.Event) error {
 
 // facts asks the venue's driver what msg says and merges it.
 func (t *instrumentsTable) facts(e *replayer.Event, msg []byte) {
-	drv, ok := t.drivers[e.Venue]
-	if !ok {
-		drv, _ = registry.Lookup(e.Venue)
-		t.drivers[strings.Clone(e.Venue)] = drv
-	}
+	drv := e.Driver
 	if drv == nil || len(msg) == 0 {
 		return
 	}

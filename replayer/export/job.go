@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tapedeck/tapedeck/venue"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,11 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/datasets/interchange"
 	"github.com/tapedeck/tapedeck/replayer"
-	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // Job is one export of datasets to files, as `replay export` runs it: the
@@ -352,7 +351,7 @@ func fmtNs(ns int64) string {
 }
 
 // sinkOptions are the Sink options the job asks for.
-func (j *Job) sinkOptions(table Table, venueName string, ms []datasets.Manifest) []Option {
+func (j *Job) sinkOptions(table Table, drv venue.Driver, ms []datasets.Manifest) []Option {
 	var sopts []Option
 	if j.Encoders > 0 {
 		sopts = append(sopts, WithEncoders(j.Encoders))
@@ -360,8 +359,8 @@ func (j *Job) sinkOptions(table Table, venueName string, ms []datasets.Manifest)
 	if j.Compression != 0 {
 		sopts = append(sopts, WithCompression(j.Compression))
 	}
-	if sc, ok := venueScale(venueName); ok {
-		sopts = append(sopts, WithSource(venueName, sc))
+	if drv != nil {
+		sopts = append(sopts, WithSource(drv))
 	}
 	sopts = append(sopts, WithDatasets(j.Datasets...))
 	if table == TableDepth {
@@ -449,7 +448,7 @@ func (j *Job) exportTable(ctx context.Context, open func(path string) (io.Writer
 				j.Datasets[i+1], m.Venue, j.Datasets[0], venueName)
 		}
 	}
-	sopts := j.sinkOptions(table, venueName, ms)
+	sopts := j.sinkOptions(table, r.Drivers()[0], ms)
 	var sink tableSink
 	var parts *partOut
 	if format == FormatHftBacktest {
@@ -586,14 +585,4 @@ func (u *untilSource) Next() bool {
 		return false
 	}
 	return true
-}
-
-// venueScale is the fixed-point scale of a venue's decoder, so that even an
-// empty export carries the right scale in its metadata and decimal types.
-func venueScale(name string) (book.Scale, bool) {
-	d, err := registry.Lookup(name)
-	if err != nil {
-		return book.Scale{}, false
-	}
-	return d.Scale(), true
 }

@@ -2,6 +2,7 @@ package export
 
 import (
 	"fmt"
+	"github.com/tapedeck/tapedeck/venue"
 	"slices"
 	"strings"
 	"time"
@@ -199,6 +200,7 @@ type config struct {
 	venue          string
 	scale          book.Scale
 	haveScale      bool
+	caps           venue.Capabilities // the columns the venue's data has
 	datasets       []string
 	recorded       map[string]bool // WithRecordedInstruments
 	recordedList   []string
@@ -366,18 +368,23 @@ func WithQualityColumns() Option {
 	return func(c *config) error { c.quality = true; return nil }
 }
 
-// WithSource declares the venue and fixed-point scale of the events,
-// recorded in the schema metadata and used for decimal columns. Without it
-// the venue and scale are taken from the first event, and an empty export
-// has scale 0/0. An event of another scale is ErrMixedScale.
-func WithSource(venue string, scale book.Scale) Option {
+// WithSource declares the venue of the events by its driver: its name and
+// fixed-point scale, recorded in the schema metadata and used for decimal
+// columns, and what its data carries (Capabilities: the columns a table
+// has). Without it they are taken from the first event (Event.Driver), and
+// an empty export has scale 0/0. An event of another scale is
+// ErrMixedScale.
+func WithSource(d venue.Driver) Option {
 	return func(c *config) error {
+		if d == nil {
+			return fmt.Errorf("%w: nil driver", ErrOption)
+		}
+		scale := d.Scale()
 		if scale.PriceDecimals > book.MaxDecimals || scale.SizeDecimals > book.MaxDecimals {
 			return fmt.Errorf("%w: scale %d/%d beyond %d decimals", ErrOption,
 				scale.PriceDecimals, scale.SizeDecimals, book.MaxDecimals)
 		}
-		c.venue = venue
-		c.scale = scale
+		c.venue, c.scale, c.caps = d.Name(), scale, d.Capabilities()
 		c.haveScale = true
 		return nil
 	}

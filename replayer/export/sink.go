@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/tapedeck/tapedeck/replayer"
-	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // Sink writes one table in one format. It implements replayer.Subscriber;
@@ -144,6 +143,9 @@ func (s *Sink) OnEvent(e *replayer.Event) error {
 	if !s.started {
 		if !s.cfg.haveScale {
 			s.cfg.venue, s.cfg.scale, s.cfg.haveScale = e.Venue, e.Scale, true
+			if e.Driver != nil {
+				s.cfg.caps = e.Driver.Capabilities()
+			}
 		}
 		if err := s.start(); err != nil {
 			return err
@@ -261,11 +263,7 @@ func (s *Sink) Rows() uint64 { return s.rows }
 
 func (s *Sink) start() error {
 	s.started = true
-	counts := false
-	if d, err := registry.Lookup(s.cfg.venue); err == nil {
-		counts = d.Capabilities().LevelCounts
-	}
-	s.impl.columns(&s.b, s.cfg.venue, counts)
+	s.impl.columns(&s.b, s.cfg.venue, s.cfg.caps.LevelCounts)
 	if s.cfg.batchRows == 0 {
 		// Default: about batchBytes of rows, so a wide depth table holds as
 		// little memory as a narrow trades table; within [minBatch, maxBatch].

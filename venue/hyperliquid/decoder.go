@@ -120,12 +120,6 @@ func NewDecoder(opts ...Option) *Decoder {
 	return d
 }
 
-// Venue returns venue.Hyperliquid.
-func (d *Decoder) Venue() string { return venue.Hyperliquid }
-
-// Scale returns Scale.
-func (d *Decoder) Scale() book.Scale { return Scale }
-
 // Decode parses one frame received at recvNs and applies it; see
 // venue.Decoder. It yields:
 //

@@ -283,12 +283,6 @@ func (d *Decoder) SetInstrumentInfo(info InstrumentInfo) error {
 	return nil
 }
 
-// Venue returns venue.Polymarket.
-func (d *Decoder) Venue() string { return venue.Polymarket }
-
-// Scale returns Scale.
-func (d *Decoder) Scale() book.Scale { return scale() }
-
 // Book returns the asset's book, or nil if the asset was never seen. The book
 // is owned by the decoder and changes with every Decode.
 func (d *Decoder) Book(instrument string) *book.Book {

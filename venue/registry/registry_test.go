@@ -50,10 +50,6 @@ func TestLookup(t *testing.T) {
 		if d.Name() != name || name != strings.ToLower(name) {
 			t.Errorf("Lookup(%q).Name() = %q", name, d.Name())
 		}
-		dec := d.NewDecoder(venue.DecoderOptions{HashCheck: true})
-		if dec.Venue() != name || dec.Scale() != d.Scale() {
-			t.Errorf("%s: decoder says venue %q scale %+v, driver scale %+v", name, dec.Venue(), dec.Scale(), d.Scale())
-		}
 		e := d.Endpoints()
 		if !strings.HasPrefix(e.WebSocket, "wss://") || !strings.HasPrefix(e.Discovery, "https://") || !strings.HasPrefix(e.ServePath, "/") {
 			t.Errorf("%s: endpoints %+v", name, e)
