@@ -176,10 +176,12 @@ func TestPublisherAllocs(t *testing.T) {
 // prices and the number of levels per side, depth or one or two fewer,
 // follow from it) that a torn view would break; a Load, which copies a
 // slot's full depth, must show exactly the view's levels. The readers start
-// before the first Publish, some hold their views across many publishes (so
-// their Releases find the slot no longer current), one copies with Load, one
-// polls with Refresh. At the end every pin has been taken back. Run it under
-// -race.
+// before the first Publish; the two that Acquire hold their first view and
+// every 64th after it until the writer has published a newer one (waited
+// for, not left to the scheduler, so their Releases always find the slot no
+// longer current), one copies with Load, one polls with Refresh; each takes
+// the same number of views. At the end every pin has been taken back. Run it
+// under -race.
 func TestPublisherConsistency(t *testing.T) {
 	const depth, readers = 8, 4
 	p := NewPublisher(depth, readers)
@@ -244,7 +246,9 @@ func TestPublisherConsistency(t *testing.T) {
 			defer rw.Done()
 			var lastSeq uint64
 			var own Top
-			for i := 0; i < iters; i++ {
+			// Each reader takes iters views, however long the writer takes
+			// to start or to publish (Refresh sees only new ones).
+			for i, seen := 0, 0; seen < iters; i++ {
 				if r == 0 && i == 10 {
 					close(started) // some Acquires came before any Publish
 				}
@@ -254,6 +258,7 @@ func TestPublisherConsistency(t *testing.T) {
 						read = p.Refresh
 					}
 					if read(&own) {
+						seen++
 						views.Add(1)
 						check(&own, &lastSeq)
 					} else {
@@ -266,17 +271,19 @@ func TestPublisherConsistency(t *testing.T) {
 					runtime.Gosched()
 					continue
 				}
+				seen++
 				views.Add(1)
 				check(&v.Top, &lastSeq)
-				if i%64 == 0 {
-					// Hold the view while the writer publishes on.
+				if seen%64 == 1 {
+					// Hold the view until the writer has published a newer
+					// one (it publishes until every reader is done, so this
+					// ends whatever the scheduling): the view stays as it was
+					// and its Release finds the slot no longer current.
 					seq := v.Seq
-					for j := 0; j < 100 && p.Published() == seq; j++ {
+					for p.Published() == seq {
 						runtime.Gosched()
 					}
-					if p.Published() != seq {
-						late.Add(1)
-					}
+					late.Add(1)
 					check(&v.Top, &seq) // unchanged while held
 				}
 				v.Release()

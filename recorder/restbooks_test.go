@@ -359,7 +359,10 @@ func TestReplayChecksHashesOfLiveRecording(t *testing.T) {
 
 // TestPolymarketRESTBooksTimeoutCoversAllBatches hangs the book endpoint:
 // the timeout bounds all of a connect's batches together, so the second
-// batch is not even sent, and each batch is recorded as failed.
+// batch is not even sent, and each batch is recorded as failed. The first
+// batch is made to reach the endpoint before its deadline ends it
+// (arrivedFirst): on a loaded host 50 ms may pass before the request is
+// even read.
 func TestPolymarketRESTBooksTimeoutCoversAllBatches(t *testing.T) {
 	s := fakeexchange.New(fakeexchange.PolymarketConfig())
 	defer s.Close()
@@ -368,7 +371,10 @@ func TestPolymarketRESTBooksTimeoutCoversAllBatches(t *testing.T) {
 	for i := range polymarket.BooksBatchLimit + 50 {
 		ids = append(ids, "7"+strings.Repeat("0", 60)+itoa(100000+i))
 	}
-	c := startCapture(t, pmSpec(s, ids...), nil, recorder.WithRESTBooksTimeout(50*time.Millisecond))
+	done := make(chan struct{})
+	defer close(done)
+	c := startCapture(t, pmSpec(s, ids...), nil, recorder.WithRESTBooksTimeout(50*time.Millisecond),
+		recorder.WithHTTPClient(&http.Client{Transport: arrivedFirst{s, done}}))
 	waitFor(t, "data", func() bool { return len(s.Live()) == 1 && len(s.Live()[0].Sent()) > 0 })
 	recs := c.stop()
 	checkByteIdentical(t, s, recs, 0)
@@ -389,4 +395,42 @@ func TestPolymarketRESTBooksTimeoutCoversAllBatches(t *testing.T) {
 	if !slices.Equal(failed, []int{polymarket.BooksBatchLimit, 50}) {
 		t.Errorf("failure notes before the connect cover %v tokens, want [%d 50]", failed, polymarket.BooksBatchLimit)
 	}
+}
+
+// arrivedFirst sends requests with http.DefaultTransport, except that a
+// book-summary request whose context has not ended yet is cancelled by its
+// end only once the fake exchange has received it: the deadline then
+// always ends a request that hangs at the endpoint, not one still on its
+// way. A request whose context has already ended is not sent, as with
+// http.DefaultTransport.
+type arrivedFirst struct {
+	s    *fakeexchange.Server
+	done <-chan struct{} // the test is over
+}
+
+func (a arrivedFirst) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(req.URL.Path, "/books") {
+		return http.DefaultTransport.RoundTrip(req)
+	}
+	if err := req.Context().Err(); err != nil {
+		return nil, err
+	}
+	arrived := a.s.NextBookRequest()
+	ctx, cancel := context.WithCancel(context.WithoutCancel(req.Context()))
+	go func() {
+		select {
+		case <-arrived:
+		case <-a.done:
+		}
+		select {
+		case <-req.Context().Done():
+		case <-a.done:
+		}
+		cancel()
+	}()
+	resp, err := http.DefaultTransport.RoundTrip(req.WithContext(ctx))
+	if err != nil && req.Context().Err() != nil {
+		err = req.Context().Err()
+	}
+	return resp, err
 }

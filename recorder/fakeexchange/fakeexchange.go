@@ -112,6 +112,7 @@ type Server struct {
 	bookReqs   [][]string
 	bookStatus int
 	bookDelay  time.Duration
+	bookNext   chan struct{} // closed at the next book-summary request
 }
 
 // Conn is one accepted connection as the server saw it.
@@ -181,6 +182,19 @@ func (s *Server) BookRequests() [][]string {
 		out[i] = append([]string(nil), r...)
 	}
 	return out
+}
+
+// NextBookRequest returns a channel closed when the server next records a
+// book-summary request (before FailBooks or DelayBooks apply to it), so a
+// test can act once a request has reached the server rather than after
+// some time.
+func (s *Server) NextBookRequest() <-chan struct{} {
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
+	if s.bookNext == nil {
+		s.bookNext = make(chan struct{})
+	}
+	return s.bookNext
 }
 
 // FailBooks makes book-summary requests answer HTTP status with a JSON
@@ -700,6 +714,10 @@ func (s *Server) bookDoc(id string) []byte {
 func (s *Server) bookRequest(ctx context.Context, ids []string) int {
 	s.bmu.Lock()
 	s.bookReqs = append(s.bookReqs, ids)
+	if s.bookNext != nil {
+		close(s.bookNext)
+		s.bookNext = nil
+	}
 	status, delay := s.bookStatus, s.bookDelay
 	s.bmu.Unlock()
 	if !s.waitHold(ctx) {
