@@ -53,7 +53,13 @@ func interrupts(root *cobra.Command, args []string, stderr io.Writer) (context.C
 	if cmd, _, err := root.Find(args); err == nil && cmd != nil && cmd.Annotations[signalAnnotation] != "" {
 		how = cmd.Annotations[signalAnnotation]
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	// The caller's context (root.SetContext: a test, a program embedding
+	// the CLI) still stops the verb; signals only add to it.
+	parent := root.Context()
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent)
 	if how == SignalOwn {
 		return ctx, func() os.Signal { return nil }, cancel
 	}
