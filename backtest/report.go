@@ -548,3 +548,19 @@ func (s *Summary) WriteTable(w io.Writer) {
 	}
 	row("digest", s.Digest)
 }
+
+// Names reports whether the run's data named id: an instrument, or with
+// markets also a market (Polymarket condition id).
+func (r *Result) Names(id string, markets bool) bool {
+	if _, ok := r.Scales[id]; ok {
+		return true
+	}
+	if markets {
+		for _, m := range r.Markets {
+			if m == id {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -192,3 +192,38 @@ func mustObjective(r *Run, name string) float64 {
 	v, _ := r.Metrics.Objective(name)
 	return v
 }
+
+// WindowReport is one walk-forward window and strategy as `replay backtest
+// --walk --json` prints it.
+type WindowReport struct {
+	Window      int               `json:"window"`
+	TrainFromNs int64             `json:"train_from_ns"`
+	TrainToNs   int64             `json:"train_to_ns"`
+	TestFromNs  int64             `json:"test_from_ns"`
+	TestToNs    int64             `json:"test_to_ns"`
+	Strategy    string            `json:"strategy"`
+	Point       int               `json:"point"`
+	Values      map[string]string `json:"values,omitempty"`
+	TrainValue  float64           `json:"train_objective"`
+	Test        *backtest.Summary `json:"test"`
+}
+
+// Report is the walk-forward run as `--json` prints it: its objective,
+// every window's choice and test summary, each strategy's out-of-sample
+// end equity.
+func (wk *Walk) Report() any {
+	var rows []WindowReport
+	for i, w := range wk.Windows {
+		for _, c := range w.Chosen {
+			rows = append(rows, WindowReport{i + 1, w.TrainFromNs, w.TrainToNs, w.TestFromNs, w.TestToNs, c.Strategy,
+				c.Point.Index, c.Point.Values, c.TrainObjective, &c.Test.Result.Summary})
+		}
+	}
+	oos := map[string]float64{}
+	for s, eq := range wk.Equity {
+		if len(eq) > 0 {
+			oos[s] = float64(eq[len(eq)-1].Equity) / 1e10
+		}
+	}
+	return map[string]any{"objective": wk.Objective, "windows": rows, "out_of_sample_end_equity": oos}
+}

@@ -262,7 +262,7 @@ func runBacktest(ctx context.Context, o *backtestOptions) error {
 	}
 	var missing []string
 	for _, id := range o.Instruments {
-		if !seenID(res, id, true) {
+		if !res.Names(id, true) {
 			missing = append(missing, id)
 		}
 	}
@@ -365,7 +365,7 @@ func checkIDs(cfg backtest.Config, results ...*backtest.Result) error {
 		for _, id := range l.ids {
 			seen := false
 			for _, res := range results {
-				seen = seen || seenID(res, id, l.flag == "--fee")
+				seen = seen || res.Names(id, l.flag == "--fee")
 			}
 			if !seen {
 				return cli.FlagErrorf("%s %s: no such instrument%s in the data", l.flag, id, map[bool]string{true: " or market"}[l.flag == "--fee"])
@@ -373,22 +373,6 @@ func checkIDs(cfg backtest.Config, results ...*backtest.Result) error {
 		}
 	}
 	return nil
-}
-
-// seenID reports whether the run's data named id: an instrument, or with
-// markets a market (Polymarket condition id).
-func seenID(res *backtest.Result, id string, markets bool) bool {
-	if _, ok := res.Scales[id]; ok {
-		return true
-	}
-	if markets {
-		for _, m := range res.Markets {
-			if m == id {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // backtestOutFree refuses, without force, an --out directory that already

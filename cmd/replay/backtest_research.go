@@ -325,7 +325,7 @@ func runWalk(ctx context.Context, o *backtestOptions, job *research.Job, sheet *
 	if o.JSON {
 		enc := json.NewEncoder(o.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(walkJSON(wk))
+		return enc.Encode(wk.Report())
 	}
 	tw := tabwriter.NewWriter(o.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "window\ttest from\tstrategy\tchosen\ttrain "+wk.Objective+"\ttest pnl\tdigest")
@@ -347,36 +347,6 @@ func pointText(p research.Point) string {
 }
 
 func fmtWalkTime(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339) }
-
-type walkWindowJSON struct {
-	Window      int               `json:"window"`
-	TrainFromNs int64             `json:"train_from_ns"`
-	TrainToNs   int64             `json:"train_to_ns"`
-	TestFromNs  int64             `json:"test_from_ns"`
-	TestToNs    int64             `json:"test_to_ns"`
-	Strategy    string            `json:"strategy"`
-	Point       int               `json:"point"`
-	Values      map[string]string `json:"values,omitempty"`
-	TrainValue  float64           `json:"train_objective"`
-	Test        *backtest.Summary `json:"test"`
-}
-
-func walkJSON(wk *research.Walk) any {
-	var rows []walkWindowJSON
-	for i, w := range wk.Windows {
-		for _, c := range w.Chosen {
-			rows = append(rows, walkWindowJSON{i + 1, w.TrainFromNs, w.TrainToNs, w.TestFromNs, w.TestToNs, c.Strategy,
-				c.Point.Index, c.Point.Values, c.TrainObjective, &c.Test.Result.Summary})
-		}
-	}
-	oos := map[string]float64{}
-	for s, eq := range wk.Equity {
-		if len(eq) > 0 {
-			oos[s] = float64(eq[len(eq)-1].Equity) / 1e10
-		}
-	}
-	return map[string]any{"objective": wk.Objective, "windows": rows, "out_of_sample_end_equity": oos}
-}
 
 func newBacktestMergeCmd() *cobra.Command {
 	var out string
