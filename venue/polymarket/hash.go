@@ -109,14 +109,19 @@ func appendDecimal(dst []byte, v int64, dec uint8) []byte {
 	default:
 		return book.AppendDecimal(dst, v, dec)
 	}
-	dst = strconv.AppendUint(dst, ip, 10)
 	if fp == 0 {
-		return dst
+		return strconv.AppendUint(dst, ip, 10)
 	}
 	for fp%10 == 0 {
 		fp /= 10
 		width--
 	}
+	return appendFixed(dst, ip, fp, width)
+}
+
+// appendFixed appends ip, a point and fp as width digits (width ≤ 7).
+func appendFixed(dst []byte, ip, fp uint64, width int) []byte {
+	dst = strconv.AppendUint(dst, ip, 10)
 	var buf [8]byte
 	buf[0] = '.'
 	for k := width; k > 0; k-- {
@@ -134,20 +139,10 @@ func appendLtp(dst []byte, p int64, pad bool) []byte {
 	if !pad || p <= 0 {
 		return appendDecimal(dst, p, priceDecimals)
 	}
-	dst = strconv.AppendUint(dst, uint64(p)/1e4, 10)
-	fp := uint64(p) % 1e4
-	digits := 4
-	if fp%10 == 0 {
-		fp /= 10
-		digits = 3
+	if fp := uint64(p) % 1e4; fp%10 != 0 {
+		return appendFixed(dst, uint64(p)/1e4, fp, 4)
 	}
-	var buf [5]byte
-	buf[0] = '.'
-	for k := digits; k > 0; k-- {
-		buf[k] = byte('0' + fp%10)
-		fp /= 10
-	}
-	return append(dst, buf[:digits+1]...)
+	return appendFixed(dst, uint64(p)/1e4, uint64(p)%1e4/10, 3)
 }
 
 // ltpTextForm tells which form a last_trade_price text has: 1 padded (three

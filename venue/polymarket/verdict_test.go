@@ -267,23 +267,33 @@ func TestRealBatchSharesOneHash(t *testing.T) {
 // an independent check.
 func legacyHash(t *testing.T, market, asset, ts string, b *book.Book) string {
 	t.Helper()
-	side := func(s book.Side) []jsonLevel {
-		lv := b.Top(s, nil, -1)
-		slices.Reverse(lv)
-		out := []jsonLevel{}
-		for _, l := range lv {
-			out = append(out, jsonLevel{book.FormatDecimal(l.Price, 4), book.FormatDecimal(l.Size, 6)})
-		}
-		return out
+	return jsonSHA1(t, hashHead{market, asset, ts, "", jsonSide(b, book.Bid), jsonSide(b, book.Ask)})
+}
+
+// hashHead is the hash input's first six fields, all of it before 2025.
+type hashHead struct {
+	Market    string      `json:"market"`
+	AssetID   string      `json:"asset_id"`
+	Timestamp string      `json:"timestamp"`
+	Hash      string      `json:"hash"`
+	Bids      []jsonLevel `json:"bids"`
+	Asks      []jsonLevel `json:"asks"`
+}
+
+// jsonSide is one side of b as the hash input lists it, worst level first.
+func jsonSide(b *book.Book, s book.Side) []jsonLevel {
+	lv := b.Top(s, nil, -1)
+	slices.Reverse(lv)
+	out := []jsonLevel{}
+	for _, l := range lv {
+		out = append(out, jsonLevel{book.FormatDecimal(l.Price, 4), book.FormatDecimal(l.Size, 6)})
 	}
-	v := struct {
-		Market    string      `json:"market"`
-		AssetID   string      `json:"asset_id"`
-		Timestamp string      `json:"timestamp"`
-		Hash      string      `json:"hash"`
-		Bids      []jsonLevel `json:"bids"`
-		Asks      []jsonLevel `json:"asks"`
-	}{market, asset, ts, "", side(book.Bid), side(book.Ask)}
+	return out
+}
+
+// jsonSHA1 is the hex SHA-1 of v's compact JSON.
+func jsonSHA1(t *testing.T, v any) string {
+	t.Helper()
 	j, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
@@ -297,33 +307,13 @@ func legacyHash(t *testing.T, market, asset, ts string, b *book.Book) string {
 // an independent check of the decoder's incremental hashing.
 func tenFieldHash(t *testing.T, market, asset, ts string, b *book.Book, ltp string) string {
 	t.Helper()
-	side := func(s book.Side) []jsonLevel {
-		lv := b.Top(s, nil, -1)
-		slices.Reverse(lv)
-		out := []jsonLevel{}
-		for _, l := range lv {
-			out = append(out, jsonLevel{book.FormatDecimal(l.Price, 4), book.FormatDecimal(l.Size, 6)})
-		}
-		return out
-	}
-	v := struct {
-		Market         string      `json:"market"`
-		AssetID        string      `json:"asset_id"`
-		Timestamp      string      `json:"timestamp"`
-		Hash           string      `json:"hash"`
-		Bids           []jsonLevel `json:"bids"`
-		Asks           []jsonLevel `json:"asks"`
-		MinOrderSize   string      `json:"min_order_size"`
-		TickSize       string      `json:"tick_size"`
-		NegRisk        bool        `json:"neg_risk"`
-		LastTradePrice string      `json:"last_trade_price"`
-	}{market, asset, ts, "", side(book.Bid), side(book.Ask), "5", "0.01", false, ltp}
-	j, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha1.Sum(j)
-	return hex.EncodeToString(sum[:])
+	return jsonSHA1(t, struct {
+		hashHead
+		MinOrderSize   string `json:"min_order_size"`
+		TickSize       string `json:"tick_size"`
+		NegRisk        bool   `json:"neg_risk"`
+		LastTradePrice string `json:"last_trade_price"`
+	}{hashHead{market, asset, ts, "", jsonSide(b, book.Bid), jsonSide(b, book.Ask)}, "5", "0.01", false, ltp})
 }
 
 // A real sequence of a two-asset market (testdata/real/polybotv2_trade_post_ltp_2025-12.ndjson,
