@@ -56,18 +56,20 @@ type Markout struct {
 }
 
 func (e *Engine) markouts(in *Instrument, nowNs int64) {
-	if len(in.marks) == 0 {
-		return
+	if len(in.marks) == 0 || nowNs < in.marksDue {
+		return // none due: most events of a traded instrument
 	}
 	mid, ok := in.Mid()
 	if !ok {
 		return
 	}
 	k := 0
+	due := int64(math.MaxInt64)
 	for _, m := range in.marks {
 		if m.atNs > nowNs {
 			in.marks[k] = m
 			k++
+			due = min(due, m.atNs)
 			continue
 		}
 		f := &e.fills[m.fill]
@@ -78,6 +80,7 @@ func (e *Engine) markouts(in *Instrument, nowNs int64) {
 		e.marksOut = append(e.marksOut, Markout{Fill: f.Seq, Horizon: m.horizon, Mid: mid, PnL: d})
 	}
 	in.marks = in.marks[:k]
+	in.marksDue = due
 }
 
 // value is the position at its mark: the settlement once resolved, else
