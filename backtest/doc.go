@@ -175,9 +175,14 @@
 // time, the latest state), the positions
 // at those samples and the markouts (mid 1 s, 10 s and 60 s after each fill,
 // signed as a gain). Summary has PnL, fees, rebates, funding, turnover, fill
-// ratio, max drawdown, daily Sharpe, the mean markouts and a digest (XXH64
-// of every order's final state, every fill and the cash): the same data,
-// strategy and parameters give the same digest and byte-identical files.
+// ratio, max drawdown, Sharpe and Sortino over ReturnPeriodNs returns, the
+// mean markouts and a digest (XXH64 of every order's final state, every
+// fill and the cash): the same data, strategy and parameters give the same
+// digest and byte-identical files. The drawdown, ratios and markouts are
+// folded into the summary as the run goes (the ratios from exact sums of
+// the fixed-point equity changes), so a summary-only run
+// (ManyOptions.SummaryOnly: no series kept, no orders or fills handed back,
+// what sweeps without tables use) has the very same summary.
 //
 // WriteTables writes five tables into a directory, NAME.csv, NAME.parquet or
 // NAME.arrow by format, through replayer/export's typed tables: the very
