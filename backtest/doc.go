@@ -36,7 +36,19 @@
 //     order leaves the book one minute before it), FOK and FAK (a BUY sized
 //     in dollars, Amount; a SELL in shares), post-only on GTC/GTD (rejected
 //     if marketable); tick size 0.01 until a book summary or a
-//     tick_size_change says otherwise, minimum size 5 or the summary's; a
+//     tick_size_change says otherwise, minimum size 5 or the summary's
+//     (resting orders); sizes in whole hundredths of a share at every tick
+//     size, a market BUY's dollars in cents, the shares it receives in at
+//     most 4 decimals, and a marketable BUY (dollar-sized, or a limit BUY
+//     that crosses) worth $1 at least, refused in the venue's words
+//     ("invalid amounts, the buy orders maker amount supports a max
+//     accuracy of 4 decimals, taker amount a max of 2 decimals", "invalid
+//     amount for a marketable BUY order ($0.75), min size: $1";
+//     py-clob-client's ROUNDING_CONFIG, sources in venue/polymarket's
+//     Trading); every fill is whole lots of 0.01 (a dollar BUY's 0.0001),
+//     the rest of the order resting, the rest of a level finer than a lot
+//     left to others (the venue fills finer remainders of market orders:
+//     a conservative model); a
 //     SELL needs the tokens (Config.AllowShort lifts it). The two tokens of
 //     a market are one mirrored book: a BUY YES at p meets resting SELL YES
 //     and BUY NO at 1 − p (the larger of the two sizes at a price, never
