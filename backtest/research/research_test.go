@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/backtest"
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/replayer"
-	"github.com/tapedeck/tapedeck/replayer/export"
 )
 
 const (
@@ -189,7 +189,7 @@ func TestShardsMergeToTheSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 		var b bytes.Buffer
-		if err := WriteTable(&b, runs, j.Axes, "", export.FormatCSV); err != nil {
+		if err := WriteTable(&b, runs, j.Axes, "", columnar.CSV, columnar.Options{}); err != nil {
 			t.Fatal(err)
 		}
 		return b.Bytes()
