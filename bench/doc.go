@@ -10,10 +10,13 @@
 //
 // The package's exported code is what the runner (bench/cmd/benchrun) needs
 // and what its tests check: parsing go test -bench output into a Report of
-// per-scenario medians and 95th percentiles, the environment and suite
-// fingerprints that make two reports comparable, and Gate, the regression
-// check that compares paired rounds of a baseline and a current build and
-// fails only when a slowdown's whole noise band clears the threshold.
+// per-scenario medians and 95th percentiles, the environment fingerprint
+// that (with the runner's suite fingerprint) makes two reports comparable,
+// and Gate, the regression check that compares paired rounds of a baseline
+// and a current build and fails only when a slowdown's whole noise band
+// clears the threshold; and MeasureReplay, which replay bench runs. Outside
+// its tests it imports only the replayer: the generator, the recorder and
+// the test exchange stay out of the replay binary.
 //
 // make bench-peers (scripts/bench-peers.sh, then benchrun peers) times
 // tapedeck beside tardis-dev (npm tardis-dev@13.35.3 in bench/peers) on one

@@ -199,3 +199,20 @@ func TestRecorderAndReplayerApart(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayLinksNoRecorder asserts that the shipped replay binary does not
+// link the recorder, the test exchange or the sample recording harness
+// (replay bench measures with package bench, whose generated-input
+// fingerprint lives in its runner).
+func TestReplayLinksNoRecorder(t *testing.T) {
+	deps, ok := imports(t, true)["cmd/replay"]
+	if !ok {
+		t.Fatal("package cmd/replay not listed")
+	}
+	for _, d := range deps {
+		switch strings.TrimPrefix(d, module) {
+		case "recorder", "recorder/fakeexchange", "internal/samplegen":
+			t.Errorf("cmd/replay depends on %s", strings.TrimPrefix(d, module))
+		}
+	}
+}
