@@ -8,12 +8,12 @@ import (
 	"github.com/tapedeck/tapedeck/datasets"
 )
 
-// rng is xoshiro256** seeded through splitmix64: small, fast and fixed
+// Rand is xoshiro256** seeded through splitmix64: small, fast and fixed
 // forever, unlike the streams math/rand may change between releases.
-type rng struct{ s [4]uint64 }
+type Rand struct{ s [4]uint64 }
 
-func newRNG(seed uint64) *rng {
-	r := &rng{}
+func newRNG(seed uint64) *Rand {
+	r := &Rand{}
 	x := seed
 	for i := range r.s {
 		x += 0x9e3779b97f4a7c15
@@ -27,7 +27,7 @@ func newRNG(seed uint64) *rng {
 
 func rotl(x uint64, k uint) uint64 { return x<<k | x>>(64-k) }
 
-func (r *rng) u64() uint64 {
+func (r *Rand) U64() uint64 {
 	s := &r.s
 	res := rotl(s[1]*5, 7) * 9
 	t := s[1] << 17
@@ -40,28 +40,28 @@ func (r *rng) u64() uint64 {
 	return res
 }
 
-// intn returns a uniform int in [0, n); n must be positive.
-func (r *rng) intn(n int) int {
+// Intn returns a uniform int in [0, n); n must be positive.
+func (r *Rand) Intn(n int) int {
 	if n <= 1 {
 		return 0
 	}
-	return int(r.u64() % uint64(n)) // bias < n/2^64: irrelevant here
+	return int(r.U64() % uint64(n)) // bias < n/2^64: irrelevant here
 }
 
 // int64n returns a uniform int64 in [0, n).
-func (r *rng) int64n(n int64) int64 {
+func (r *Rand) Int64n(n int64) int64 {
 	if n <= 1 {
 		return 0
 	}
-	return int64(r.u64() % uint64(n))
+	return int64(r.U64() % uint64(n))
 }
 
 // pct reports true with probability p percent.
-func (r *rng) pct(p int) bool { return r.intn(100) < p }
+func (r *Rand) Pct(p int) bool { return r.Intn(100) < p }
 
 // quantile draws from a ×1000 quantile table, interpolating between entries.
-func (r *rng) quantile(tab *[256]int64) int64 {
-	u := r.u64()
+func (r *Rand) quantile(tab *[256]int64) int64 {
+	u := r.U64()
 	i := int(u >> 56)
 	frac := int64(u>>46) & 1023
 	a := tab[i]
@@ -73,15 +73,15 @@ func (r *rng) quantile(tab *[256]int64) int64 {
 }
 
 // expNs draws an exponential duration with the given mean.
-func (r *rng) expNs(mean int64) int64 { return mean * r.quantile(&expQ) / 1000 }
+func (r *Rand) ExpNs(mean int64) int64 { return mean * r.quantile(&expQ) / 1000 }
 
 // lognNs draws a lognormal duration with the given median from a table.
-func (r *rng) lognNs(median int64, tab *[256]int64) int64 { return median * r.quantile(tab) / 1000 }
+func (r *Rand) LognNs(median int64, tab *[256]int64) int64 { return median * r.quantile(tab) / 1000 }
 
 // hex appends n random lower-case hex digits.
-func (r *rng) hex(dst []byte, n int) []byte {
+func (r *Rand) Hex(dst []byte, n int) []byte {
 	for n > 0 {
-		u := r.u64()
+		u := r.U64()
 		for k := 0; k < 16 && n > 0; k++ {
 			dst = append(dst, "0123456789abcdef"[u&15])
 			u >>= 4
@@ -125,30 +125,30 @@ var errFramesDone = errors.New("samplegen: frame budget reached")
 // code runs processes in time order; a record made at simulation time now
 // never has a time before now, so every queued record at or before now is
 // final and can be appended.
-type engine struct {
-	r         *rng
+type Session struct {
+	R         *Rand
 	dst       Appender
-	start     int64
+	Start     int64
 	end       int64 // exclusive end of the session; 1<<62 when unbounded
 	maxFrames int64
-	now       int64
+	Now       int64
 
 	q     outHeap
 	free  []*outRec
 	order uint64
 
-	sockUp   bool
-	lastRecv int64 // FIFO receive clock: frames arrive in the order sent
+	Up       bool
+	LastRecv int64 // FIFO receive clock: frames arrive in the order sent
 
 	rec datasets.Record
 	sum Summary
 	buf []byte // scratch for building payloads
 }
 
-func newEngine(opts Options, venue string, dst Appender) *engine {
+func NewSession(opts Options, venue string, dst Appender) *Session {
 	start := opts.startNs()
-	e := &engine{r: newRNG(opts.Seed ^ venueSalt(venue)), dst: dst, start: start, now: start,
-		maxFrames: opts.Frames, end: 1 << 62, lastRecv: start}
+	e := &Session{R: newRNG(opts.Seed ^ venueSalt(venue)), dst: dst, Start: start, Now: start,
+		maxFrames: opts.Frames, end: 1 << 62, LastRecv: start}
 	d := opts.Duration
 	if d == 0 && opts.Frames == 0 {
 		d = DefaultDuration
@@ -168,7 +168,7 @@ func venueSalt(venue string) uint64 {
 }
 
 // push queues a record at time t; payload is copied.
-func (e *engine) push(kind datasets.Kind, t int64, payload []byte, received bool) {
+func (e *Session) Push(kind datasets.Kind, t int64, payload []byte, received bool) {
 	var o *outRec
 	if n := len(e.free); n > 0 {
 		o, e.free = e.free[n-1], e.free[:n-1]
@@ -182,34 +182,34 @@ func (e *engine) push(kind datasets.Kind, t int64, payload []byte, received bool
 }
 
 // control queues a control record at time t.
-func (e *engine) control(kind datasets.Kind, t int64, c datasets.Control) {
-	e.push(kind, t, datasets.EncodeControl(c), false)
+func (e *Session) Control(kind datasets.Kind, t int64, c datasets.Control) {
+	e.Push(kind, t, datasets.EncodeControl(c), false)
 }
 
 // recv queues a frame the venue sent at exchange time sentNs and that took
 // latency to arrive; the socket delivers in order, so it never arrives
 // before the previous frame. A frame sent while the socket is down is lost.
-func (e *engine) recv(sentNs, latency int64, payload []byte) {
-	if !e.sockUp {
+func (e *Session) Recv(sentNs, latency int64, payload []byte) {
+	if !e.Up {
 		return
 	}
 	t := sentNs + latency
-	if min := e.lastRecv + 20_000 + e.r.int64n(150_000); t < min { // 20–170 µs apart
+	if min := e.LastRecv + 20_000 + e.R.Int64n(150_000); t < min { // 20–170 µs apart
 		t = min
 	}
-	e.lastRecv = t
-	e.push(datasets.KindFrame, t, payload, true)
+	e.LastRecv = t
+	e.Push(datasets.KindFrame, t, payload, true)
 }
 
 // flush appends every queued record with time <= upTo.
-func (e *engine) flush(upTo int64) error {
+func (e *Session) flush(upTo int64) error {
 	for len(e.q) > 0 && e.q[0].t <= upTo {
 		o := heap.Pop(&e.q).(*outRec)
 		if o.kind == datasets.KindFrame && e.maxFrames > 0 && e.sum.Frames >= e.maxFrames {
 			e.free = append(e.free, o)
 			return errFramesDone
 		}
-		e.rec = datasets.Record{Kind: o.kind, WallNs: o.t, MonoNs: o.t - e.start, Payload: o.payload}
+		e.rec = datasets.Record{Kind: o.kind, WallNs: o.t, MonoNs: o.t - e.Start, Payload: o.payload}
 		if _, err := e.dst.Append(&e.rec); err != nil {
 			return err
 		}
@@ -229,10 +229,10 @@ func (e *engine) flush(upTo int64) error {
 
 // dropInFlight forgets frames queued to arrive after now: the socket closed
 // before they came.
-func (e *engine) dropInFlight() {
+func (e *Session) dropInFlight() {
 	kept := e.q[:0]
 	for _, o := range e.q {
-		if o.received && o.t > e.now {
+		if o.received && o.t > e.Now {
 			e.free = append(e.free, o)
 			continue
 		}
@@ -240,41 +240,41 @@ func (e *engine) dropInFlight() {
 	}
 	e.q = kept
 	heap.Init(&e.q)
-	e.lastRecv = e.now
+	e.LastRecv = e.Now
 }
 
-// proc is one recurring activity of a session.
-type proc struct {
-	next int64
-	run  func() // does the work at e.now and sets next
+// Proc is one recurring activity of a session.
+type Proc struct {
+	Next int64
+	Run  func() // does the work at e.Now and sets Next
 }
 
 // loop runs the processes in time order until the session ends, then
 // appends what is queued and the closing records.
-func (e *engine) loop(procs []*proc, closing func()) error {
+func (e *Session) Loop(procs []*Proc, closing func()) error {
 	for {
 		p := procs[0]
 		for _, q := range procs[1:] {
-			if q.next < p.next {
+			if q.Next < p.Next {
 				p = q
 			}
 		}
-		if p.next >= e.end {
+		if p.Next >= e.end {
 			break
 		}
-		if err := e.flush(p.next); err != nil {
+		if err := e.flush(p.Next); err != nil {
 			if err == errFramesDone {
 				break
 			}
 			return err
 		}
-		e.now = p.next
-		p.run()
+		e.Now = p.Next
+		p.Run()
 	}
-	if e.now < e.end && e.end < 1<<62 {
-		e.now = e.end
+	if e.Now < e.end && e.end < 1<<62 {
+		e.Now = e.end
 	}
-	if err := e.flush(e.now); err != nil && err != errFramesDone {
+	if err := e.flush(e.Now); err != nil && err != errFramesDone {
 		return err
 	}
 	// Frames queued beyond the end never arrive: the recorder stopped.
@@ -282,22 +282,22 @@ func (e *engine) loop(procs []*proc, closing func()) error {
 	// A session cut at --frames may have appended frames received after
 	// now (they were queued before the cut): the closing records come after
 	// the last record, or the receive time would go backwards.
-	if e.sum.Records > 0 && e.sum.EndNs > e.now {
-		e.now = e.sum.EndNs
+	if e.sum.Records > 0 && e.sum.EndNs > e.Now {
+		e.Now = e.sum.EndNs
 	}
 	closing()
 	return e.flush(1 << 62)
 }
 
-// appendDec appends v at the given decimals, trimmed like the venues' wire
+// AppendDec appends v at the given decimals, trimmed like the venues' wire
 // (book.AppendDecimal).
-func appendDec(dst []byte, v int64, decimals uint8) []byte {
+func AppendDec(dst []byte, v int64, decimals uint8) []byte {
 	return book.AppendDecimal(dst, v, decimals)
 }
 
-// appendFloatish appends v like Hyperliquid's wire (Python float repr):
+// AppendFloatish appends v like Hyperliquid's wire (Python float repr):
 // trimmed, but with ".0" when the value is whole.
-func appendFloatish(dst []byte, v int64, decimals uint8) []byte {
+func AppendFloatish(dst []byte, v int64, decimals uint8) []byte {
 	n := len(dst)
 	dst = book.AppendDecimal(dst, v, decimals)
 	for _, c := range dst[n:] {
@@ -308,41 +308,41 @@ func appendFloatish(dst []byte, v int64, decimals uint8) []byte {
 	return append(dst, '.', '0')
 }
 
-// outage describes a session's disconnects: the first drop, the delay before
+// Outage describes a session's disconnects: the first drop, the delay before
 // the reconnect attempt and before the socket is up again (minimum plus a
 // random span, ns), and the endpoint recorded on connect.
-type outage struct {
-	first                int64
-	retry, retrySpan     int64
-	connect, connectSpan int64
-	url                  string
+type Outage struct {
+	First                int64
+	Retry, RetrySpan     int64
+	Connect, ConnectSpan int64
+	URL                  string
 }
 
 // disconnects returns the two processes of a session's outages: a drop at
-// o.first and every 600 s after, and the reconnect that follows it, after
+// o.First and every 600 s after, and the reconnect that follows it, after
 // which resubscribe(t) sends the subscriptions again.
-func (e *engine) disconnects(o outage, resubscribe func(t int64)) []*proc {
+func (e *Session) Disconnects(o Outage, resubscribe func(t int64)) []*Proc {
 	attempt := 0
-	reconnect := &proc{next: 1 << 62}
-	drop := &proc{next: o.first}
-	drop.run = func() {
+	reconnect := &Proc{Next: 1 << 62}
+	drop := &Proc{Next: o.First}
+	drop.Run = func() {
 		e.dropInFlight()
-		e.sockUp = false
-		e.control(datasets.KindDisconnect, e.now, datasets.Control{Code: 1006,
+		e.Up = false
+		e.Control(datasets.KindDisconnect, e.Now, datasets.Control{Code: 1006,
 			Err: "websocket: close 1006 (abnormal closure): unexpected EOF"})
 		attempt = 0
-		reconnect.next = e.now + o.retry + e.r.int64n(o.retrySpan)
-		drop.next = e.now + 600e9
+		reconnect.Next = e.Now + o.Retry + e.R.Int64n(o.RetrySpan)
+		drop.Next = e.Now + 600e9
 	}
-	reconnect.run = func() {
+	reconnect.Run = func() {
 		attempt++
-		e.control(datasets.KindReconnect, e.now, datasets.Control{Attempt: attempt})
-		t := e.now + o.connect + e.r.int64n(o.connectSpan)
-		e.control(datasets.KindConnect, t, datasets.Control{URL: o.url})
-		e.sockUp = true
-		e.lastRecv = t
+		e.Control(datasets.KindReconnect, e.Now, datasets.Control{Attempt: attempt})
+		t := e.Now + o.Connect + e.R.Int64n(o.ConnectSpan)
+		e.Control(datasets.KindConnect, t, datasets.Control{URL: o.URL})
+		e.Up = true
+		e.LastRecv = t
 		resubscribe(t + 1e6)
-		reconnect.next = 1 << 62
+		reconnect.Next = 1 << 62
 	}
-	return []*proc{drop, reconnect}
+	return []*Proc{drop, reconnect}
 }

@@ -29,9 +29,9 @@ type pmMarketSpec struct {
 	cond        string
 	tokens      []string // the real book's token, then its complement (if known)
 	tick        int64
-	bids, asks  []lvl // of tokens[0], wire order (bids ascending, asks descending)
-	meanGapNs   int64 // mean time between walk steps
-	tickChanges bool  // flips its tick size now and then
+	bids, asks  []Level // of tokens[0], wire order (bids ascending, asks descending)
+	meanGapNs   int64   // mean time between walk steps
+	tickChanges bool    // flips its tick size now and then
 }
 
 func pmMarketSpecs() []pmMarketSpec {
@@ -41,18 +41,18 @@ func pmMarketSpecs() []pmMarketSpec {
 		Bids    []struct{ Price, Size string }
 		Asks    []struct{ Price, Size string }
 	}
-	load := func(line []byte) (wireBook, []lvl, []lvl) {
+	load := func(line []byte) (wireBook, []Level, []Level) {
 		var b wireBook
-		mustJSON(line, &b)
-		var bids, asks []lvl
+		MustJSON(line, &b)
+		var bids, asks []Level
 		for _, l := range b.Bids {
-			bids = append(bids, lvl{px: mustDec(l.Price, pmPx), sz: mustDec(l.Size, pmSz)})
+			bids = append(bids, Level{Px: MustDec(l.Price, pmPx), Sz: MustDec(l.Size, pmSz)})
 		}
 		for _, l := range b.Asks {
-			asks = append(asks, lvl{px: mustDec(l.Price, pmPx), sz: mustDec(l.Size, pmSz)})
+			asks = append(asks, Level{Px: MustDec(l.Price, pmPx), Sz: MustDec(l.Size, pmSz)})
 		}
-		sortLevels(bids, true)
-		sortLevels(asks, false)
+		SortLevels(bids, true)
+		SortLevels(asks, false)
 		return b, bids, asks
 	}
 	var specs []pmMarketSpec
@@ -65,7 +65,7 @@ func pmMarketSpecs() []pmMarketSpec {
 			AssetID string `json:"asset_id"`
 		} `json:"price_changes"`
 	}
-	mustJSON(realLines("polymarket/polypy_hash_vector_ws_2025-10.ndjson")[1], &pc)
+	MustJSON(realLines("polymarket/polypy_hash_vector_ws_2025-10.ndjson")[1], &pc)
 	other := pc.PriceChanges[0].AssetID
 	if other == b.AssetID {
 		other = pc.PriceChanges[1].AssetID
@@ -80,7 +80,7 @@ func pmMarketSpecs() []pmMarketSpec {
 		Market  string `json:"market"`
 		AssetID string `json:"asset_id"`
 	}
-	mustJSON(realLines("polymarket/nautilus_ws_misc_events.ndjson")[0], &ltp)
+	MustJSON(realLines("polymarket/nautilus_ws_misc_events.ndjson")[0], &ltp)
 	tokens := []string{b.AssetID}
 	if ltp.Market == b.Market && ltp.AssetID != b.AssetID {
 		tokens = append(tokens, ltp.AssetID)
@@ -96,63 +96,63 @@ func pmMarketSpecs() []pmMarketSpec {
 	return specs
 }
 
-type pmBook struct {
-	bids []lvl // ascending: best last, as on the wire
-	asks []lvl // descending: best last
+type Book struct {
+	Bids []Level // ascending: best last, as on the wire
+	Asks []Level // descending: best last
 }
 
-func (b *pmBook) side(s book.Side) *[]lvl {
+func (b *Book) Side(s book.Side) *[]Level {
 	if s == book.Bid {
-		return &b.bids
+		return &b.Bids
 	}
-	return &b.asks
+	return &b.Asks
 }
 
-func (b *pmBook) best(s book.Side) (int64, bool) {
-	ls := *b.side(s)
+func (b *Book) Best(s book.Side) (int64, bool) {
+	ls := *b.Side(s)
 	if len(ls) == 0 {
 		return 0, false
 	}
-	return ls[len(ls)-1].px, true
+	return ls[len(ls)-1].Px, true
 }
 
-func (b *pmBook) get(s book.Side, px int64) int64 {
-	for _, l := range *b.side(s) {
-		if l.px == px {
-			return l.sz
+func (b *Book) Get(s book.Side, px int64) int64 {
+	for _, l := range *b.Side(s) {
+		if l.Px == px {
+			return l.Sz
 		}
 	}
 	return 0
 }
 
 // set puts the absolute size at px (0 removes), keeping wire order.
-func (b *pmBook) set(s book.Side, px, sz int64) { b.setN(s, px, sz, 0) }
+func (b *Book) Set(s book.Side, px, sz int64) { b.SetN(s, px, sz, 0) }
 
 // setN is set with a count of orders (Hyperliquid).
-func (b *pmBook) setN(s book.Side, px, sz, n int64) {
-	p := b.side(s)
+func (b *Book) SetN(s book.Side, px, sz, n int64) {
+	p := b.Side(s)
 	ls := *p
 	asc := s == book.Bid
 	i := 0
-	for i < len(ls) && (asc && ls[i].px < px || !asc && ls[i].px > px) {
+	for i < len(ls) && (asc && ls[i].Px < px || !asc && ls[i].Px > px) {
 		i++
 	}
 	switch {
-	case i < len(ls) && ls[i].px == px && sz == 0:
+	case i < len(ls) && ls[i].Px == px && sz == 0:
 		ls = append(ls[:i], ls[i+1:]...)
-	case i < len(ls) && ls[i].px == px:
-		ls[i].sz, ls[i].n = sz, n
+	case i < len(ls) && ls[i].Px == px:
+		ls[i].Sz, ls[i].N = sz, n
 	case sz != 0:
-		ls = append(ls, lvl{})
+		ls = append(ls, Level{})
 		copy(ls[i+1:], ls[i:])
-		ls[i] = lvl{px, sz, n}
+		ls[i] = Level{px, sz, n}
 	}
 	*p = ls
 }
 
 type pmToken struct {
 	id   string
-	book pmBook
+	book Book
 }
 
 type pmMarket struct {
@@ -161,8 +161,8 @@ type pmMarket struct {
 	tick   int64
 	lastTs int64 // ms of the market's last event: book generations never go back
 	ltp    int64
-	walk   proc
-	snap   proc
+	walk   Proc
+	snap   Proc
 }
 
 type pmEntry struct {
@@ -179,7 +179,7 @@ type pmFrame struct {
 }
 
 type pmGen struct {
-	e         *engine
+	e         *Session
 	fast      bool
 	corruptAt int64 // ns: when the venue's book diverges (Options.corruptAfter); 0 never
 	markets   []*pmMarket
@@ -192,72 +192,72 @@ type pmGen struct {
 	tsBuf   []byte
 }
 
-func runPM(e *engine, specs []pmMarketSpec, opts Options) error {
+func runPM(e *Session, specs []pmMarketSpec, opts Options) error {
 	g := &pmGen{e: e, fast: opts.FastHashes}
 	if opts.corruptAfter > 0 {
-		g.corruptAt = e.start + int64(opts.corruptAfter)
+		g.corruptAt = e.Start + int64(opts.corruptAfter)
 	}
 	for _, s := range specs {
 		m := &pmMarket{spec: s, tick: s.tick}
 		yes := &pmToken{id: s.tokens[0]}
-		yes.book.bids = append([]lvl(nil), s.bids...)
-		yes.book.asks = append([]lvl(nil), s.asks...)
+		yes.book.Bids = append([]Level(nil), s.bids...)
+		yes.book.Asks = append([]Level(nil), s.asks...)
 		m.toks = append(m.toks, yes)
 		if len(s.tokens) > 1 {
 			no := &pmToken{id: s.tokens[1]}
 			// Every YES bid at p is a NO ask at 1-p and the other way round.
-			for _, l := range yes.book.asks {
-				no.book.bids = append(no.book.bids, lvl{px: pmOne - l.px, sz: l.sz})
+			for _, l := range yes.book.Asks {
+				no.book.Bids = append(no.book.Bids, Level{Px: pmOne - l.Px, Sz: l.Sz})
 			}
-			for _, l := range yes.book.bids {
-				no.book.asks = append(no.book.asks, lvl{px: pmOne - l.px, sz: l.sz})
+			for _, l := range yes.book.Bids {
+				no.book.Asks = append(no.book.Asks, Level{Px: pmOne - l.Px, Sz: l.Sz})
 			}
 			m.toks = append(m.toks, no)
 		}
-		if bb, ok := yes.book.best(book.Bid); ok {
+		if bb, ok := yes.book.Best(book.Bid); ok {
 			m.ltp = bb
 		}
 		g.markets = append(g.markets, m)
 		g.ids = append(g.ids, s.tokens...)
 	}
 
-	var procs []*proc
-	start := e.start
+	var procs []*Proc
+	start := e.Start
 	g.restBooks(start)
-	e.control(datasets.KindConnect, start, datasets.Control{URL: PolymarketEndpoint})
-	e.sockUp = true
-	g.subscribe(start + 2e6 + e.r.int64n(2e6))
+	e.Control(datasets.KindConnect, start, datasets.Control{URL: PolymarketEndpoint})
+	e.Up = true
+	g.subscribe(start + 2e6 + e.R.Int64n(2e6))
 	for _, m := range g.markets {
 		m := m
-		m.walk = proc{next: start + 250e6 + e.r.expNs(m.spec.meanGapNs), run: func() { g.step(m) }}
-		m.snap = proc{next: start + 30e9 + e.r.int64n(30e9), run: func() { g.resnapshot(m) }}
+		m.walk = Proc{Next: start + 250e6 + e.R.ExpNs(m.spec.meanGapNs), Run: func() { g.step(m) }}
+		m.snap = Proc{Next: start + 30e9 + e.R.Int64n(30e9), Run: func() { g.resnapshot(m) }}
 		procs = append(procs, &m.walk, &m.snap)
 		if m.spec.tickChanges {
-			tp := &proc{next: start + 180e9}
-			tp.run = func() { g.tickChange(m); tp.next = e.now + 240e9 }
+			tp := &Proc{Next: start + 180e9}
+			tp.Run = func() { g.tickChange(m); tp.Next = e.Now + 240e9 }
 			procs = append(procs, tp)
 		}
 	}
-	ping := &proc{next: start + 10e9}
-	ping.run = func() {
-		if e.sockUp {
-			e.push(datasets.KindSent, e.now, []byte("PING"), false)
-			e.recv(e.now+e.r.lognNs(9e6, &logn86Q), e.r.lognNs(9e6, &logn86Q), []byte("PONG"))
+	ping := &Proc{Next: start + 10e9}
+	ping.Run = func() {
+		if e.Up {
+			e.Push(datasets.KindSent, e.Now, []byte("PING"), false)
+			e.Recv(e.Now+e.R.LognNs(9e6, &Logn86Q), e.R.LognNs(9e6, &Logn86Q), []byte("PONG"))
 		}
-		ping.next = e.now + 10e9 + e.r.int64n(3e6)
+		ping.Next = e.Now + 10e9 + e.R.Int64n(3e6)
 	}
 	procs = append(procs, ping)
 	procs = append(procs, g.disconnects(start)...)
-	return e.loop(procs, func() {
-		e.control(datasets.KindCleanClose, e.now, datasets.Control{Text: "samplegen: end of session"})
+	return e.Loop(procs, func() {
+		e.Control(datasets.KindCleanClose, e.Now, datasets.Control{Text: "samplegen: end of session"})
 	})
 }
 
 // disconnects drops the socket 330 s in and every 600 s after, and
 // reconnects 1–3 s later with fresh snapshots.
-func (g *pmGen) disconnects(start int64) []*proc {
-	return g.e.disconnects(outage{first: start + 330e9, retry: 1e9, retrySpan: 2e9,
-		connect: 90e6, connectSpan: 120e6, url: PolymarketEndpoint}, g.subscribe)
+func (g *pmGen) disconnects(start int64) []*Proc {
+	return g.e.Disconnects(Outage{First: start + 330e9, Retry: 1e9, RetrySpan: 2e9,
+		Connect: 90e6, ConnectSpan: 120e6, URL: PolymarketEndpoint}, g.subscribe)
 }
 
 // restBooks records, before connecting, the REST GET /book summary of every
@@ -267,15 +267,15 @@ func (g *pmGen) disconnects(start int64) []*proc {
 func (g *pmGen) restBooks(t int64) {
 	for _, m := range g.markets {
 		for _, tok := range m.toks {
-			ts := (t - 5e6 - g.e.r.int64n(40e6)) / 1e6
+			ts := (t - 5e6 - g.e.R.Int64n(40e6)) / 1e6
 			var h [40]byte
 			g.hash(&h, m, tok, ts)
-			b := appendSummaryJSON(g.buf[:0], m.spec.cond, tok.id, ts, tok.book.bids, tok.book.asks, m.tick, m.tokLtp(tok))
+			b := appendSummaryJSON(g.buf[:0], m.spec.cond, tok.id, ts, tok.book.Bids, tok.book.Asks, m.tick, m.tokLtp(tok))
 			// The body is the hash input with the hash filled in.
 			i := bytes.Index(b, []byte(`"hash":""`))
 			b = append(b[:i+8], append(h[:], b[i+8:]...)...)
 			g.buf = b
-			g.e.push(datasets.KindRESTResponse, t, b, false)
+			g.e.Push(datasets.KindRESTResponse, t, b, false)
 		}
 	}
 }
@@ -292,9 +292,9 @@ func (g *pmGen) subscribe(t int64) {
 		b = strconv.AppendQuote(b, id)
 	}
 	b = append(b, `],"type":"market"}`...)
-	e.push(datasets.KindSent, t, b, false)
+	e.Push(datasets.KindSent, t, b, false)
 
-	sent := t + 40e6 + e.r.int64n(40e6)
+	sent := t + 40e6 + e.R.Int64n(40e6)
 	b = append(b[:0], '[')
 	for i, m := range g.markets {
 		for j, tok := range m.toks {
@@ -307,8 +307,8 @@ func (g *pmGen) subscribe(t int64) {
 	}
 	b = append(b, ']')
 	g.buf = b
-	e.recv(sent, e.r.lognNs(9e6, &logn86Q), b)
-	e.control(datasets.KindSubscribed, e.lastRecv+1000, datasets.Control{Text: "market", Instruments: g.ids})
+	e.Recv(sent, e.R.LognNs(9e6, &Logn86Q), b)
+	e.Control(datasets.KindSubscribed, e.LastRecv+1000, datasets.Control{Text: "market", Instruments: g.ids})
 }
 
 // ts returns the market's exchange timestamp for an event at sentNs, never
@@ -324,14 +324,14 @@ func (g *pmGen) ts(m *pmMarket, sentNs int64) int64 {
 
 func (g *pmGen) step(m *pmMarket) {
 	e := g.e
-	if g.corruptAt > 0 && e.now >= g.corruptAt && m == g.markets[0] {
+	if g.corruptAt > 0 && e.Now >= g.corruptAt && m == g.markets[0] {
 		// A level the stream never tells, deep in the bids.
 		g.corruptAt = 0
-		if bb, ok := m.toks[0].book.best(book.Bid); ok && bb > 3*m.tick {
-			m.toks[0].book.set(book.Bid, bb-3*m.tick, 123e6)
+		if bb, ok := m.toks[0].book.Best(book.Bid); ok && bb > 3*m.tick {
+			m.toks[0].book.Set(book.Bid, bb-3*m.tick, 123e6)
 		}
 	}
-	switch r := e.r.intn(100); {
+	switch r := e.R.Intn(100); {
 	case r < 55:
 		g.place(m)
 	case r < 86:
@@ -339,43 +339,43 @@ func (g *pmGen) step(m *pmMarket) {
 	default:
 		g.match(m)
 	}
-	m.walk.next = e.now + 1e5 + e.r.expNs(m.spec.meanGapNs)
+	m.walk.Next = e.Now + 1e5 + e.R.ExpNs(m.spec.meanGapNs)
 }
 
 // sizeDraw draws a resting size: 5 to ~99,000 shares, often with cents.
 func (g *pmGen) sizeDraw() int64 {
-	r := g.e.r
-	whole := int64(5+r.intn(95)) * book.Pow10(uint8(r.intn(4)))
-	if r.intn(100) < 40 {
-		whole = int64(5 + r.intn(300))
+	r := g.e.R
+	whole := int64(5+r.Intn(95)) * book.Pow10(uint8(r.Intn(4)))
+	if r.Intn(100) < 40 {
+		whole = int64(5 + r.Intn(300))
 	}
 	cents := int64(0)
-	if r.pct(60) {
-		cents = int64(r.intn(100))
+	if r.Pct(60) {
+		cents = int64(r.Intn(100))
 	}
 	return whole*1e6 + cents*1e4
 }
 
-func (g *pmGen) place(m *pmMarket) { g.placeAt(m, g.e.now) }
+func (g *pmGen) place(m *pmMarket) { g.placeAt(m, g.e.Now) }
 
 // placeAt rests or resizes an order sent at sent; it returns the send time
 // of its frame (sent when it places nothing).
 func (g *pmGen) placeAt(m *pmMarket, sent int64) int64 {
 	e := g.e
 	yes := &m.toks[0].book
-	side := book.Side(e.r.intn(2))
-	bb, okb := yes.best(book.Bid)
-	ba, oka := yes.best(book.Ask)
+	side := book.Side(e.R.Intn(2))
+	bb, okb := yes.Best(book.Bid)
+	ba, oka := yes.Best(book.Ask)
 	if !okb || !oka {
 		return sent
 	}
 	t := m.tick
 	var px int64
 	if side == book.Bid {
-		if e.r.pct(22) && ba-bb > t {
+		if e.R.Pct(22) && ba-bb > t {
 			px = bb + t
 		} else {
-			px = bb - int64(e.r.intn(7))*t
+			px = bb - int64(e.R.Intn(7))*t
 		}
 		px -= px % t
 		if px >= ba {
@@ -383,10 +383,10 @@ func (g *pmGen) placeAt(m *pmMarket, sent int64) int64 {
 			px -= px % t
 		}
 	} else {
-		if e.r.pct(22) && ba-bb > t {
+		if e.R.Pct(22) && ba-bb > t {
 			px = ba - t
 		} else {
-			px = ba + int64(e.r.intn(7))*t
+			px = ba + int64(e.R.Intn(7))*t
 		}
 		if r := px % t; r != 0 {
 			px += t - r
@@ -401,10 +401,10 @@ func (g *pmGen) placeAt(m *pmMarket, sent int64) int64 {
 	if px < t || px > pmOne-t || (side == book.Bid && px >= ba) || (side == book.Ask && px <= bb) {
 		return sent
 	}
-	sz := yes.get(side, px)
-	if sz > 0 && e.r.pct(70) {
+	sz := yes.Get(side, px)
+	if sz > 0 && e.R.Pct(70) {
 		d := g.sizeDraw() / 2
-		if e.r.pct(50) && sz > d+5e6 {
+		if e.R.Pct(50) && sz > d+5e6 {
 			sz -= d
 		} else {
 			sz += d
@@ -422,26 +422,26 @@ func (g *pmGen) placeAt(m *pmMarket, sent int64) int64 {
 func (g *pmGen) cancel(m *pmMarket) {
 	e := g.e
 	yes := &m.toks[0].book
-	side := book.Side(e.r.intn(2))
-	ls := *yes.side(side)
+	side := book.Side(e.R.Intn(2))
+	ls := *yes.Side(side)
 	if len(ls) <= 3 {
 		g.place(m)
 		return
 	}
-	j := e.r.intn(min(8, len(ls)))
+	j := e.R.Intn(min(8, len(ls)))
 	l := ls[len(ls)-1-j]
 	sz := int64(0)
-	if !e.r.pct(60) {
-		sz = l.sz * int64(20+e.r.intn(60)) / 100
+	if !e.R.Pct(60) {
+		sz = l.Sz * int64(20+e.R.Intn(60)) / 100
 		sz -= sz % 10_000 // whole cents, like the wire
 		if sz < 1e6 {
 			sz = 0
 		}
 	}
-	sent := e.now
+	sent := e.Now
 	ts := g.ts(m, sent)
 	g.beginFrame(m)
-	g.change(m, side, l.px, sz, ts)
+	g.change(m, side, l.Px, sz, ts)
 	g.endFrame()
 	g.emitBatch(ts, sent)
 }
@@ -453,32 +453,32 @@ func (g *pmGen) cancel(m *pmMarket) {
 func (g *pmGen) match(m *pmMarket) {
 	e := g.e
 	yes := &m.toks[0].book
-	taker := book.Side(e.r.intn(2)) // the aggressive order's side
+	taker := book.Side(e.R.Intn(2)) // the aggressive order's side
 	maker := book.Ask
 	if taker == book.Ask {
 		maker = book.Bid
 	}
-	ls := *yes.side(maker)
+	ls := *yes.Side(maker)
 	if len(ls) < 4 {
 		g.place(m)
 		return
 	}
-	c := 1 + e.r.intn(2)
+	c := 1 + e.R.Intn(2)
 	type fill struct{ px, before, after int64 }
 	var fills [2]fill
 	var q int64
 	for i := 0; i < c; i++ {
 		l := ls[len(ls)-1-i]
-		f := fill{px: l.px, before: l.sz}
-		if i == c-1 && e.r.pct(55) {
-			f.after = l.sz * int64(10+e.r.intn(80)) / 100
+		f := fill{px: l.Px, before: l.Sz}
+		if i == c-1 && e.R.Pct(55) {
+			f.after = l.Sz * int64(10+e.R.Intn(80)) / 100
 			f.after -= f.after % 10_000
 		}
 		q += f.before - f.after
 		fills[i] = f
 	}
 	limit := fills[c-1].px
-	sent := e.now
+	sent := e.Now
 	ts := g.ts(m, sent)
 
 	g.beginFrame(m)
@@ -500,45 +500,45 @@ func (g *pmGen) match(m *pmMarket) {
 	// side mirrored), as the market's trades come.
 	m.ltp = fills[c-1].px
 	sent = g.emitBatch(ts, sent)
-	if e.r.pct(25) {
+	if e.R.Pct(25) {
 		// The next batch of the market, a millisecond or two later, can come
 		// before the trades are told: the match's hashes are then judged
 		// before a client knows the price they include.
-		sent = g.placeAt(m, sent+1_000_000+e.r.int64n(1_000_000))
+		sent = g.placeAt(m, sent+1_000_000+e.R.Int64n(1_000_000))
 	}
 	tok, side := m.toks[0], taker
-	if len(m.toks) > 1 && e.r.pct(30) {
+	if len(m.toks) > 1 && e.R.Pct(30) {
 		tok, side = m.toks[1], 1-taker
 	}
 	for i := 0; i < c; i++ {
 		f := fills[i]
-		sent += 50e3 + e.r.int64n(400e3)
+		sent += 50e3 + e.R.Int64n(400e3)
 		px := f.px
 		if tok != m.toks[0] {
 			px = pmOne - px
 		}
 		g.buf = g.appendLastTrade(g.buf[:0], m, tok, side, px, f.before-f.after, ts)
-		e.recv(sent, e.r.lognNs(9e6, &logn86Q), g.buf)
+		e.Recv(sent, e.R.LognNs(9e6, &Logn86Q), g.buf)
 	}
-	if e.r.pct(50) {
+	if e.R.Pct(50) {
 		for _, tok := range m.toks {
-			sent += 50e3 + e.r.int64n(300e3)
+			sent += 50e3 + e.R.Int64n(300e3)
 			g.buf = g.appendLaterBook(g.buf[:0], m, tok, ts)
-			e.recv(sent, e.r.lognNs(9e6, &logn86Q), g.buf)
+			e.Recv(sent, e.R.LognNs(9e6, &Logn86Q), g.buf)
 		}
 	}
 }
 
 func (g *pmGen) resnapshot(m *pmMarket) {
 	e := g.e
-	sent := e.now
+	sent := e.Now
 	ts := g.ts(m, sent)
 	for _, tok := range m.toks {
 		g.buf = g.appendLaterBook(g.buf[:0], m, tok, ts)
-		e.recv(sent, e.r.lognNs(9e6, &logn86Q), g.buf)
-		sent += 30e3 + e.r.int64n(200e3)
+		e.Recv(sent, e.R.LognNs(9e6, &Logn86Q), g.buf)
+		sent += 30e3 + e.R.Int64n(200e3)
 	}
-	m.snap.next = e.now + 40e9 + e.r.int64n(40e9)
+	m.snap.Next = e.Now + 40e9 + e.R.Int64n(40e9)
 }
 
 // tickChange flips the market between 0.001 and 0.01 ticks (levels already
@@ -550,7 +550,7 @@ func (g *pmGen) tickChange(m *pmMarket) {
 	if old == 10 {
 		m.tick = 100
 	}
-	sent := e.now
+	sent := e.Now
 	ts := g.ts(m, sent)
 	for _, tok := range m.toks {
 		b := append(g.buf[:0], `{"event_type":"tick_size_change","asset_id":"`...)
@@ -558,14 +558,14 @@ func (g *pmGen) tickChange(m *pmMarket) {
 		b = append(b, `","market":"`...)
 		b = append(b, m.spec.cond...)
 		b = append(b, `","old_tick_size":"`...)
-		b = appendDec(b, old, pmPx)
+		b = AppendDec(b, old, pmPx)
 		b = append(b, `","new_tick_size":"`...)
-		b = appendDec(b, m.tick, pmPx)
+		b = AppendDec(b, m.tick, pmPx)
 		b = append(b, `","timestamp":"`...)
 		b = strconv.AppendInt(b, ts, 10)
 		b = append(b, `"}`...)
 		g.buf = b
-		e.recv(sent, e.r.lognNs(9e6, &logn86Q), b)
+		e.Recv(sent, e.R.LognNs(9e6, &Logn86Q), b)
 	}
 }
 
@@ -582,13 +582,13 @@ func (g *pmGen) change(m *pmMarket, side book.Side, px, sz int64, ts int64) {
 	g.entries = append(g.entries, pmEntry{tok: m.toks[0], side: side, px: px, sz: sz})
 	if len(m.toks) > 1 {
 		g.entries = append(g.entries, pmEntry{tok: m.toks[1], side: 1 - side, px: pmOne - px, sz: sz})
-		if g.e.r.pct(50) {
+		if g.e.R.Pct(50) {
 			g.entries[n], g.entries[n+1] = g.entries[n+1], g.entries[n]
 		}
 	}
 	for i := n; i < len(g.entries); i++ {
 		en := &g.entries[i]
-		en.tok.book.set(en.side, en.px, en.sz)
+		en.tok.book.Set(en.side, en.px, en.sz)
 	}
 }
 
@@ -619,7 +619,7 @@ func (g *pmGen) emitBatch(ts, sentNs int64) int64 {
 	}
 	for i, f := range g.frames {
 		if i > 0 {
-			sentNs += 100e3 + e.r.int64n(900e3)
+			sentNs += 100e3 + e.R.Int64n(900e3)
 		}
 		b := append(g.buf[:0], `{"market":"`...)
 		b = append(b, f.m.spec.cond...)
@@ -632,9 +632,9 @@ func (g *pmGen) emitBatch(ts, sentNs int64) int64 {
 			b = append(b, `{"asset_id":"`...)
 			b = append(b, en.tok.id...)
 			b = append(b, `", "price":"`...)
-			b = appendDec(b, en.px, pmPx)
+			b = AppendDec(b, en.px, pmPx)
 			b = append(b, `", "size":"`...)
-			b = appendDec(b, en.sz, pmSz)
+			b = AppendDec(b, en.sz, pmSz)
 			b = append(b, `", "side":"`...)
 			if en.side == book.Bid {
 				b = append(b, "BUY"...)
@@ -644,18 +644,18 @@ func (g *pmGen) emitBatch(ts, sentNs int64) int64 {
 			b = append(b, `", "hash":"`...)
 			b = append(b, en.hash[:]...)
 			b = append(b, `", "best_bid":"`...)
-			bb, _ := en.tok.book.best(book.Bid)
-			b = appendDec(b, bb, pmPx)
+			bb, _ := en.tok.book.Best(book.Bid)
+			b = AppendDec(b, bb, pmPx)
 			b = append(b, `", "best_ask":"`...)
-			ba, _ := en.tok.book.best(book.Ask)
-			b = appendDec(b, ba, pmPx)
+			ba, _ := en.tok.book.Best(book.Ask)
+			b = AppendDec(b, ba, pmPx)
 			b = append(b, `"}`...)
 		}
 		b = append(b, `], "timestamp":"`...)
 		b = strconv.AppendInt(b, ts, 10)
 		b = append(b, `", "event_type":"price_change"}`...)
 		g.buf = b
-		e.recv(sentNs, e.r.lognNs(9e6, &logn86Q), b)
+		e.Recv(sentNs, e.R.LognNs(9e6, &Logn86Q), b)
 	}
 	g.frames = g.frames[:0]
 	g.entries = g.entries[:0]
@@ -668,7 +668,7 @@ func (g *pmGen) appendLastTrade(b []byte, m *pmMarket, tok *pmToken, side book.S
 	b = append(b, `", "event_type":"last_trade_price", "fee_rate_bps":"0", "market":"`...)
 	b = append(b, m.spec.cond...)
 	b = append(b, `", "price":"`...)
-	b = appendDec(b, px, pmPx)
+	b = AppendDec(b, px, pmPx)
 	b = append(b, `", "side":"`...)
 	if side == book.Bid {
 		b = append(b, "BUY"...)
@@ -676,26 +676,26 @@ func (g *pmGen) appendLastTrade(b []byte, m *pmMarket, tok *pmToken, side book.S
 		b = append(b, "SELL"...)
 	}
 	b = append(b, `", "size":"`...)
-	b = appendDec(b, sz, pmSz)
+	b = AppendDec(b, sz, pmSz)
 	b = append(b, `", "timestamp":"`...)
 	b = strconv.AppendInt(b, ts, 10)
 	b = append(b, `", "transaction_hash":"0x`...)
-	b = g.e.r.hex(b, 64)
+	b = g.e.R.Hex(b, 64)
 	return append(b, `"}`...)
 }
 
-func appendPMLevels(b []byte, ls []lvl, sep string) []byte {
+func appendPMLevels(b []byte, ls []Level, sep string) []byte {
 	b = append(b, '[')
 	for i, l := range ls {
 		if i > 0 {
 			b = append(b, sep...)
 		}
 		b = append(b, `{"price":"`...)
-		b = appendDec(b, l.px, pmPx)
+		b = AppendDec(b, l.Px, pmPx)
 		b = append(b, '"')
 		b = append(b, sep...)
 		b = append(b, `"size":"`...)
-		b = appendDec(b, l.sz, pmSz)
+		b = AppendDec(b, l.Sz, pmSz)
 		b = append(b, `"}`...)
 	}
 	return append(b, ']')
@@ -716,15 +716,15 @@ func (g *pmGen) appendDumpBook(b []byte, m *pmMarket, tok *pmToken, ts int64) []
 	b = append(b, `","hash":"`...)
 	b = append(b, h[:]...)
 	b = append(b, `","bids":`...)
-	b = appendPMLevels(b, tok.book.bids, ",")
+	b = appendPMLevels(b, tok.book.Bids, ",")
 	b = append(b, `,"asks":`...)
-	b = appendPMLevels(b, tok.book.asks, ",")
+	b = appendPMLevels(b, tok.book.Asks, ",")
 	b = append(b, `,"tick_size":"`...)
-	b = appendDec(b, m.tick, pmPx)
+	b = AppendDec(b, m.tick, pmPx)
 	b = append(b, `","event_type":"book","last_trade_price":"`...)
 	ltp := m.tokLtp(tok)
 	n := len(b)
-	b = appendDec(b, ltp, pmPx)
+	b = AppendDec(b, ltp, pmPx)
 	if dot := indexByte(b[n:], '.'); dot >= 0 && len(b)-n-dot-1 < 3 {
 		for len(b)-n-dot-1 < 3 {
 			b = append(b, '0')
@@ -744,9 +744,9 @@ func (g *pmGen) appendLaterBook(b []byte, m *pmMarket, tok *pmToken, ts int64) [
 	b = append(b, `", "asset_id":"`...)
 	b = append(b, tok.id...)
 	b = append(b, `", "bids":`...)
-	b = appendPMLevels(b, tok.book.bids, ", ")
+	b = appendPMLevels(b, tok.book.Bids, ", ")
 	b = append(b, `, "asks":`...)
-	b = appendPMLevels(b, tok.book.asks, ", ")
+	b = appendPMLevels(b, tok.book.Asks, ", ")
 	b = append(b, `, "hash":"`...)
 	b = append(b, h[:]...)
 	b = append(b, `", "timestamp":"`...)
@@ -769,10 +769,10 @@ func indexByte(b []byte, c byte) int {
 // random hex with FastHashes.
 func (g *pmGen) hash(h *[40]byte, m *pmMarket, tok *pmToken, ts int64) {
 	if g.fast {
-		copy(h[:], g.e.r.hex(g.hbuf[:0], 40))
+		copy(h[:], g.e.R.Hex(g.hbuf[:0], 40))
 		return
 	}
-	g.hbuf = appendSummaryJSON(g.hbuf[:0], m.spec.cond, tok.id, ts, tok.book.bids, tok.book.asks, m.tick, m.tokLtp(tok))
+	g.hbuf = appendSummaryJSON(g.hbuf[:0], m.spec.cond, tok.id, ts, tok.book.Bids, tok.book.Asks, m.tick, m.tokLtp(tok))
 	sum := sha1.Sum(g.hbuf)
 	hex.Encode(h[:], sum[:])
 }
@@ -793,7 +793,7 @@ func (m *pmMarket) tokLtp(tok *pmToken) int64 {
 // {market, asset_id, timestamp (string), hash:"", bids, asks,
 // min_order_size, tick_size, neg_risk, last_trade_price}, compact, in that
 // key order; without last_trade_price when ltp < 0.
-func appendSummaryJSON(b []byte, market, asset string, ts int64, bids, asks []lvl, tick, ltp int64) []byte {
+func appendSummaryJSON(b []byte, market, asset string, ts int64, bids, asks []Level, tick, ltp int64) []byte {
 	b = append(b, `{"market":"`...)
 	b = append(b, market...)
 	b = append(b, `","asset_id":"`...)
@@ -805,11 +805,11 @@ func appendSummaryJSON(b []byte, market, asset string, ts int64, bids, asks []lv
 	b = append(b, `,"asks":`...)
 	b = appendPMLevels(b, asks, ",")
 	b = append(b, `,"min_order_size":"5","tick_size":"`...)
-	b = appendDec(b, tick, pmPx)
+	b = AppendDec(b, tick, pmPx)
 	if ltp < 0 {
 		return append(b, `","neg_risk":false}`...)
 	}
 	b = append(b, `","neg_risk":false,"last_trade_price":"`...)
-	b = appendDec(b, ltp, pmPx)
+	b = AppendDec(b, ltp, pmPx)
 	return append(b, `"}`...)
 }

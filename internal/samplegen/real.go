@@ -34,15 +34,15 @@ func realLines(name string) [][]byte {
 	return out
 }
 
-// mustJSON decodes an embedded fixture line; fixtures are fixed at build
+// MustJSON decodes an embedded fixture line; fixtures are fixed at build
 // time, so a failure is a defect of this package.
-func mustJSON(line []byte, v any) {
+func MustJSON(line []byte, v any) {
 	if err := json.Unmarshal(line, v); err != nil {
 		panic(fmt.Sprintf("samplegen: embedded fixture: %v", err))
 	}
 }
 
-func mustDec(s string, decimals uint8) int64 {
+func MustDec(s string, decimals uint8) int64 {
 	v, err := book.ParseDecimal([]byte(s), decimals)
 	if err != nil {
 		panic(fmt.Sprintf("samplegen: embedded fixture value %q: %v", s, err))
@@ -50,19 +50,19 @@ func mustDec(s string, decimals uint8) int64 {
 	return v
 }
 
-// lvl is one price level: px and sz at the venue's scale, n resting orders
+// Level is one price level: px and sz at the venue's scale, n resting orders
 // (Hyperliquid only).
-type lvl struct {
-	px, sz int64
-	n      int64
+type Level struct {
+	Px, Sz int64
+	N      int64
 }
 
-// sortLevels sorts ascending by price when asc, else descending.
-func sortLevels(ls []lvl, asc bool) {
+// SortLevels sorts ascending by price when asc, else descending.
+func SortLevels(ls []Level, asc bool) {
 	sort.Slice(ls, func(i, j int) bool {
 		if asc {
-			return ls[i].px < ls[j].px
+			return ls[i].Px < ls[j].Px
 		}
-		return ls[i].px > ls[j].px
+		return ls[i].Px > ls[j].Px
 	})
 }

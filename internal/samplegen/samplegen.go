@@ -172,7 +172,7 @@ func Generate(venue string, opts Options, w Appender) (*Summary, error) {
 	if opts.Duration < 0 || opts.Frames < 0 {
 		return nil, errors.New("samplegen: negative Duration or Frames")
 	}
-	e := newEngine(opts, venue, w)
+	e := NewSession(opts, venue, w)
 	var err error
 	switch venue {
 	case "polymarket":

@@ -244,17 +244,17 @@ func TestSummaryHashVectors(t *testing.T) {
 		if err := json.Unmarshal(line, &s); err != nil {
 			t.Fatal(err)
 		}
-		conv := func(ls []struct{ Price, Size string }) []lvl {
-			var out []lvl
+		conv := func(ls []struct{ Price, Size string }) []Level {
+			var out []Level
 			for _, l := range ls {
-				out = append(out, lvl{px: mustDec(l.Price, pmPx), sz: mustDec(l.Size, pmSz)})
+				out = append(out, Level{Px: MustDec(l.Price, pmPx), Sz: MustDec(l.Size, pmSz)})
 			}
 			return out
 		}
 		ts, _ := s.Timestamp.Int64()
-		g := &pmGen{e: newEngine(Options{}, "polymarket", &memAppender{})}
-		m := &pmMarket{spec: pmMarketSpec{cond: s.Market}, tick: mustDec(s.TickSize, pmPx), ltp: -1} // 2025-10: nine fields
-		tok := &pmToken{id: s.AssetID, book: pmBook{bids: conv(s.Bids), asks: conv(s.Asks)}}
+		g := &pmGen{e: NewSession(Options{}, "polymarket", &memAppender{})}
+		m := &pmMarket{spec: pmMarketSpec{cond: s.Market}, tick: MustDec(s.TickSize, pmPx), ltp: -1} // 2025-10: nine fields
+		tok := &pmToken{id: s.AssetID, book: Book{Bids: conv(s.Bids), Asks: conv(s.Asks)}}
 		var h [40]byte
 		g.hash(&h, m, tok, ts)
 		if string(h[:]) != s.Hash {
