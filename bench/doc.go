@@ -4,9 +4,9 @@
 // (run them with go test -bench . ./bench), each normalized per unit: ns per
 // frame, record, level or book state, MB/s of frame bytes, allocations per
 // frame. Their inputs are the real frames under testdata/ and sessions of any
-// size from the deterministic generator internal/samplegen; TAPEDECK_BENCH_FRAMES
-// (EnvFrames) scales the generated inputs (DefaultFrames when unset, kept short
-// for make bench).
+// size from the venues' deterministic generators (internal/samplegen);
+// TAPEDECK_BENCH_FRAMES (EnvFrames) scales the generated inputs
+// (DefaultFrames when unset, kept short for make bench).
 //
 // The package's exported code is what the runner (bench/cmd/benchrun) needs
 // and what its tests check: parsing go test -bench output into a Report of

@@ -1,4 +1,4 @@
-package samplegen
+package venuesample
 
 import (
 	"container/heap"
@@ -27,6 +27,7 @@ func newRNG(seed uint64) *Rand {
 
 func rotl(x uint64, k uint) uint64 { return x<<k | x>>(64-k) }
 
+// U64 returns the next 64 random bits.
 func (r *Rand) U64() uint64 {
 	s := &r.s
 	res := rotl(s[1]*5, 7) * 9
@@ -48,7 +49,7 @@ func (r *Rand) Intn(n int) int {
 	return int(r.U64() % uint64(n)) // bias < n/2^64: irrelevant here
 }
 
-// int64n returns a uniform int64 in [0, n).
+// Int64n returns a uniform int64 in [0, n).
 func (r *Rand) Int64n(n int64) int64 {
 	if n <= 1 {
 		return 0
@@ -56,7 +57,7 @@ func (r *Rand) Int64n(n int64) int64 {
 	return int64(r.U64() % uint64(n))
 }
 
-// pct reports true with probability p percent.
+// Pct reports true with probability p percent.
 func (r *Rand) Pct(p int) bool { return r.Intn(100) < p }
 
 // quantile draws from a ×1000 quantile table, interpolating between entries.
@@ -72,13 +73,13 @@ func (r *Rand) quantile(tab *[256]int64) int64 {
 	return a + (b-a)*frac/1024
 }
 
-// expNs draws an exponential duration with the given mean.
+// ExpNs draws an exponential duration with the given mean.
 func (r *Rand) ExpNs(mean int64) int64 { return mean * r.quantile(&expQ) / 1000 }
 
-// lognNs draws a lognormal duration with the given median from a table.
+// LognNs draws a lognormal duration with the given median from a table.
 func (r *Rand) LognNs(median int64, tab *[256]int64) int64 { return median * r.quantile(tab) / 1000 }
 
-// hex appends n random lower-case hex digits.
+// Hex appends n random lower-case hex digits.
 func (r *Rand) Hex(dst []byte, n int) []byte {
 	for n > 0 {
 		u := r.U64()
@@ -119,25 +120,29 @@ func (h *outHeap) Pop() any {
 }
 
 // errFramesDone stops a session once Options.Frames frames are out.
-var errFramesDone = errors.New("samplegen: frame budget reached")
+var errFramesDone = errors.New("venuesample: frame budget reached")
 
-// engine orders generated records by receive time and appends them. Venue
-// code runs processes in time order; a record made at simulation time now
-// never has a time before now, so every queued record at or before now is
-// final and can be appended.
+// Session orders a generated session's records by receive time and
+// appends them. A venue's Generator runs processes (Proc) in time order
+// through Loop; a record made at simulation time Now never has a time
+// before Now, so every queued record at or before Now is final and can be
+// appended. The exported fields are the generator's to read (R, Start, Now,
+// LastRecv) and to set (Up, on its first connect); a Session is not safe for
+// concurrent use.
 type Session struct {
-	R         *Rand
+	R         *Rand // the session's PRNG, seeded by Options.Seed and the venue's name
 	dst       Appender
-	Start     int64
+	opts      Options
+	Start     int64 // wall time of the session's start, ns
 	end       int64 // exclusive end of the session; 1<<62 when unbounded
 	maxFrames int64
-	Now       int64
+	Now       int64 // the simulation's time, ns
 
 	q     outHeap
 	free  []*outRec
 	order uint64
 
-	Up       bool
+	Up       bool  // the socket is up: frames sent while down are lost
 	LastRecv int64 // FIFO receive clock: frames arrive in the order sent
 
 	rec datasets.Record
@@ -145,9 +150,11 @@ type Session struct {
 	buf []byte // scratch for building payloads
 }
 
+// NewSession starts the session opts describes of the named venue (the
+// name salts the seed), appending to dst.
 func NewSession(opts Options, venue string, dst Appender) *Session {
-	start := opts.startNs()
-	e := &Session{R: newRNG(opts.Seed ^ venueSalt(venue)), dst: dst, Start: start, Now: start,
+	start := opts.WallStart()
+	e := &Session{R: newRNG(opts.Seed ^ venueSalt(venue)), dst: dst, opts: opts, Start: start, Now: start,
 		maxFrames: opts.Frames, end: 1 << 62, LastRecv: start}
 	d := opts.Duration
 	if d == 0 && opts.Frames == 0 {
@@ -159,6 +166,12 @@ func NewSession(opts Options, venue string, dst Appender) *Session {
 	return e
 }
 
+// Options returns what the session was started with.
+func (e *Session) Options() Options { return e.opts }
+
+// Summary returns what the session has appended so far.
+func (e *Session) Summary() Summary { return e.sum }
+
 func venueSalt(venue string) uint64 {
 	var h uint64 = 14695981039346656037
 	for i := 0; i < len(venue); i++ {
@@ -167,7 +180,7 @@ func venueSalt(venue string) uint64 {
 	return h
 }
 
-// push queues a record at time t; payload is copied.
+// Push queues a record at time t; payload is copied.
 func (e *Session) Push(kind datasets.Kind, t int64, payload []byte, received bool) {
 	var o *outRec
 	if n := len(e.free); n > 0 {
@@ -181,12 +194,12 @@ func (e *Session) Push(kind datasets.Kind, t int64, payload []byte, received boo
 	heap.Push(&e.q, o)
 }
 
-// control queues a control record at time t.
+// Control queues a control record at time t.
 func (e *Session) Control(kind datasets.Kind, t int64, c datasets.Control) {
 	e.Push(kind, t, datasets.EncodeControl(c), false)
 }
 
-// recv queues a frame the venue sent at exchange time sentNs and that took
+// Recv queues a frame the venue sent at exchange time sentNs and that took
 // latency to arrive; the socket delivers in order, so it never arrives
 // before the previous frame. A frame sent while the socket is down is lost.
 func (e *Session) Recv(sentNs, latency int64, payload []byte) {
@@ -249,7 +262,7 @@ type Proc struct {
 	Run  func() // does the work at e.Now and sets Next
 }
 
-// loop runs the processes in time order until the session ends, then
+// Loop runs the processes in time order until the session ends, then
 // appends what is queued and the closing records.
 func (e *Session) Loop(procs []*Proc, closing func()) error {
 	for {
@@ -318,7 +331,7 @@ type Outage struct {
 	URL                  string
 }
 
-// disconnects returns the two processes of a session's outages: a drop at
+// Disconnects returns the two processes of a session's outages: a drop at
 // o.First and every 600 s after, and the reconnect that follows it, after
 // which resubscribe(t) sends the subscriptions again.
 func (e *Session) Disconnects(o Outage, resubscribe func(t int64)) []*Proc {

@@ -15,7 +15,6 @@ import (
 	"github.com/tapedeck/tapedeck/bench"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/samplegen"
-	"github.com/tapedeck/tapedeck/venue"
 )
 
 // suiteFingerprint returns the SHA-256 of what defines the suite: the
@@ -23,7 +22,7 @@ import (
 // (bench/testdata, except the recorded reports in testdata/reports, and the
 // shipped samples in datasets/samples, which BenchmarkReplay replays), and
 // the generated inputs themselves, that is every record the generator
-// yields for each venue at the given size (0 means DefaultFrames). Hashing
+// yields for each venue with one (in registry order) at the given size (0 means DefaultFrames). Hashing
 // the generated records rather than the generator's sources means an edit
 // that does not change the inputs keeps a baseline valid, and one that does,
 // does not. The gate and runner code (bench/*.go, bench/cmd) is not part of
@@ -72,7 +71,7 @@ func suiteFingerprint(root string, frames int64) (string, error) {
 		writeField(h, []byte(f))
 		writeField(h, b)
 	}
-	for _, v := range []string{venue.Polymarket, venue.Hyperliquid} {
+	for _, v := range samplegen.Venues() {
 		writeField(h, []byte(fmt.Sprintf("generated %s seed %d frames %d", v, bench.GenSeed, frames)))
 		if _, err := samplegen.Generate(v, samplegen.Options{Seed: bench.GenSeed, Frames: frames, FastHashes: true}, hashAppender{h}); err != nil {
 			return "", fmt.Errorf("bench: suite fingerprint: generate %s: %w", v, err)
