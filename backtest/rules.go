@@ -301,7 +301,9 @@ type Instrument struct {
 	cashFlow    int64      // cash its fills, funding and settlement moved (PnL by instrument)
 	taken       []takenLevel
 	scratch     []book.Level
+	merged      []book.Level // levels' merge of a book and its mirror
 	marks       []markout
+	marksDue    int64 // the earliest atNs in marks (valid when marks is not empty)
 }
 
 // takenLevel remembers recorded size the strategy's taker orders consumed
