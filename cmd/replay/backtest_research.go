@@ -158,6 +158,10 @@ func runResearch(ctx context.Context, o *backtestOptions, cfg backtest.Config, g
 		stop = cli.FollowTime(progress, o.Stderr, fmt.Sprintf("backtest %d runs", len(job.Strategies)*max(1, len(job.Points))), rp.StartNs(), rp.EndNs(), rp.Position)
 	}
 	job.Also = sheetSubscribers(sheet)
+	// Without tables or a tearsheet, several runs show their summaries
+	// only: the runs keep no series, orders or fills once done (one run
+	// prints its rejections from its orders).
+	job.SummaryOnly = o.Out == "" && rf.report == "" && len(job.Strategies)*max(1, len(job.Points)) > 1
 	runs, sum, err := job.Execute(ctx)
 	if stop != nil {
 		stop()
