@@ -311,29 +311,55 @@ func (s *sideCache) fill(b *book.Book, side book.Side, tmp *[]book.Level, old *s
 	s.ends = slices.Grow(s.ends[:0], n)
 	changed = len(lv) != len(old.prices)
 	bid := side == book.Bid
-	j := 0 // the first entry of old not yet passed
+	j := 0          // the first entry of old not yet passed
+	run, lo := 0, 0 // old[lo:lo+run] matches the entries last appended, not copied yet
 	for i := len(lv) - 1; i >= 0; i-- {
-		k := len(s.prices)
 		p, z := lv[i].Price, lv[i].Size
 		for j < len(old.prices) && (bid && old.prices[j] < p || !bid && old.prices[j] > p) {
 			j++
 		}
 		if j < len(old.prices) && old.prices[j] == p && old.sizes[j] == z {
-			lo := int32(0)
-			if j > 0 {
-				lo = old.ends[j-1]
+			if run > 0 && lo+run == j {
+				run++
+				continue
 			}
-			s.buf = append(s.buf, old.buf[lo:old.ends[j]]...)
-			changed = changed || j != k
-		} else {
-			s.buf = appendEntry(s.buf, p, z)
-			changed = true
+			s.copyRun(old, lo, run)
+			changed = changed || j != len(s.prices)
+			run, lo = 1, j
+			continue
 		}
+		s.copyRun(old, lo, run)
+		run = 0
+		s.buf = appendEntry(s.buf, p, z)
 		s.prices = append(s.prices, p)
 		s.sizes = append(s.sizes, z)
 		s.ends = append(s.ends, int32(len(s.buf)))
+		changed = true
 	}
+	s.copyRun(old, lo, run)
 	return changed
+}
+
+// copyRun appends old's entries lo to lo+n, all at once: between two checks
+// of a sampled book most levels are unchanged, in a few long runs, and
+// copying them entry by entry was most of a rebuild.
+func (s *sideCache) copyRun(old *sideCache, lo, n int) {
+	if n == 0 {
+		return
+	}
+	var from int32
+	if lo > 0 {
+		from = old.ends[lo-1]
+	}
+	shift := int32(len(s.buf)) - from
+	s.buf = append(s.buf, old.buf[from:old.ends[lo+n-1]]...)
+	s.prices = append(s.prices, old.prices[lo:lo+n]...)
+	s.sizes = append(s.sizes, old.sizes[lo:lo+n]...)
+	k := len(s.ends)
+	s.ends = append(s.ends, old.ends[lo:lo+n]...)
+	for e := s.ends[k:]; len(e) > 0; e = e[1:] {
+		e[0] += shift
+	}
 }
 
 // entryBytes is the length of a typical entry, `{"price":"0.52","size":"1234.5"},`.
