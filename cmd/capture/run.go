@@ -43,7 +43,7 @@ type sessionFlags struct {
 
 func (f *sessionFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Config, "config", "", "JSON `FILE` of settings (keys as the flags, with _ for -); flags override it")
-	fs.StringVar(&f.Venue, "venue", "", "polymarket or hyperliquid (required)")
+	fs.StringVar(&f.Venue, "venue", "", registry.Choice()+" (required)")
 	fs.StringSliceVar(&f.Instruments, "instruments", nil, "`IDS`: Polymarket token ids, market slugs or condition ids; Hyperliquid coins (comma-separated)")
 	fs.StringVar(&f.InstrumentsFile, "instruments-file", "", "`FILE` with one instrument per line (# comments)")
 	fs.BoolVar(&f.AllMarkets, "all-markets", false, "record every listed market (Polymarket: active markets, following new and resolved ones; Hyperliquid: every meta and spotMeta coin)")
@@ -356,7 +356,7 @@ func runCapture(ctx context.Context, o *runOptions) error {
 	if ls := rec.LiveStats(); ls.On {
 		log.Info("live engine", "frames", ls.Frames, "decode_errors", ls.DecodeErrors, "skipped", ls.Skipped,
 			"hash_mismatches", ls.HashMismatches, "top_mismatches", ls.TopMismatches, "crossed", ls.CrossedBooks,
-			"resubscribes", ls.Resubscribes, "digest", ls.Digest)
+			"resubscribes", ls.Resubscribes, "integrity_unrecorded", ls.IntegrityUnrecorded, "digest", ls.Digest)
 	}
 	st, ws := rec.Stats(), w.Stats()
 	if runErr != nil && closeErr == nil && ws.Records == 0 {
