@@ -526,8 +526,9 @@ func (h *Hub) Instruments() []venue.SimInstrument {
 		ctx := h.market.Context()
 		for _, in := range ctx.Instruments() {
 			mid, _ := in.Mid()
+			rate, _, known := ctx.TakerFeeRate(in.ID)
 			out = append(out, venue.SimInstrument{ID: in.ID, Market: in.Market, Tick: in.Tick, MinSize: in.MinSize,
-				SzDecimals: in.SzDecimals, Mid: mid, Resolved: in.Resolved})
+				SzDecimals: in.SzDecimals, Mid: mid, Resolved: in.Resolved, TakerFeeRate: rate, FeeKnown: known})
 		}
 	}
 	return out
