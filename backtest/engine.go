@@ -319,6 +319,9 @@ func (e *Engine) instrument(ven, id string, sc book.Scale) *Instrument {
 	in := &Instrument{ID: id, Venue: ven, Scale: sc, SzDecimals: -1, rules: r}
 	if r != nil {
 		in.Tick, in.MinSize = r.t.Tick, r.t.MinSize
+		if r.t.SizeDecimals > 0 {
+			in.SzDecimals = r.t.SizeDecimals
+		}
 	}
 	e.insts[id] = in
 	e.instList = append(e.instList, in)

@@ -58,6 +58,15 @@ func (e *Engine) enter(in *Instrument, o *Order) {
 		e.reject(in, o, reason)
 		return
 	}
+	if marketable && o.Side == Buy && o.Amount == 0 {
+		// A limit BUY that takes liquidity is a marketable order too: the
+		// venue's minimum value for one (Polymarket $1).
+		v := Notional(o.Price, o.Size, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
+		if m := minMarketable(in); m > 0 && v < m*pow10(CashDecimals-in.Scale.PriceDecimals) {
+			e.reject(in, o, reasonText(t.Reasons.MinMarketable, "", 0, 0, fmtDec(v, CashDecimals)))
+			return
+		}
+	}
 	if o.TIF == FOK && !e.canFill(in, o, opp) {
 		e.reject(in, o, t.Reasons.FOKUnfilled)
 		return
@@ -234,6 +243,11 @@ func (e *Engine) canFill(in *Instrument, o *Order, opp book.Side) bool {
 			break
 		}
 		avail := l.Size - in.takenAt(opp, l.Price)
+		if amt > 0 {
+			avail -= avail % in.dollarLot()
+		} else {
+			avail -= avail % in.Lot()
+		}
 		if avail <= 0 {
 			continue
 		}
@@ -268,15 +282,21 @@ func (e *Engine) take(in *Instrument, o *Order, opp book.Side) {
 		}
 		var q int64
 		if o.Amount > 0 {
-			// shares = dollars / price, floored to the size scale.
+			// shares = dollars / price, floored to what a market BUY
+			// receives (the venue's share decimals for it, else the lot).
 			q = mulDivFloor(amtLeft, pow10(sc.SizeDecimals), l.Price*cashUnit)
 			q = min(q, avail)
-			q -= q % in.Lot()
+			q -= q % in.dollarLot()
 			if q <= 0 {
 				break
 			}
 		} else {
+			// Whole lots: the rest of a level finer than the lot stays.
 			q = min(avail, o.Leaves())
+			q -= q % in.Lot()
+			if q <= 0 {
+				continue
+			}
 		}
 		e.consume(in, opp, l.Price, q)
 		if o.Amount > 0 {
