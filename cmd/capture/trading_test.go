@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tapedeck/tapedeck/internal/jstest"
 	"github.com/tapedeck/tapedeck/recorder/fakeexchange"
 )
 
@@ -22,22 +22,12 @@ import (
 // subscription, all answered by the simulator against the live book; the
 // test exchange receives nothing but the capture's own subscriptions.
 func TestRunPaperTrading(t *testing.T) {
-	js, err := filepath.Abs(filepath.Join("..", "..", "tests", "js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(js, "node_modules", "@nktkas", "hyperliquid")); err != nil {
-		t.Skip("tests/js/node_modules/@nktkas/hyperliquid missing: run `cd tests/js && npm ci` (make test does)")
-	}
-	bin, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not installed")
-	}
-	var flags []string
-	if exec.Command(bin, "--experimental-websocket", "-e", "0").Run() == nil {
-		flags = append(flags, "--experimental-websocket")
-	}
-	s := fakeexchange.New(fakeexchange.HyperliquidConfig())
+	bin, js, flags := jstest.Node(t, "@nktkas/hyperliquid")
+	// One BTC book, sent over and over (the default feed alternates two
+	// books captured a year apart, 30% apart in price).
+	cfg := fakeexchange.HyperliquidConfig()
+	cfg.Feed = map[string][]fakeexchange.Template{"l2Book": cfg.Feed["l2Book"][1:2]}
+	s := fakeexchange.New(cfg)
 	defer s.Close()
 	out := filepath.Join(t.TempDir(), "ds")
 	addr := make(chan string, 1)
@@ -49,7 +39,7 @@ func TestRunPaperTrading(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cmd.SetContext(ctx)
-	cmd.SetArgs([]string{"--venue", "hyperliquid", "--instruments", "BTC", "--channels", "l2Book,trades", "--endpoint", s.WSURL(),
+	cmd.SetArgs([]string{"--venue", "hyperliquid", "--instruments", "BTC", "--channels", "l2Book", "--endpoint", s.WSURL(),
 		"--rest-endpoint", s.RESTURL(), "--trading", "127.0.0.1:0", "--out", out, "--log-format", "json"})
 	var stderr bytes.Buffer
 	cmd.SetOut(io.Discard)
