@@ -277,22 +277,16 @@ func TestDuplicatedOrSwappedSegments(t *testing.T) {
 // or with a *CorruptionError. The dataset is copied once per fuzzing
 // process; an input rewrites only the segment and the manifest (clean or
 // not), without fsync, so an input costs its read, not a copy of the
-// fixture and two fsyncs (5 inputs in 20 s on a loaded host before).
+// fixture and two fsyncs; seeds are small segments and inputs bounded (5
+// inputs in 20 s on a loaded host before).
 func FuzzSkipDamaged(f *testing.F) {
-	segs, _ := filepath.Glob(filepath.Join(fixtureDir, "*"+segmentExt))
-	if len(segs) == 0 {
-		f.Fatal("no seed segments in " + fixtureDir)
+	for _, seed := range fuzzSegments(f) {
+		f.Add(seed, false)
+		flipped := append([]byte(nil), seed...)
+		flipped[len(flipped)/2] ^= 1
+		f.Add(flipped, true)
+		f.Add(seed[:len(seed)*2/3], true)
 	}
-	seed, err := os.ReadFile(segs[0])
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(seed, false)
-	flipped := append([]byte(nil), seed...)
-	flipped[len(flipped)/2] ^= 1
-	f.Add(flipped, true)
-	f.Add(seed[:len(seed)*2/3], true)
-	f.Add(seed[:segmentHeaderSize+blockHeaderSize+3], false)
 	dir := filepath.Join(f.TempDir(), "ds")
 	if err := os.CopyFS(dir, os.DirFS(fixtureDir)); err != nil {
 		f.Fatal(err)
@@ -308,8 +302,8 @@ func FuzzSkipDamaged(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, isUnclean bool) {
-		if len(data) > 64<<10 {
-			return // the fixture's segments are under 20 KB; block sizes are bounded by the file
+		if len(data) > maxFuzzSegment {
+			return // block sizes are bounded by the file
 		}
 		var sh segmentHeader
 		if len(data) >= segmentHeaderSize && sh.unmarshal(data) == nil {
