@@ -132,7 +132,8 @@ func better(s Side, p, limit int64) bool {
 // price's liquidity is the larger of the two, never their sum.
 //
 // local selects the books as the strategy received them (Context.Take,
-// Available) instead of the exchange's (matching).
+// Available) instead of the exchange's (matching). The slice is in's
+// scratch space, valid until the next call for in.
 func (e *Engine) levels(in *Instrument, opp book.Side, local bool) []book.Level {
 	b := in.xbook()
 	if local {
@@ -162,8 +163,9 @@ func (e *Engine) levels(in *Instrument, opp book.Side, local bool) []book.Level 
 	for i := range mir {
 		mir[i].Price = one - mir[i].Price
 	}
-	// merge own and mir (both best first for opp) into the tail.
-	out := in.scratch[len(in.scratch):]
+	// merge own and mir (both best first for opp) into in.merged, kept
+	// between calls: appending past scratch's end would allocate each time.
+	out := in.merged[:0]
 	i, j := 0, 0
 	bestFirst := func(a, b int64) bool {
 		if opp == book.Ask {
@@ -187,8 +189,8 @@ func (e *Engine) levels(in *Instrument, opp book.Side, local bool) []book.Level 
 			j++
 		}
 	}
-	in.scratch = append(in.scratch[:0], out...)
-	return in.scratch
+	in.merged = out
+	return out
 }
 
 func (e *Engine) crosses(in *Instrument, o *Order, opp book.Side) bool {
@@ -243,9 +245,7 @@ func (e *Engine) canFill(in *Instrument, o *Order, opp book.Side) bool {
 			break
 		}
 		avail := l.Size - in.takenAt(opp, l.Price)
-		if amt > 0 {
-			avail -= avail % in.dollarLot()
-		} else {
+		if amt == 0 {
 			avail -= avail % in.Lot()
 		}
 		if avail <= 0 {
@@ -282,11 +282,11 @@ func (e *Engine) take(in *Instrument, o *Order, opp book.Side) {
 		}
 		var q int64
 		if o.Amount > 0 {
-			// shares = dollars / price, floored to what a market BUY
-			// receives (the venue's share decimals for it, else the lot).
+			// shares = dollars / price, floored to the size scale: the
+			// venue spends a market BUY's whole amount, the shares it
+			// receives are not in lots.
 			q = mulDivFloor(amtLeft, pow10(sc.SizeDecimals), l.Price*cashUnit)
 			q = min(q, avail)
-			q -= q % in.dollarLot()
 			if q <= 0 {
 				break
 			}
@@ -363,8 +363,11 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 	e.fills = append(e.fills, Fill{Seq: uint64(len(e.fills) + 1), OrderID: o.ID, Venue: in.Venue, Instrument: in.ID,
 		Side: o.Side, Price: price, Size: q, Liquidity: liq, Queue: queue, Fee: fee, ExchangeNs: e.xNs, RecvNs: at,
 		Tag: o.Tag, cashDelta: delta, filled: o.Filled})
-	for _, h := range e.cfg.MarkoutsNs {
-		in.marks = append(in.marks, markout{fill: len(e.fills) - 1, atNs: e.xNs + h, horizon: h})
+	for i, h := range e.cfg.MarkoutsNs {
+		if len(in.marks) == 0 || e.xNs+h < in.marksDue {
+			in.marksDue = e.xNs + h
+		}
+		in.marks = append(in.marks, markout{fill: len(e.fills) - 1, atNs: e.xNs + h, horizon: h, hi: e.markHi[i]})
 	}
 	e.seq++
 	e.notes.push(note{atNs: at, seq: e.seq, kind: noteFill, fill: len(e.fills) - 1, in: in})

@@ -93,12 +93,12 @@ func (Noop) OnEvent(*Context, *feed.Event) {}
 type MM struct {
 	Spread, Size, Skew, MaxPos float64
 	Only                       string
-	quotes                     map[string]*[2]uint64 // instrument → bid, ask order ids
-	cancelling                 map[uint64]bool       // cancels sent, not yet answered
+	quotes                     map[*Instrument]*[2]uint64 // bid, ask order ids (by pointer: ids are 77 digits on Polymarket)
+	cancelling                 map[uint64]bool            // cancels sent, not yet answered
 }
 
 func newMM(p Params) (Strategy, error) {
-	m := &MM{Only: p["instrument"], quotes: map[string]*[2]uint64{}, cancelling: map[uint64]bool{}}
+	m := &MM{Only: p["instrument"], quotes: map[*Instrument]*[2]uint64{}, cancelling: map[uint64]bool{}}
 	var err error
 	for _, f := range []struct {
 		k string
@@ -148,10 +148,10 @@ func (m *MM) OnEvent(ctx *Context, e *feed.Event) {
 	if lot := in.Lot(); lot > 1 {
 		size = max(size/lot*lot, lot)
 	}
-	q := m.quotes[in.ID]
+	q := m.quotes[in]
 	if q == nil {
 		q = new([2]uint64)
-		m.quotes[in.ID] = q
+		m.quotes[in] = q
 	}
 	m.quote(ctx, in, &q[0], Buy, in.ID, bid, size, inv < m.MaxPos && bid > 0)
 	if in.Outcomes() && !ctx.e.cfg.AllowShort && pos < size {
