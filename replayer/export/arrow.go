@@ -71,6 +71,14 @@ func (s *Sink) arrowType(c *column) arrow.DataType {
 		return arrow.FixedWidthTypes.Boolean
 	case kString:
 		return arrow.BinaryTypes.String
+	case kUint8:
+		return arrow.PrimitiveTypes.Uint8
+	case kUint64:
+		return arrow.PrimitiveTypes.Uint64
+	case kFixed:
+		return &arrow.FixedSizeBinaryType{ByteWidth: c.width}
+	case kBinary:
+		return arrow.BinaryTypes.Binary
 	case kPrice:
 		if s.cfg.exact {
 			return &arrow.Decimal128Type{Precision: DecimalPrecision, Scale: int32(s.cfg.scale.PriceDecimals)}
@@ -113,7 +121,7 @@ func newRecordBuilder(s *Sink) *recordBuilder {
 			rb.dec[i] = make([]decimal128.Num, 0, rows)
 		case k == kPrice || k == kSize:
 			rb.f64[i] = make([]float64, 0, rows)
-		case k == kString:
+		case k == kString || k == kBinary:
 			rb.offs[i] = make([]int32, 0, rows+1)
 		}
 	}
@@ -136,8 +144,24 @@ func (rb *recordBuilder) build(b *batch) arrow.Record {
 		dt := rb.schema.Field(i).Type
 		var bufs []*memory.Buffer
 		switch c.kind {
-		case kInt64, kTime:
+		case kInt64, kTime, kUint64:
+			// A uint64 column holds the bits in i64: the same bytes.
 			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(c.i64[:n]))}
+		case kUint8:
+			data := resizeBytes(rb.data[i], n)
+			for r, v := range c.i64[:n] {
+				data[r] = uint8(v)
+			}
+			rb.data[i] = data
+			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(data)}
+		case kFixed:
+			// A null is width zero bytes, as Arrow lays out fixed-size binary.
+			data := resizeBytes(rb.data[i], n*c.width)
+			for r, v := range c.s[:n] {
+				copy(data[r*c.width:], v)
+			}
+			rb.data[i] = data
+			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(data)}
 		case kInt32:
 			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.i32[:n]))}
 		case kBool:
@@ -151,7 +175,7 @@ func (rb *recordBuilder) build(b *batch) arrow.Record {
 				}
 			}
 			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(bb)}
-		case kString:
+		case kString, kBinary:
 			offs := rb.offs[i][:0]
 			data := rb.data[i][:0]
 			offs = append(offs, 0)

@@ -21,13 +21,30 @@ const (
 	kString
 	kTime    // int64 ns since the epoch: Arrow timestamp[ns, UTC], Parquet TIMESTAMP(NANOS, UTC)
 	kDecimal // fixed-point int64 at the column's own decimals, always decimal128 (typed tables)
+	kUint8   // held in i64: Arrow uint8, Parquet INT32 with INT(8, unsigned) (typed tables)
+	kUint64  // held in i64 (the bits): Arrow uint64, Parquet INT64 with INT(64, unsigned) (typed tables)
+	kFixed   // held in s, width bytes each: Arrow fixed_size_binary, Parquet FIXED_LEN_BYTE_ARRAY (typed tables)
+	kBinary  // held in s: Arrow binary, Parquet BYTE_ARRAY with no logical type (typed tables)
 )
+
+// bytesKind reports whether a column of kind k holds its values in s.
+func bytesKind(k colKind) bool { return k == kString || k == kFixed || k == kBinary }
+
+// wideKind reports whether a column of kind k holds its values in i64.
+func wideKind(k colKind) bool {
+	switch k {
+	case kInt64, kTime, kPrice, kSize, kDecimal, kUint8, kUint64:
+		return true
+	}
+	return false
+}
 
 type column struct {
 	name     string
 	kind     colKind
 	nullable bool
 	decimals uint8 // kDecimal: the column's scale
+	width    int   // kFixed: bytes per value
 
 	// Exactly one of these holds the values, with room for a full batch;
 	// rows [0, batch.rows) are filled.
@@ -101,10 +118,10 @@ func (b *batch) setBook(id int32) { b.books[b.rows] = id }
 func (b *batch) grow(n int) {
 	wide, narrow := 0, 0
 	for i := range b.cols {
-		switch b.cols[i].kind {
-		case kInt64, kTime, kPrice, kSize, kDecimal:
+		switch k := b.cols[i].kind; {
+		case wideKind(k):
 			wide++
-		case kInt32:
+		case k == kInt32:
 			narrow++
 		}
 	}
@@ -113,16 +130,16 @@ func (b *batch) grow(n int) {
 	arena32 := make([]int32, narrow*(n+pad/4))
 	for i := range b.cols {
 		c := &b.cols[i]
-		switch c.kind {
-		case kInt64, kTime, kPrice, kSize, kDecimal:
+		switch k := c.kind; {
+		case wideKind(k):
 			c.i64 = arena[:n:n]
 			arena = arena[n+pad/8:]
-		case kInt32:
+		case k == kInt32:
 			c.i32 = arena32[:n:n]
 			arena32 = arena32[n+pad/4:]
-		case kBool:
+		case k == kBool:
 			c.b = make([]bool, n)
-		case kString:
+		case bytesKind(k):
 			c.s = make([]string, n)
 		}
 		if c.nullable && c.levelOf < 0 {
@@ -189,15 +206,15 @@ func (b *batch) emptyLike(n int) batch {
 func (b *batch) rowBytes() int {
 	n := 0
 	for i := range b.cols {
-		switch b.cols[i].kind {
-		case kInt64, kTime, kPrice, kSize, kDecimal:
+		switch k := b.cols[i].kind; {
+		case wideKind(k):
 			n += 8 + 8 // the value and its float64/decimal form at flush
-		case kInt32:
+		case k == kInt32:
 			n += 4
-		case kBool:
+		case k == kBool:
 			n++
-		case kString:
-			n += 16 + 16 // the string header and its copy at flush
+		case bytesKind(k):
+			n += 16 + 16 + b.cols[i].width // the string header and its copy at flush
 		}
 		if b.cols[i].nullable && b.cols[i].levelOf < 0 {
 			n++
@@ -212,7 +229,7 @@ func (b *batch) rowBytes() int {
 func (b *batch) reset() {
 	// Strings would keep their backing memory alive; values are overwritten.
 	for i := range b.cols {
-		if b.cols[i].kind == kString {
+		if bytesKind(b.cols[i].kind) {
 			clear(b.cols[i].s[:b.rows])
 		}
 	}

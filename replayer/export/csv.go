@@ -2,6 +2,7 @@ package export
 
 import (
 	"bufio"
+	"encoding/hex"
 	"io"
 	"strconv"
 	"strings"
@@ -22,6 +23,8 @@ const (
 	csvConst   // always text
 	csvQuoted  // a string always quoted: ids that look like numbers stay text
 	csvDecimal // exact decimal text at the column's own decimals
+	csvUint    // the i64's bits as an unsigned decimal
+	csvHex     // bytes as lower-case hex
 )
 
 // csvField is one CSV column: its header and how to print batch column col.
@@ -54,6 +57,10 @@ func ownFields(b *batch) []csvField {
 			how = csvDecimal
 		case kBool:
 			how = csvBool
+		case kUint64:
+			how = csvUint
+		case kFixed, kBinary:
+			how = csvHex
 		}
 		f[i] = csvField{header: c.name, col: i, how: how, alt: -1}
 	}
@@ -153,6 +160,10 @@ func (c *csvWriter) appendField(dst []byte, b *batch, f csvField, r int) []byte 
 		return strconv.AppendBool(dst, cl.b[r])
 	case csvDecimal:
 		return book.AppendDecimal(dst, cl.i64[r], cl.decimals)
+	case csvUint:
+		return strconv.AppendUint(dst, uint64(cl.i64[r]), 10)
+	case csvHex:
+		return hex.AppendEncode(dst, []byte(cl.s[r]))
 	}
 	return dst
 }

@@ -34,9 +34,23 @@ const (
 	// FIXED_LEN_BYTE_ARRAY (pqarrow's encoding); CSV the exact decimal text
 	// (book.AppendDecimal: no trailing zeros, a leading '-' when negative).
 	Decimal
+	// Uint8: Arrow uint8, Parquet INT32 with the INT(8, unsigned) logical
+	// type (converted type UINT_8); CSV decimal digits.
+	Uint8
+	// Uint64: Arrow uint64, Parquet INT64 with INT(64, unsigned) (UINT_64);
+	// CSV decimal digits.
+	Uint64
+	// FixedBytes: Column.Width bytes a value: Arrow fixed_size_binary(Width),
+	// Parquet FIXED_LEN_BYTE_ARRAY(Width) with no logical type, PLAIN (the
+	// values back to back); CSV lower-case hex.
+	FixedBytes
+	// Binary: bytes of any length: Arrow binary, Parquet BYTE_ARRAY with no
+	// logical type; CSV lower-case hex.
+	Binary
 )
 
-var columnTypeNames = [...]string{Int64: "int64", String: "string", Bool: "bool", Timestamp: "timestamp", Decimal: "decimal"}
+var columnTypeNames = [...]string{Int64: "int64", String: "string", Bool: "bool", Timestamp: "timestamp", Decimal: "decimal",
+	Uint8: "uint8", Uint64: "uint64", FixedBytes: "fixed_bytes", Binary: "binary"}
 
 // String returns the type's name.
 func (t ColumnType) String() string {
@@ -53,6 +67,9 @@ type Column struct {
 	// Scale is the number of decimals of a Decimal column, at most
 	// book.MaxDecimals; it must be 0 for the other types.
 	Scale uint8
+	// Width is the bytes of each value of a FixedBytes column, 1 to
+	// MaxFixedWidth; it must be 0 for the other types.
+	Width int
 	// Nullable columns may hold a null (TypedTable.Null): an empty CSV field.
 	Nullable bool
 }
@@ -99,6 +116,7 @@ func (t *typedTable) columns(b *batch, _ string, _ bool) {
 	for _, c := range t.schema.Columns {
 		i := b.add(c.Name, typedKinds[c.Type], c.Nullable)
 		b.cols[i].decimals = c.Scale
+		b.cols[i].width = c.Width
 	}
 }
 
@@ -106,7 +124,11 @@ func (t *typedTable) onEvent(*Sink, *replayer.Event) error { return nil }
 func (t *typedTable) finish(*Sink) error                   { return nil }
 func (t *typedTable) csvFields(bool) []csvField            { return nil }
 
-var typedKinds = [...]colKind{Int64: kInt64, String: kString, Bool: kBool, Timestamp: kTime, Decimal: kDecimal}
+var typedKinds = [...]colKind{Int64: kInt64, String: kString, Bool: kBool, Timestamp: kTime, Decimal: kDecimal,
+	Uint8: kUint8, Uint64: kUint64, FixedBytes: kFixed, Binary: kBinary}
+
+// MaxFixedWidth bounds Column.Width.
+const MaxFixedWidth = 1 << 10
 
 // NewTypedTable returns a TypedTable writing schema sc in format f (Parquet,
 // Arrow or CSV; FormatTardis has no layout for it) to w. The options that
@@ -147,8 +169,12 @@ func NewTypedTable(w io.Writer, sc TypedSchema, f Format, opts ...Option) (*Type
 			return nil, fmt.Errorf("%w: table %s: column %d has no name", ErrOption, sc.Name, i)
 		case seen[c.Name]:
 			return nil, fmt.Errorf("%w: table %s: two columns named %s", ErrOption, sc.Name, c.Name)
-		case c.Type < Int64 || c.Type > Decimal:
+		case c.Type < Int64 || c.Type > Binary:
 			return nil, fmt.Errorf("%w: table %s: column %s: unknown type %d", ErrOption, sc.Name, c.Name, c.Type)
+		case (c.Type == FixedBytes) != (c.Width != 0):
+			return nil, fmt.Errorf("%w: table %s: column %s: a width on a %s column (FixedBytes needs one)", ErrOption, sc.Name, c.Name, c.Type)
+		case c.Width < 0 || c.Width > MaxFixedWidth:
+			return nil, fmt.Errorf("%w: table %s: column %s: width %d not in 1..%d", ErrOption, sc.Name, c.Name, c.Width, MaxFixedWidth)
 		case c.Type != Decimal && c.Scale != 0:
 			return nil, fmt.Errorf("%w: table %s: column %s: a scale on a %s column", ErrOption, sc.Name, c.Name, c.Type)
 		case c.Scale > book.MaxDecimals:
@@ -263,6 +289,28 @@ func (t *TypedTable) set64(col int, typ ColumnType, v int64) {
 	}
 }
 
+// Uint8 sets column col (a Uint8 column) of the current row.
+func (t *TypedTable) Uint8(col int, v uint8) { t.set64(col, Uint8, int64(v)) }
+
+// Uint64 sets column col (a Uint64 column) of the current row.
+func (t *TypedTable) Uint64(col int, v uint64) { t.set64(col, Uint64, int64(v)) }
+
+// Bytes sets column col (a FixedBytes column, v exactly its Width long, or
+// a Binary column) to a copy of v.
+func (t *TypedTable) Bytes(col int, v []byte) {
+	typ := Binary
+	if col >= 0 && col < len(t.t.schema.Columns) && t.t.schema.Columns[col].Type == FixedBytes {
+		typ = FixedBytes
+		if w := t.t.schema.Columns[col].Width; len(v) != w && t.rowEr == nil {
+			t.rowEr = fmt.Errorf("export: table %s: column %s is %d bytes wide, set to %d", t.t.schema.Name, t.t.schema.Columns[col].Name, w, len(v))
+			return
+		}
+	}
+	if t.mark(col, typ) {
+		t.s.b.strBytes(col, v)
+	}
+}
+
 // String sets column col (a String column). The table keeps v until the
 // row's batch is written: do not modify the bytes behind it.
 func (t *TypedTable) String(col int, v string) {
@@ -283,10 +331,10 @@ func (t *TypedTable) Null(col int) {
 	if !t.mark(col, 0) {
 		return
 	}
-	switch t.s.b.cols[col].kind {
-	case kString:
+	switch k := t.s.b.cols[col].kind; {
+	case bytesKind(k):
 		t.s.b.strNull(col)
-	case kBool:
+	case k == kBool:
 		t.s.b.boolNull(col)
 	default:
 		t.s.b.i64Null(col)
