@@ -130,7 +130,7 @@ func NewHftBacktest(open func(venue, instrument, date string) (io.Writer, error)
 			return nil, err
 		}
 	}
-	if cfg.intervalNs != 0 || cfg.exact || cfg.quality || cfg.tardisExchange != "" || cfg.snapshots != 0 {
+	if cfg.intervalNs != 0 || cfg.exact || cfg.quality || cfg.tardisExchange != "" || cfg.snapshots != 0 || cfg.nautilus != 0 {
 		return nil, fmt.Errorf("%w: hftbacktest data takes instrument and shard options only", ErrOption)
 	}
 	return &HftBacktest{open: open, cfg: cfg, byName: map[string]*hbtInst{}, budget: hbtBudgetRows}, nil

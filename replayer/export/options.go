@@ -73,6 +73,18 @@ func ParseSnapshots(s string) (Snapshots, error) {
 	return 0, fmt.Errorf("export: unknown snapshots mode %q (want full, diff)", s)
 }
 
+// WithNautilusPrecision sets the width of a Nautilus's fixed-point integers
+// (default NautilusHigh). Only NewNautilus takes it.
+func WithNautilusPrecision(p NautilusPrecision) Option {
+	return func(c *config) error {
+		if p != NautilusHigh && p != NautilusStandard {
+			return fmt.Errorf("%w: nautilus precision %d", ErrOption, p)
+		}
+		c.nautilus = p
+		return nil
+	}
+}
+
 // WithSnapshots sets how book_changes writes venue snapshots (default
 // SnapshotsFull).
 func WithSnapshots(m Snapshots) Option {
@@ -197,6 +209,7 @@ type config struct {
 	batchRows      int
 	encoders       int  // WithEncoders; 0: GOMAXPROCS
 	quality        bool // CSV: append quality columns after the Tardis layout
+	nautilus       NautilusPrecision
 	venue          string
 	scale          book.Scale
 	haveScale      bool
