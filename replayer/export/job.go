@@ -434,7 +434,7 @@ func (j *Job) exportTable(ctx context.Context, open func(path string) (io.Writer
 		j.logf("export: shard %s by time covers [%s, %s): its books start empty there, each instrument's rows are exact from its first snapshot in the shard\n",
 			j.Shard, fmtNs(from), fmtNs(to))
 		ropts = append(ropts, replayer.WithWindow(from, to), replayer.WithWarmup(replayer.WarmupNone))
-	} else if (j.FromNs != 0 || j.ToNs != 0) && table != TableInstruments {
+	} else if (j.FromNs != 0 || j.ToNs != 0) && table != TableInstruments && format != FormatNautilus {
 		ropts = append(ropts, replayer.WithWindow(j.FromNs, j.ToNs))
 	}
 	// The sink is the only subscriber: once it cannot write (a full disk),

@@ -76,10 +76,11 @@ func (j *Job) hftBacktest(open func(path string) (io.Writer, error)) (*HftBackte
 }
 
 // nautilus is the subscriber of a --format nautilus job: NautilusTrader's
-// catalog under Out (data/KIND/ID/FIRST_LAST.parquet). A file whose name
-// exists is refused without Force; a file beside it whose time range
-// overlaps its own is refused always (Nautilus needs an instrument's files
-// of a kind disjoint), so exports of other windows add to one catalog.
+// catalog under Out (data/KIND/ID/FIRST_LAST.parquet). A data file whose
+// name exists is refused without Force (a definition is replaced); a file
+// beside it whose time range overlaps its own is refused always (Nautilus
+// needs an instrument's files of a kind disjoint), so exports of other
+// windows add to one catalog.
 func (j *Job) nautilus(open func(path string) (io.Writer, error)) (*Nautilus, error) {
 	root := j.out()
 	if err := os.MkdirAll(root, 0o755); err != nil {
@@ -95,6 +96,11 @@ func (j *Job) nautilus(open func(path string) (io.Writer, error)) (*Nautilus, er
 	if j.NautilusPrecision != 0 {
 		opts = append(opts, WithNautilusPrecision(j.NautilusPrecision))
 	}
+	if j.FromNs != 0 || j.ToNs != 0 {
+		// The replay reads it all: the definitions come from the REST
+		// bodies stored at the start of the recording.
+		opts = append(opts, WithWindow(j.FromNs, j.ToNs))
+	}
 	seen := map[string]bool{}
 	n, err := NewNautilus(func(kind, id string, first, last int64) (io.Writer, error) {
 		if id == "" || strings.ContainsFunc(id, func(r rune) bool { return r < ' ' || r == 0x7f || r == '\\' }) {
@@ -107,7 +113,10 @@ func (j *Job) nautilus(open func(path string) (io.Writer, error)) (*Nautilus, er
 			return nil, fmt.Errorf("export: nautilus: two instruments map to %s", p)
 		}
 		seen[p] = true
-		if err := nautDisjoint(dir, name, first, last, j.Force); err != nil {
+		// A definition is the instrument as of its first fact: an export of
+		// another window writes the same file, and replaces it.
+		def := kind != NautilusDeltasDir && kind != NautilusQuotesDir && kind != NautilusTradesDir
+		if err := nautDisjoint(dir, name, first, last, j.Force || def); err != nil {
 			return nil, err
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -156,7 +165,11 @@ func nautFileRange(name string) (first, last int64, ok bool) {
 		return 0, 0, false
 	}
 	parse := func(s string) (int64, bool) {
-		t, err := time.Parse("2006-01-02T15-04-05-000000000Z", s)
+		// Go reads a fraction only after '.': the nanoseconds' '-' becomes one.
+		if len(s) != len("2006-01-02T15-04-05-000000000Z") || s[19] != '-' {
+			return 0, false
+		}
+		t, err := time.Parse("2006-01-02T15-04-05.000000000Z", s[:19]+"."+s[20:])
 		return t.UnixNano(), err == nil
 	}
 	first, ok1 := parse(a)

@@ -185,6 +185,7 @@ type nautInst struct {
 
 	held    nautRow
 	hasHeld bool
+	synced  bool     // the mirror follows the book: a snapshot was written
 	quote   [4]int64 // the last QuoteTick: bid, bid size, ask, ask size
 	quoted  bool
 
@@ -216,7 +217,9 @@ const nautMaxTradeID = 36
 // directory under data/: order_book_deltas, quote_tick, trade_tick,
 // binary_option, crypto_perpetual, currency_pair), the instrument id and the
 // first and last ts_init of its rows. Options: WithInstruments and WithShard
-// select instruments, WithNautilusPrecision the integers' width (default
+// select instruments, WithWindow the receive times to write (give the replay
+// no window: the definitions come from the REST bodies stored at the start
+// of a recording), WithNautilusPrecision the integers' width (default
 // NautilusHigh); the others do not apply (ErrOption).
 func NewNautilus(open func(kind, id string, firstNs, lastNs int64) (io.Writer, error), opts ...Option) (*Nautilus, error) {
 	cfg := defaultConfig()
@@ -269,6 +272,9 @@ func (n *Nautilus) OnEvent(e *replayer.Event) error {
 	if e.Instrument == "" {
 		return n.err // each loss also arrives once per instrument it invalidates
 	}
+	if e.RecvNs < n.cfg.fromNs || (n.cfg.toNs != 0 && e.RecvNs >= n.cfg.toNs) {
+		return nil
+	}
 	if n.cfg.instruments != nil && !n.cfg.wanted(e) {
 		return nil
 	}
@@ -278,7 +284,13 @@ func (n *Nautilus) OnEvent(e *replayer.Event) error {
 	d := e.Decoded
 	if e.Kind.IsLoss() || (d != nil && d.Type == venue.EventReject) {
 		in, _ := n.insts.get(e.Dataset, e.Instrument)
-		if in == nil || n.empty(in.mirror) {
+		if in == nil {
+			return nil
+		}
+		// The book is invalid until its next snapshot: empty meanwhile, and
+		// the changes the venue sends before it are left out.
+		in.synced = false
+		if n.empty(in.mirror) {
 			return nil
 		}
 		ts := n.tsInit(in, e.RecvNs)
@@ -293,26 +305,24 @@ func (n *Nautilus) OnEvent(e *replayer.Event) error {
 	if exch <= 0 {
 		exch = e.RecvNs
 	}
-	switch d.Type {
-	case venue.EventSnapshot:
-		if e.Book == nil {
-			return nil
-		}
+	if d.Type == venue.EventSnapshot || (e.Book != nil && d.Type != venue.EventTrade) {
 		in, err := n.inst(e)
 		if err != nil {
 			return err
 		}
-		ts := n.tsInit(in, e.RecvNs)
-		n.delta(in, nautRow{action: NautilusClear, flags: NautilusFSnapshot, tsEvent: exch, tsInit: ts, seq: e.Seq})
-		in.mirror.Clear()
-		for _, side := range [2]book.Side{book.Bid, book.Ask} {
-			n.cur = e.Book.Top(side, n.cur[:0], -1)
-			for _, lv := range n.cur {
-				n.delta(in, nautRow{action: NautilusAdd, side: nautSide(side), flags: NautilusFSnapshot,
-					a: lv.Price, b: lv.Size, tsEvent: exch, tsInit: ts, seq: e.Seq})
-				_ = in.mirror.Set(side, lv.Price, lv.Size, 0)
+		if d.Type == venue.EventSnapshot || !in.synced {
+			// A venue snapshot; or the first book event of an instrument
+			// whose book was built before the window (or whose snapshot
+			// came before its first level): the book as it stands, as a
+			// snapshot, once the engine holds it valid.
+			if e.Book == nil || (d.Type != venue.EventSnapshot && !e.Book.Valid()) {
+				return nil
 			}
+			n.snapshot(in, e.Book, exch, n.tsInit(in, e.RecvNs), e.Seq)
+			return n.err
 		}
+	}
+	switch d.Type {
 	case venue.EventLevel:
 		in, err := n.inst(e)
 		if err != nil {
@@ -359,6 +369,22 @@ func (n *Nautilus) tsInit(in *nautInst, recv int64) int64 {
 	}
 	in.lastInit = recv
 	return recv
+}
+
+// snapshot writes b as a snapshot of in: a CLEAR and an ADD per level, all
+// flagged F_SNAPSHOT.
+func (n *Nautilus) snapshot(in *nautInst, b *book.Book, exch, ts int64, seq uint64) {
+	in.synced = true
+	n.delta(in, nautRow{action: NautilusClear, flags: NautilusFSnapshot, tsEvent: exch, tsInit: ts, seq: seq})
+	in.mirror.Clear()
+	for _, side := range [2]book.Side{book.Bid, book.Ask} {
+		n.cur = b.Top(side, n.cur[:0], -1)
+		for _, lv := range n.cur {
+			n.delta(in, nautRow{action: NautilusAdd, side: nautSide(side), flags: NautilusFSnapshot,
+				a: lv.Price, b: lv.Size, tsEvent: exch, tsInit: ts, seq: seq})
+			_ = in.mirror.Set(side, lv.Price, lv.Size, 0)
+		}
+	}
 }
 
 // level writes the delta that sets side's level at price to size, if it

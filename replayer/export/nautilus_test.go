@@ -26,7 +26,7 @@ import (
 // nautExport runs datasets through the real replayer into a Nautilus
 // writing a catalog under a temporary directory, and records the books and
 // the raw trade messages beside it.
-func nautExport(t *testing.T, paths []string, opts ...Option) (string, *truth, *tradeLog, *Nautilus) {
+func nautExport(t *testing.T, paths []string, from, to int64, opts ...Option) (string, *truth, *tradeLog, *Nautilus) {
 	t.Helper()
 	dir := t.TempDir()
 	var open []*os.File
@@ -45,12 +45,12 @@ func nautExport(t *testing.T, paths []string, opts ...Option) (string, *truth, *
 		}
 		open = append(open, f)
 		return f, nil
-	}, opts...)
+	}, append(opts, WithWindow(from, to))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := newTruth(-1)
-	tl := &tradeLog{}
+	tl := &tradeLog{from: from, to: to}
 	replay(t, paths, tr, tl, n)
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
@@ -63,19 +63,22 @@ func nautExport(t *testing.T, paths []string, opts ...Option) (string, *truth, *
 	return dir, tr, tl, n
 }
 
-// tradeLog keeps each live trade's message as the venue sent it.
+// tradeLog keeps each live trade's message as the venue sent it, received
+// in [from, to) (to 0: to the end).
 type tradeLog struct {
-	raw  map[string][][]byte // instrument → messages, in order
-	scal book.Scale
+	raw      map[string][][]byte // instrument → messages, in order
+	from, to int64
 }
 
 func (l *tradeLog) OnEvent(e *replayer.Event) error {
+	if e.RecvNs < l.from || (l.to != 0 && e.RecvNs >= l.to) {
+		return nil
+	}
 	if d := e.Decoded; d != nil && d.Type == venue.EventTrade && !d.Backfill {
 		if l.raw == nil {
 			l.raw = map[string][][]byte{}
 		}
 		l.raw[e.Instrument] = append(l.raw[e.Instrument], bytes.Clone(d.Raw))
-		l.scal = e.Scale
 	}
 	return nil
 }
@@ -195,11 +198,48 @@ func u64(t *testing.T, v any) int64 {
 func TestNautilusSamples(t *testing.T) {
 	for _, v := range []string{venue.Polymarket, venue.Hyperliquid} {
 		t.Run(v, func(t *testing.T) {
-			dir, tr, tl, n := nautExport(t, []string{filepath.Join("..", "..", "datasets", "samples", v)})
+			dir, tr, tl, n := nautExport(t, []string{filepath.Join("..", "..", "datasets", "samples", v)}, 0, 0)
 			if p := n.Problems(); len(p) > 0 {
 				t.Errorf("problems: %q", p)
 			}
 			files := nautRead(t, dir)
+			checkNautilus(t, v, files, tr, tl)
+		})
+	}
+}
+
+// A window of the recording (the replay reads it all, for the definitions):
+// each instrument opens with its book as it stood, as a snapshot, and the
+// deltas rebuild every valid book of the window.
+func TestNautilusWindow(t *testing.T) {
+	for _, v := range []string{venue.Polymarket, venue.Hyperliquid} {
+		t.Run(v, func(t *testing.T) {
+			path := filepath.Join("..", "..", "datasets", "samples", v)
+			r, err := replayer.New([]string{path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			span := r.EndNs() - r.StartNs()
+			from, to := r.StartNs()+span/3, r.StartNs()+2*span/3
+			dir, tr, tl, n := nautExport(t, []string{path}, from, to)
+			if p := n.Problems(); len(p) > 0 {
+				t.Errorf("problems: %q", p)
+			}
+			in := tr.states[:0]
+			for _, st := range tr.states {
+				if st.recvNs >= from && st.recvNs < to {
+					in = append(in, st)
+				}
+			}
+			tr.states = in
+			files := nautRead(t, dir)
+			for p, f := range files {
+				if strings.HasPrefix(p, "data/"+NautilusDeltasDir+"/") {
+					if a := u64(t, f.Rows[0][nautCol(t, &f, "action")]); a != NautilusClear {
+						t.Errorf("%s opens with action %d, want a CLEAR", p, a)
+					}
+				}
+			}
 			checkNautilus(t, v, files, tr, tl)
 		})
 	}

@@ -435,8 +435,9 @@ func WithRecordedInstruments(ids ...string) Option {
 // some time of [fromNs, toNs) of receive time (0: unbounded): the row
 // current at fromNs and every change before toNs. The instruments table
 // needs the whole recording (its facts come from the REST bodies stored at
-// the start), so give the replay no window and this option instead. Other
-// tables reject it (ErrOption): window their replay.
+// the start), so give the replay no window and this option instead; so does
+// a Nautilus (NewNautilus), for its instruments' definitions. Other tables
+// reject it (ErrOption): window their replay.
 func WithWindow(fromNs, toNs int64) Option {
 	return func(c *config) error {
 		if fromNs < 0 || toNs < 0 || (toNs != 0 && toNs <= fromNs) {
