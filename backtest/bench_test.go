@@ -60,6 +60,56 @@ func BenchmarkBacktest(b *testing.B) {
 	}
 }
 
+// BenchmarkBacktestShare runs the three cases of BenchmarkBacktest in
+// turn within each round (replay, noop, mm, replay, …), so that the
+// neighbours' load on a shared machine falls on all three alike, and
+// reports each one's process CPU per run and the engine's share of the
+// replay's throughput, CPU per frame (replay-cpu / case-cpu: the targets
+// are noop ≥ 0.90, mm ≥ 0.70; issue 31):
+//
+//	go test -run X -bench BacktestShare -benchtime 10x ./backtest
+func BenchmarkBacktestShare(b *testing.B) {
+	subs := []func() (feed.Subscriber, func()){
+		func() (feed.Subscriber, func()) {
+			return feed.SubscriberFunc(func(*feed.Event) error { return nil }), func() {}
+		},
+		func() (feed.Subscriber, func()) {
+			e := NewEngine(Noop{}, Config{Cash: 1000e10})
+			return e, func() { e.Finish() }
+		},
+		func() (feed.Subscriber, func()) {
+			s, _, err := NewBuiltin("mm", Params{"spread": "0.02"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			e := NewEngine(s, Config{Cash: 1000e10})
+			return e, func() { e.Finish() }
+		},
+	}
+	var cpu [3]int64
+	for range b.N {
+		for i, sub := range subs {
+			c0 := cpuNs()
+			r, err := replayer.New([]string{pmSample}, replayer.WithHashCheck(true))
+			if err != nil {
+				b.Fatal(err)
+			}
+			s, done := sub()
+			r.Subscribe(replayer.Key{}, s)
+			if _, err := r.Run(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			done()
+			cpu[i] += cpuNs() - c0
+		}
+	}
+	for i, name := range []string{"replay", "noop", "mm"} {
+		b.ReportMetric(float64(cpu[i])/1e6/float64(b.N), name+"-cpu-ms")
+	}
+	b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "noop-share")
+	b.ReportMetric(float64(cpu[0])/float64(cpu[2]), "mm-share")
+}
+
 // cpuNs is the process's user + system CPU time so far.
 func cpuNs() int64 {
 	var ru syscall.Rusage

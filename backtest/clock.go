@@ -241,11 +241,32 @@ type note struct {
 	atNs int64
 	seq  uint64
 	kind noteKind
-	snap Order // the order as the exchange left it (order notes)
-	fill int   // index in fills (fill notes)
+	snap orderSnap // the order as the exchange left it (order notes)
+	fill int       // index in fills (fill notes)
 	in   *Instrument
 	cash int64 // cash change (account notes)
 	pos  int64 // position change (account notes)
+}
+
+// orderSnap is what of an order the exchange can change after it was
+// submitted (the rest is as the strategy sent it): a report carries these
+// rather than the whole Order, which the notes' heap would move about.
+type orderSnap struct {
+	id                                    uint64
+	price, size, filled, activeNs, doneNs int64
+	reason                                string
+	status                                Status
+}
+
+func snapOf(o *Order) orderSnap {
+	return orderSnap{id: o.ID, price: o.Price, size: o.Size, filled: o.Filled, activeNs: o.ActiveNs, doneNs: o.DoneNs,
+		reason: o.Reason, status: o.Status}
+}
+
+// apply makes the strategy's copy lo of an order what the report says.
+func (s *orderSnap) apply(lo *Order) {
+	lo.Price, lo.Size, lo.Filled, lo.ActiveNs, lo.DoneNs = s.price, s.size, s.filled, s.activeNs, s.doneNs
+	lo.Reason, lo.Status = s.reason, s.status
 }
 
 type noteKind uint8
@@ -264,10 +285,9 @@ func (e *Engine) note(o *Order) { e.noteWith(o, "") }
 // report (a cancel the venue refused).
 func (e *Engine) noteWith(o *Order, reason string) {
 	e.seq++
-	n := note{atNs: e.noteAt(), seq: e.seq, kind: noteOrder, snap: *o}
-	n.snap.Queue, n.snap.prevLevel, n.snap.tradedHere = 0, 0, 0
+	n := note{atNs: e.noteAt(), seq: e.seq, kind: noteOrder, snap: snapOf(o)}
 	if reason != "" {
-		n.snap.Reason = reason
+		n.snap.reason = reason
 	}
 	e.notes.push(n)
 }
@@ -303,8 +323,8 @@ func (e *Engine) deliver() {
 			e.view.cash += n.cash
 			n.in.view.pos += n.pos
 		case noteFill:
-			f := e.fills[n.fill]
-			e.view.fills = append(e.view.fills, f)
+			f := &e.fills[n.fill]
+			e.view.fills = append(e.view.fills, *f)
 			if lo := e.view.orders[f.OrderID-1]; f.filled > lo.Filled {
 				lo.Filled = f.filled
 			}
@@ -315,12 +335,14 @@ func (e *Engine) deliver() {
 				n.in.view.pos -= f.Size
 			}
 			if h, ok := e.strat.(FillHandler); ok && !e.stratDead {
-				e.guard(&feed.Event{RecvNs: e.nowNs}, func() { h.OnFill(&e.ctx, &f) })
+				fc := new(Fill) // the strategy's own copy: only a handler's costs an allocation
+				*fc = *f
+				e.guard(&feed.Event{RecvNs: e.nowNs}, func() { h.OnFill(&e.ctx, fc) })
 			}
 		case noteOrder:
-			lo := e.view.orders[n.snap.ID-1]
+			lo := e.view.orders[n.snap.id-1]
 			wasDone := lo.Status.Done()
-			*lo = n.snap
+			n.snap.apply(lo)
 			if !wasDone && lo.Status.Done() {
 				if in := e.lookup(lo.Instrument); in != nil {
 					in.view.drop(lo)

@@ -36,7 +36,19 @@
 //     order leaves the book one minute before it), FOK and FAK (a BUY sized
 //     in dollars, Amount; a SELL in shares), post-only on GTC/GTD (rejected
 //     if marketable); tick size 0.01 until a book summary or a
-//     tick_size_change says otherwise, minimum size 5 or the summary's; a
+//     tick_size_change says otherwise, minimum size 5 or the summary's
+//     (resting orders); sizes in whole hundredths of a share at every tick
+//     size, a market BUY's dollars in cents, the shares it receives in at
+//     most 4 decimals, and a marketable BUY (dollar-sized, or a limit BUY
+//     that crosses) worth $1 at least, refused in the venue's words
+//     ("invalid amounts, the buy orders maker amount supports a max
+//     accuracy of 4 decimals, taker amount a max of 2 decimals", "invalid
+//     amount for a marketable BUY order ($0.75), min size: $1";
+//     py-clob-client's ROUNDING_CONFIG, sources in venue/polymarket's
+//     Trading); every fill is whole lots of 0.01 (a dollar BUY's 0.0001),
+//     the rest of the order resting, the rest of a level finer than a lot
+//     left to others (the venue fills finer remainders of market orders:
+//     a conservative model); a
 //     SELL needs the tokens (Config.AllowShort lifts it). The two tokens of
 //     a market are one mirrored book: a BUY YES at p meets resting SELL YES
 //     and BUY NO at 1 − p (the larger of the two sizes at a price, never
@@ -174,10 +186,50 @@
 // Config.EquityEveryNs, default one second, and at the end: one sample per
 // time, the latest state), the positions
 // at those samples and the markouts (mid 1 s, 10 s and 60 s after each fill,
-// signed as a gain). Summary has PnL, fees, rebates, funding, turnover, fill
-// ratio, max drawdown, daily Sharpe, the mean markouts and a digest (XXH64
-// of every order's final state, every fill and the cash): the same data,
-// strategy and parameters give the same digest and byte-identical files.
+// signed as a gain). Summary has PnL (in all and by instrument), fees,
+// rebates, funding, turnover, the fill ratio in dollars (a dollar-sized
+// order counts at its amount) and each venue's orders, fills and units,
+// max drawdown, Sharpe and Sortino of the equity's changes over
+// Config.ReturnPeriodNs (default one minute; each change divided by the
+// starting cash, annualized by √(365 days / period); Sortino's deviation
+// is of the negative returns), peak margin, liquidations, refused cancels,
+// the mean markouts and a digest (XXH64 of every order's final state,
+// every fill and the cash): the same data, strategy and parameters give
+// the same digest and byte-identical files. The drawdown, ratios and
+// markouts are folded into the summary as the run goes (the ratios from
+// exact sums of the fixed-point equity changes), so a summary-only run
+// (ManyOptions.SummaryOnly: no series kept, no orders or fills handed
+// back, what sweeps without tables use) has the very same summary.
+//
+// # Balances and margin
+//
+// Config.Cash is the starting collateral. Polymarket is fully
+// collateralized: a BUY needs price × size (a dollar-sized BUY its amount)
+// plus its taker fee at the limit in cash beyond what resting BUYs hold,
+// else INVALID_ORDER_NOT_ENOUGH_BALANCE; a SELL needs the tokens beyond
+// what resting SELLs hold (no naked shorts; Config.AllowShort lifts it).
+// The complement is another token: holding NO does not let one sell YES;
+// to be short YES is to buy NO, which the mirrored book makes the same
+// order as a SELL YES at 1 − p, and each token's position is marked and
+// settled on its own. Hyperliquid is cross margin, a model of the venue's
+// ("Margining", hyperliquid.gitbook.io), with each asset's max leverage L
+// from the recorded meta (1 when none was recorded):
+//
+//	initial     = Σ |position| × mark / L + Σ resting size × price / L
+//	maintenance = MaintenanceShare × Σ |position| × mark / L   (½: half
+//	              the initial margin at max leverage, as the venue states)
+//	equity      = cash + Σ position × mark
+//
+// An order that increases a position by q at price p needs q × p / L of
+// equity − initial free, else "Insufficient margin to place order." with
+// the figures. When equity < maintenance (checked at each event of an
+// instrument held and after funding) the account is liquidated, as a
+// model: every resting order of the venue cancelled and every position
+// closed at its mark by a taker order tagged "liquidation", paying the
+// taker fee (the venue's liquidators sell through the book and its
+// backstop vault keeps the remaining margin; neither is simulated). The
+// mark is the recorded mark price, else the last uncrossed mid, else the
+// last fill. Summary.PeakMargin is the largest initial margin seen.
 //
 // WriteTables writes five tables into a directory, NAME.csv, NAME.parquet or
 // NAME.arrow by format, through replayer/export's typed tables: the very

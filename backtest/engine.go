@@ -169,6 +169,14 @@ type Engine struct {
 	nextEq    int64
 	marksOut  []Markout
 	events    uint64
+
+	// summaryOnly keeps no series (equity, positions, markouts) and hands
+	// back no orders or fills (ManyOptions.SummaryOnly): the summary's
+	// figures come from curve and markSums, which every run keeps.
+	summaryOnly bool
+	curve       curve
+	markSums    markoutSums
+	markHi      []int // by index in Config.MarkoutsNs: the first index of the same horizon
 }
 
 // StrategyError is a strategy panic, isolated: the strategy receives nothing
@@ -273,6 +281,19 @@ func NewEngine(s Strategy, cfg Config) *Engine {
 		venues: map[string]*venueRules{}, cash: cfg.Cash, feeStates: map[string]*feeState{}, feeUse: map[feeUseKey]int{}}
 	e.view.cash = cfg.Cash
 	e.ctx.e = e
+	e.curve = newCurve(cfg.ReturnPeriodNs, cfg.Cash)
+	n := len(cfg.MarkoutsNs)
+	e.markSums = markoutSums{sum: make([]float64, n), n: make([]int, n)}
+	e.markHi = make([]int, n)
+	for i, h := range cfg.MarkoutsNs {
+		e.markHi[i] = i
+		for j := range i {
+			if cfg.MarkoutsNs[j] == h {
+				e.markHi[i] = j
+				break
+			}
+		}
+	}
 	return e
 }
 
@@ -319,6 +340,9 @@ func (e *Engine) instrument(ven, id string, sc book.Scale) *Instrument {
 	in := &Instrument{ID: id, Venue: ven, Scale: sc, SzDecimals: -1, rules: r}
 	if r != nil {
 		in.Tick, in.MinSize = r.t.Tick, r.t.MinSize
+		if r.t.SizeDecimals > 0 {
+			in.SzDecimals = r.t.SizeDecimals
+		}
 	}
 	e.insts[id] = in
 	e.instList = append(e.instList, in)

@@ -38,6 +38,17 @@ type ManyOptions struct {
 	// Also are further subscribers of the same replay (a tearsheet's book
 	// sampler, say), each given every event after the engines.
 	Also []feed.Subscriber
+	// SummaryOnly keeps, for each run, what its Summary needs and no more:
+	// the equity curve, the positions and the markouts are folded into the
+	// summary's figures as the run goes instead of kept as series, and each
+	// Result holds its Summary, Errors, Scales and Markets only (no Orders,
+	// Fills, Equity, Positions or Markouts: there are no tables to write).
+	// What a finished run keeps does not grow with the recording's length.
+	// The summaries are those of full runs to the last bit (the full runs
+	// compute their figures the same way). The strategies see no
+	// difference: a run still keeps its orders and fills while it runs
+	// (Context.Order, Context.Fills and the digest need them).
+	SummaryOnly bool
 }
 
 // RunMany replays paths once and runs every spec's strategy on its own
@@ -56,6 +67,7 @@ func RunMany(ctx context.Context, paths []string, specs []Spec, mo ManyOptions) 
 			return nil, nil, err
 		}
 		engines[i] = NewEngine(sp.Strategy, sp.Config)
+		engines[i].summaryOnly = mo.SummaryOnly
 	}
 	// What REST bodies before a window state holds in it for every engine,
 	// as in Run.

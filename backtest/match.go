@@ -58,6 +58,15 @@ func (e *Engine) enter(in *Instrument, o *Order) {
 		e.reject(in, o, reason)
 		return
 	}
+	if marketable && o.Side == Buy && o.Amount == 0 {
+		// A limit BUY that takes liquidity is a marketable order too: the
+		// venue's minimum value for one (Polymarket $1).
+		v := Notional(o.Price, o.Size, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
+		if m := minMarketable(in); m > 0 && v < m*pow10(CashDecimals-in.Scale.PriceDecimals) {
+			e.reject(in, o, reasonText(t.Reasons.MinMarketable, "", 0, 0, fmtDec(v, CashDecimals)))
+			return
+		}
+	}
 	if o.TIF == FOK && !e.canFill(in, o, opp) {
 		e.reject(in, o, t.Reasons.FOKUnfilled)
 		return
@@ -123,7 +132,8 @@ func better(s Side, p, limit int64) bool {
 // price's liquidity is the larger of the two, never their sum.
 //
 // local selects the books as the strategy received them (Context.Take,
-// Available) instead of the exchange's (matching).
+// Available) instead of the exchange's (matching). The slice is in's
+// scratch space, valid until the next call for in.
 func (e *Engine) levels(in *Instrument, opp book.Side, local bool) []book.Level {
 	b := in.xbook()
 	if local {
@@ -153,8 +163,9 @@ func (e *Engine) levels(in *Instrument, opp book.Side, local bool) []book.Level 
 	for i := range mir {
 		mir[i].Price = one - mir[i].Price
 	}
-	// merge own and mir (both best first for opp) into the tail.
-	out := in.scratch[len(in.scratch):]
+	// merge own and mir (both best first for opp) into in.merged, kept
+	// between calls: appending past scratch's end would allocate each time.
+	out := in.merged[:0]
 	i, j := 0, 0
 	bestFirst := func(a, b int64) bool {
 		if opp == book.Ask {
@@ -178,8 +189,8 @@ func (e *Engine) levels(in *Instrument, opp book.Side, local bool) []book.Level 
 			j++
 		}
 	}
-	in.scratch = append(in.scratch[:0], out...)
-	return in.scratch
+	in.merged = out
+	return out
 }
 
 func (e *Engine) crosses(in *Instrument, o *Order, opp book.Side) bool {
@@ -234,6 +245,11 @@ func (e *Engine) canFill(in *Instrument, o *Order, opp book.Side) bool {
 			break
 		}
 		avail := l.Size - in.takenAt(opp, l.Price)
+		if amt > 0 {
+			avail -= avail % in.dollarLot()
+		} else {
+			avail -= avail % in.Lot()
+		}
 		if avail <= 0 {
 			continue
 		}
@@ -268,15 +284,21 @@ func (e *Engine) take(in *Instrument, o *Order, opp book.Side) {
 		}
 		var q int64
 		if o.Amount > 0 {
-			// shares = dollars / price, floored to the size scale.
+			// shares = dollars / price, floored to what a market BUY
+			// receives (the venue's share decimals for it, else the lot).
 			q = mulDivFloor(amtLeft, pow10(sc.SizeDecimals), l.Price*cashUnit)
 			q = min(q, avail)
-			q -= q % in.Lot()
+			q -= q % in.dollarLot()
 			if q <= 0 {
 				break
 			}
 		} else {
+			// Whole lots: the rest of a level finer than the lot stays.
 			q = min(avail, o.Leaves())
+			q -= q % in.Lot()
+			if q <= 0 {
+				continue
+			}
 		}
 		e.consume(in, opp, l.Price, q)
 		if o.Amount > 0 {
@@ -343,8 +365,11 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 	e.fills = append(e.fills, Fill{Seq: uint64(len(e.fills) + 1), OrderID: o.ID, Venue: in.Venue, Instrument: in.ID,
 		Side: o.Side, Price: price, Size: q, Liquidity: liq, Queue: queue, Fee: fee, ExchangeNs: e.xNs, RecvNs: at,
 		Tag: o.Tag, cashDelta: delta, filled: o.Filled})
-	for _, h := range e.cfg.MarkoutsNs {
-		in.marks = append(in.marks, markout{fill: len(e.fills) - 1, atNs: e.xNs + h, horizon: h})
+	for i, h := range e.cfg.MarkoutsNs {
+		if len(in.marks) == 0 || e.xNs+h < in.marksDue {
+			in.marksDue = e.xNs + h
+		}
+		in.marks = append(in.marks, markout{fill: len(e.fills) - 1, atNs: e.xNs + h, horizon: h, hi: e.markHi[i]})
 	}
 	e.seq++
 	e.notes.push(note{atNs: at, seq: e.seq, kind: noteFill, fill: len(e.fills) - 1, in: in})

@@ -120,18 +120,18 @@ func TestPolymarketFOKAndFAK(t *testing.T) {
 	tp, s := pmTape(t, Config{})
 	// FOK BUY for $100 up to 0.43: asks hold 80×0.42 + 200×0.43 = $119.60,
 	// so it fills: 80 at 0.42 ($33.60) and the remaining $66.40 / 0.43 =
-	// 154.418604 shares (floored to the share scale) at 0.43.
+	// 154.418604… shares, floored to the 4 decimals a market BUY receives:
+	// 154.4186 at 0.43 ($66.399998).
 	id := tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.43"), Amount: tp.px("100"), TIF: FOK})
 	o := wantStatus(t, tp, id, StatusFilled, "")
-	if len(tp.e.fills) != 2 || tp.e.fills[0].Size != tp.sz("80") || tp.e.fills[1].Size != tp.sz("154.418604") {
+	if len(tp.e.fills) != 2 || tp.e.fills[0].Size != tp.sz("80") || tp.e.fills[1].Size != tp.sz("154.4186") {
 		t.Fatalf("fills %+v", tp.e.fills)
 	}
-	if o.Size != tp.sz("234.418604") || tp.e.insts[pmYes].Position != o.Size {
+	if o.Size != tp.sz("234.4186") || tp.e.insts[pmYes].Position != o.Size {
 		t.Fatalf("order size %d position %d", o.Size, tp.e.insts[pmYes].Position)
 	}
-	spent := cash(t, "1000") - tp.e.cash
-	if spent > cash(t, "100") || spent < cash(t, "99.9999") {
-		t.Fatalf("spent %d, want at most $100", spent)
+	if spent := cash(t, "1000") - tp.e.cash; spent != cash(t, "99.999998") {
+		t.Fatalf("spent %d, want $33.60 + $66.399998", spent)
 	}
 	// The levels it took are gone for the next taker until the venue
 	// updates them: a FOK BUY of $20 at 0.42 cannot fill.
@@ -225,5 +225,84 @@ func TestPolymarketLargeDollarBuy(t *testing.T) {
 	o := wantStatus(t, tp, id, StatusFilled, "")
 	if o.Size != tp.sz("280") || tp.e.cash != cash(t, "100000")-cash(t, "119.6") {
 		t.Fatalf("bought %d for %d, want 280 shares for $119.60", o.Size, cash(t, "100000")-tp.e.cash)
+	}
+}
+
+// Polymarket's size rules (venue/polymarket Trading): sizes in hundredths
+// of a share, a market BUY's dollars in cents, a marketable BUY worth $1
+// at least; refused in the venue's words. Fills come in whole lots and
+// the rest rests.
+func TestPolymarketSizeRules(t *testing.T) {
+	tp, s := pmTape(t, Config{})
+	for _, c := range []struct {
+		r    OrderRequest
+		want string
+	}{
+		{OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.40"), Size: tp.sz("10.005"), TIF: GTC},
+			"invalid amounts, the buy orders maker amount supports a max accuracy of 4 decimals, taker amount a max of 2 decimals"},
+		{OrderRequest{Instrument: pmYes, Side: Sell, Price: tp.px("0.45"), Size: tp.sz("5.001"), TIF: GTC},
+			"invalid amounts, the sell orders maker amount supports a max accuracy of 2 decimals, taker amount a max of 4 decimals"},
+		{OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.43"), Amount: tp.px("10.005"), TIF: FOK},
+			"invalid amounts, the market buy orders maker amount supports a max accuracy of 2 decimals, taker amount a max of 4 decimals"},
+		{OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.43"), Amount: tp.px("0.99"), TIF: FAK},
+			"invalid amount for a marketable BUY order ($0.99), min size: $1"},
+	} {
+		id := tp.submit(s, c.r)
+		if o := wantStatus(t, tp, id, StatusRejected, ""); o.Reason != c.want {
+			t.Fatalf("%+v: reason %q, want %q", c.r, o.Reason, c.want)
+		}
+	}
+	if len(tp.e.fills) != 0 || tp.e.cash != cash(t, "1000") {
+		t.Fatal("a rejection left a trace")
+	}
+	// A finer ask, 80.005 at 0.42 (the NO bid mirrors 80 there: the larger
+	// stands). A crossing GTC BUY of 100 takes 80.00, whole lots; the
+	// 0.005 left is no lot; the other 20 rest at 0.42 with nothing ahead.
+	tp.pmChange(pmYes, "SELL", "0.42", "80.005")
+	id := tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.42"), Size: tp.sz("100"), TIF: GTC})
+	o := wantStatus(t, tp, id, StatusOpen, "")
+	if len(tp.e.fills) != 1 || tp.e.fills[0].Size != tp.sz("80") || o.Leaves() != tp.sz("20") || o.Queue != 0 {
+		t.Fatalf("fills %+v leaves %d queue %d: want 80 taken, 20 resting", tp.e.fills, o.Leaves(), o.Queue)
+	}
+	// cash 1000 − 80 × 0.42 = 966.40.
+	if tp.e.cash != cash(t, "966.4") {
+		t.Fatalf("cash %d, want 966.40", tp.e.cash)
+	}
+	// A trade of 7.777 at 0.42 fills the resting rest 7.77 (whole lots);
+	// 12.23 rest. cash 966.40 − 7.77 × 0.42 = 966.40 − 3.2634 = 963.1366.
+	tp.pmTrade(pmYes, "SELL", "0.42", "7.777")
+	if len(tp.e.fills) != 2 || tp.e.fills[1].Size != tp.sz("7.77") || o.Leaves() != tp.sz("12.23") || o.Status != StatusOpen {
+		t.Fatalf("fills %+v leaves %d: want 7.77 filled, 12.23 resting", tp.e.fills, o.Leaves())
+	}
+	if tp.e.cash != cash(t, "963.1366") || tp.e.insts[pmYes].Position != tp.sz("87.77") {
+		t.Fatalf("cash %d position %d, want 963.1366 and 87.77", tp.e.cash, tp.e.insts[pmYes].Position)
+	}
+	// At tick 0.001 a SELL's dollars have 5 decimals.
+	tp.pmTick(pmYes, "0.01", "0.001")
+	id = tp.submit(s, OrderRequest{Instrument: pmYes, Side: Sell, Price: tp.px("0.455"), Size: tp.sz("5.001"), TIF: GTC})
+	if o := tp.e.order(id); o.Reason != "invalid amounts, the sell orders maker amount supports a max accuracy of 2 decimals, taker amount a max of 5 decimals" {
+		t.Fatalf("reason %q", o.Reason)
+	}
+}
+
+// A limit BUY that crosses is a marketable order: worth $1 at least. A
+// resting one is bound only by the 5-share minimum.
+func TestPolymarketMarketableBuyMinimum(t *testing.T) {
+	s := &script{}
+	tp := newTape(t, venue.Polymarket, s, Config{Cash: cash(t, "1000")})
+	tp.pmBook(pmYes, "0.10:100", "0.15:50")
+	tp.pmBook(pmNo, "0.85:50", "0.90:100")
+	// 5 × 0.15 = $0.75 crossing: refused.
+	id := tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.15"), Size: tp.sz("5"), TIF: GTC})
+	if o := wantStatus(t, tp, id, StatusRejected, ""); o.Reason != "invalid amount for a marketable BUY order ($0.75), min size: $1" {
+		t.Fatalf("reason %q", o.Reason)
+	}
+	// 5 × 0.14 = $0.70 resting: open.
+	wantStatus(t, tp, tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.14"), Size: tp.sz("5"), TIF: GTC}), StatusOpen, "")
+	// 6.67 × 0.15 = $1.0005 crossing: filled, cash 1000 − 1.0005.
+	id = tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.15"), Size: tp.sz("6.67"), TIF: GTC})
+	wantStatus(t, tp, id, StatusFilled, "")
+	if tp.e.cash != cash(t, "998.9995") {
+		t.Fatalf("cash %d, want 998.9995", tp.e.cash)
 	}
 }

@@ -43,6 +43,7 @@ type markout struct {
 	fill    int
 	atNs    int64
 	horizon int64
+	hi      int // index of the horizon's sums (markoutSums)
 }
 
 // Markout is the mid price a horizon after a fill, signed so that positive
@@ -56,18 +57,20 @@ type Markout struct {
 }
 
 func (e *Engine) markouts(in *Instrument, nowNs int64) {
-	if len(in.marks) == 0 {
-		return
+	if len(in.marks) == 0 || nowNs < in.marksDue {
+		return // none due: most events of a traded instrument
 	}
 	mid, ok := in.Mid()
 	if !ok {
 		return
 	}
 	k := 0
+	due := int64(math.MaxInt64)
 	for _, m := range in.marks {
 		if m.atNs > nowNs {
 			in.marks[k] = m
 			k++
+			due = min(due, m.atNs)
 			continue
 		}
 		f := &e.fills[m.fill]
@@ -75,9 +78,13 @@ func (e *Engine) markouts(in *Instrument, nowNs int64) {
 		if f.Side == Sell {
 			d = -d
 		}
-		e.marksOut = append(e.marksOut, Markout{Fill: f.Seq, Horizon: m.horizon, Mid: mid, PnL: d})
+		e.markSums.add(m.hi, float64(d)/float64(pow10(in.Scale.PriceDecimals)))
+		if !e.summaryOnly {
+			e.marksOut = append(e.marksOut, Markout{Fill: f.Seq, Horizon: m.horizon, Mid: mid, PnL: d})
+		}
 	}
 	in.marks = in.marks[:k]
+	in.marksDue = due
 }
 
 // value is the position at its mark: the settlement once resolved, else
@@ -116,6 +123,11 @@ func (e *Engine) sample(nowNs int64) {
 // (the end of a run, right after the last event's) is replaced: one
 // sample per time, the latest state.
 func (e *Engine) record(nowNs int64) {
+	p := EquityPoint{RecvNs: nowNs, Cash: e.cash, Equity: e.equityNow()}
+	e.curve.add(p)
+	if e.summaryOnly {
+		return
+	}
 	if n := len(e.equity); n > 0 && e.equity[n-1].RecvNs == nowNs {
 		e.equity = e.equity[:n-1]
 		k := len(e.positions)
@@ -124,7 +136,7 @@ func (e *Engine) record(nowNs int64) {
 		}
 		e.positions = e.positions[:k]
 	}
-	e.equity = append(e.equity, EquityPoint{RecvNs: nowNs, Cash: e.cash, Equity: e.equityNow()})
+	e.equity = append(e.equity, p)
 	for _, in := range e.instList {
 		if in.Position == 0 && len(in.open) == 0 {
 			continue
@@ -319,23 +331,8 @@ func (e *Engine) result() *Result {
 	s.FeeRates = e.feeRates()
 	// Drawdown on the equity curve; Sharpe and Sortino on its changes over
 	// periods of ReturnPeriodNs (the last sample in each period).
-	period := e.cfg.ReturnPeriodNs
-	s.ReturnPeriodNs = period
-	peak := math.Inf(-1)
-	var bucket int64 = math.MinInt64
-	var eqs []float64
-	for _, p := range e.equity {
-		v := cashF(p.Equity)
-		peak = math.Max(peak, v)
-		s.MaxDrawdown = math.Max(s.MaxDrawdown, peak-v)
-		if b := p.RecvNs / period; b != bucket {
-			bucket = b
-			eqs = append(eqs, v)
-		} else {
-			eqs[len(eqs)-1] = v
-		}
-	}
-	s.Sharpe, s.Sortino = ratios(eqs, s.StartCash, period)
+	s.ReturnPeriodNs = e.cfg.ReturnPeriodNs
+	s.MaxDrawdown, s.Sharpe, s.Sortino = e.curve.figures()
 	s.PeakMargin, s.Liquidations, s.CancelRejects = cashF(e.peakMargin), e.liquidations, e.cancelRejects
 	s.InstrumentPnL = map[string]float64{}
 	for _, in := range e.instList {
@@ -345,18 +342,9 @@ func (e *Engine) result() *Result {
 		}
 	}
 	s.Markouts = map[string]float64{}
-	for _, h := range e.cfg.MarkoutsNs {
-		var sum float64
-		n := 0
-		for _, m := range e.marksOut {
-			if m.Horizon == h {
-				in := e.lookup(e.fills[m.Fill-1].Instrument)
-				sum += float64(m.PnL) / float64(pow10(in.Scale.PriceDecimals))
-				n++
-			}
-		}
-		if n > 0 {
-			s.Markouts[horizonName(h)] = sum / float64(n)
+	for i, h := range e.cfg.MarkoutsNs {
+		if n := e.markSums.n[i]; n > 0 {
+			s.Markouts[horizonName(h)] = e.markSums.sum[i] / float64(n)
 		}
 	}
 	s.Positions = map[string]float64{}
@@ -369,43 +357,10 @@ func (e *Engine) result() *Result {
 		s.StrategyError = e.stratErr.Error()
 	}
 	s.Digest = e.digest()
+	if e.summaryOnly {
+		r.Orders, r.Fills = nil, nil // the summary is all a summary-only run hands back
+	}
 	return r
-}
-
-// ratios returns the annualized Sharpe and Sortino ratios of the changes
-// between consecutive equity values (the first against the starting
-// cash), as returns on the starting cash.
-func ratios(eqs []float64, start float64, period int64) (sharpe, sortino float64) {
-	if len(eqs) < 2 || start <= 0 {
-		return 0, 0
-	}
-	rets := make([]float64, len(eqs))
-	prev := start
-	for i, v := range eqs {
-		rets[i] = (v - prev) / start
-		prev = v
-	}
-	var m, sd, dd float64
-	for _, x := range rets {
-		m += x
-	}
-	m /= float64(len(rets))
-	for _, x := range rets {
-		sd += (x - m) * (x - m)
-		if x < 0 {
-			dd += x * x
-		}
-	}
-	sd = math.Sqrt(sd / float64(len(rets)-1))
-	dd = math.Sqrt(dd / float64(len(rets)))
-	ann := math.Sqrt(365 * 86400e9 / float64(period))
-	if sd > 0 {
-		sharpe = m / sd * ann
-	}
-	if dd > 0 {
-		sortino = m / dd * ann
-	}
-	return sharpe, sortino
 }
 
 func horizonName(ns int64) string {

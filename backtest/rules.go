@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/venue"
@@ -93,6 +95,12 @@ func check(in *Instrument, o *Order, nowNs int64) string {
 		if o.Amount <= 0 || o.Size != 0 {
 			return fmt.Sprintf("%s: a %s BUY is sized in dollars (Amount), not shares", r.MinSize, o.TIF)
 		}
+		if d := t.DollarDecimals; d > 0 && d < int(sc.PriceDecimals) && o.Amount%pow10(sc.PriceDecimals-uint8(d)) != 0 {
+			return reasonText(r.Size, "market buy", d, t.DollarShareDecimals, "amount "+p(o.Amount))
+		}
+		if m := minMarketable(in); m > 0 && o.Amount < m {
+			return reasonText(r.MinMarketable, "", 0, 0, p(o.Amount))
+		}
 	} else if o.Amount != 0 {
 		return fmt.Sprintf("%s: only FOK/FAK BUYs are sized in dollars", r.MinSize)
 	}
@@ -111,7 +119,14 @@ func check(in *Instrument, o *Order, nowNs int64) string {
 			return fmt.Sprintf("%s (size %s)", r.MinSize, sz(o.Size))
 		}
 		if lot := in.Lot(); lot > 1 && o.Size%lot != 0 {
-			return fmt.Sprintf("%s (size %s: szDecimals %d)", r.Size, sz(o.Size), in.SzDecimals)
+			// A BUY's maker amount is its dollars (price × size: the
+			// tick's decimals and the size's), its taker amount the
+			// shares; a SELL's the reverse.
+			dollars := tickDecimals(in) + in.SzDecimals
+			if o.Side == Buy {
+				return reasonText(r.Size, "buy", dollars, in.SzDecimals, fmt.Sprintf("size %s: szDecimals %d", sz(o.Size), in.SzDecimals))
+			}
+			return reasonText(r.Size, "sell", in.SzDecimals, dollars, fmt.Sprintf("size %s: szDecimals %d", sz(o.Size), in.SzDecimals))
 		}
 		if in.MinSize > 0 && o.TIF != FOK && o.TIF != FAK && o.Size < in.MinSize {
 			return fmt.Sprintf("%s (size %s, minimum %s)", r.MinSize, sz(o.Size), sz(in.MinSize))
@@ -125,6 +140,45 @@ func check(in *Instrument, o *Order, nowNs int64) string {
 		return r.ReduceOnly
 	}
 	return ""
+}
+
+// reasonText fills a venue's rejection text (venue.TradingReasons): its
+// {side}, {maker}, {taker} and {amount}, or, when it names none of them,
+// the details appended in parentheses.
+func reasonText(text, side string, maker, taker int, details string) string {
+	if !strings.Contains(text, "{") {
+		return text + " (" + details + ")"
+	}
+	return strings.NewReplacer("{side}", side, "{maker}", strconv.Itoa(maker), "{taker}", strconv.Itoa(taker),
+		"{amount}", details).Replace(text)
+}
+
+// tickDecimals is the number of decimals of the instrument's tick (0.01:
+// 2); the price scale's when it has none.
+func tickDecimals(in *Instrument) int {
+	d := int(in.Scale.PriceDecimals)
+	for t := in.Tick; t > 0 && t%10 == 0 && d > 0; t /= 10 {
+		d--
+	}
+	return d
+}
+
+// minMarketable is the venue's smallest marketable BUY at the price scale
+// (venue.Trading.MinMarketableBuy); 0 when it has none.
+func minMarketable(in *Instrument) int64 {
+	if in.rules == nil || in.rules.t.MinMarketableBuy <= 0 {
+		return 0
+	}
+	return int64(math.Round(in.rules.t.MinMarketableBuy * float64(pow10(in.Scale.PriceDecimals))))
+}
+
+// dollarLot is the share step of what a dollar-sized BUY receives
+// (venue.Trading.DollarShareDecimals), else the lot.
+func (in *Instrument) dollarLot() int64 {
+	if d := in.rules.t.DollarShareDecimals; d > 0 && d <= int(in.Scale.SizeDecimals) {
+		return pow10(in.Scale.SizeDecimals - uint8(d))
+	}
+	return in.Lot()
 }
 
 // maxPriceDecimals is the significant-figures rule's decimal limit:
@@ -247,7 +301,9 @@ type Instrument struct {
 	cashFlow    int64      // cash its fills, funding and settlement moved (PnL by instrument)
 	taken       []takenLevel
 	scratch     []book.Level
+	merged      []book.Level // levels' merge of a book and its mirror
 	marks       []markout
+	marksDue    int64 // the earliest atNs in marks (valid when marks is not empty)
 }
 
 // takenLevel remembers recorded size the strategy's taker orders consumed

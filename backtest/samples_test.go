@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/replayer"
 )
 
@@ -148,7 +149,7 @@ func TestDeterminism(t *testing.T) {
 		q, _ := ParseQueueModel("power:2")
 		cfg.Queue = q
 		res := runBuiltin(t, pmSample, "mm", Params{"spread": "0.02"}, cfg)
-		files := writeAll(t, res, t.TempDir())
+		files := writeAll(t, res, t.TempDir(), columnar.Options{})
 		j, err := json.Marshal(res.Summary)
 		if err != nil {
 			t.Fatal(err)

@@ -93,12 +93,12 @@ func (Noop) OnEvent(*Context, *feed.Event) {}
 type MM struct {
 	Spread, Size, Skew, MaxPos float64
 	Only                       string
-	quotes                     map[string]*[2]uint64 // instrument → bid, ask order ids
-	cancelling                 map[uint64]bool       // cancels sent, not yet answered
+	quotes                     map[*Instrument]*[2]uint64 // bid, ask order ids (by pointer: ids are 77 digits on Polymarket)
+	cancelling                 map[uint64]bool            // cancels sent, not yet answered
 }
 
 func newMM(p Params) (Strategy, error) {
-	m := &MM{Only: p["instrument"], quotes: map[string]*[2]uint64{}, cancelling: map[uint64]bool{}}
+	m := &MM{Only: p["instrument"], quotes: map[*Instrument]*[2]uint64{}, cancelling: map[uint64]bool{}}
 	var err error
 	for _, f := range []struct {
 		k string
@@ -148,10 +148,10 @@ func (m *MM) OnEvent(ctx *Context, e *feed.Event) {
 	if lot := in.Lot(); lot > 1 {
 		size = max(size/lot*lot, lot)
 	}
-	q := m.quotes[in.ID]
+	q := m.quotes[in]
 	if q == nil {
 		q = new([2]uint64)
-		m.quotes[in.ID] = q
+		m.quotes[in] = q
 	}
 	m.quote(ctx, in, &q[0], Buy, in.ID, bid, size, inv < m.MaxPos && bid > 0)
 	if in.Outcomes() && !ctx.e.cfg.AllowShort && pos < size {
@@ -264,9 +264,17 @@ func (c *Complement) OnEvent(ctx *Context, e *feed.Event) {
 	// leg is a bet.
 	unitSz := pow10(in.Scale.SizeDecimals)
 	shares := min(ctx.Shares(yes.ID, c.Size), sy, sn)
-	shares = shares / unitSz * unitSz
-	if shares <= 0 {
-		return
+	// Whole shares, as many as keep both legs' dollars within the venue's
+	// decimals (cents on Polymarket): price × n in whole cents.
+	n := shares / unitSz
+	if d := in.rules.t.DollarDecimals; d > 0 && d < int(in.Scale.PriceDecimals) {
+		cent := pow10(in.Scale.PriceDecimals - uint8(d))
+		step := lcm(cent/gcd(ay, cent), cent/gcd(an, cent))
+		n -= n % step
+	}
+	shares = n * unitSz
+	if m := minMarketable(in); shares <= 0 || ay*n < m || an*n < m {
+		return // a leg below the venue's smallest market BUY would be refused
 	}
 	for _, x := range []struct {
 		in *Instrument
@@ -277,3 +285,12 @@ func (c *Complement) OnEvent(ctx *Context, e *feed.Event) {
 	}
 	c.busy[yes.ID] = true
 }
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+func lcm(a, b int64) int64 { return a / gcd(a, b) * b }

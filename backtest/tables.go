@@ -9,10 +9,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/tapedeck/tapedeck/replayer/export"
+	"github.com/tapedeck/tapedeck/columnar"
 )
 
-// Metadata keys of every table WriteTables writes (besides export's
+// Metadata keys of every table WriteTables writes (besides columnar's
 // tapedeck.table, backtest_NAME, and tapedeck.datasets): the run's digest,
 // its strategy's name and its parameters as a JSON object.
 const (
@@ -25,11 +25,11 @@ const (
 var Tables = []string{"orders", "fills", "positions", "equity", "markouts"}
 
 // Extension returns the file extension WriteTables gives format f.
-func Extension(f export.Format) string {
+func Extension(f columnar.Format) string {
 	switch f {
-	case export.FormatParquet:
+	case columnar.Parquet:
 		return ".parquet"
-	case export.FormatArrow:
+	case columnar.Arrow:
 		return ".arrow"
 	}
 	return ".csv"
@@ -37,9 +37,9 @@ func Extension(f export.Format) string {
 
 // WriteTables writes the run's orders, fills, positions, equity and markouts
 // into dir (created if missing) as orders.EXT … markouts.EXT, through
-// replayer/export's typed tables: Parquet, Arrow IPC or CSV (export.FormatCSV)
-// by the same writers, options (export.WithCompression, WithBatchRows,
-// WithDatasets) and conventions as the replayed tables. Times are
+// columnar's typed tables: Parquet, Arrow IPC or CSV by the same writers,
+// options (compression, batch rows, source datasets) and conventions as the
+// replayed tables. Times are
 // timestamp[ns, UTC] (null where there is none), prices, sizes and money
 // exact decimals: prices and sizes at the finest scale of the run's
 // instruments (one scale per column), money at CashDecimals; CSV prints the
@@ -47,13 +47,13 @@ func Extension(f export.Format) string {
 // documented in the package doc (Outputs). Identical runs give
 // byte-identical files. A file is written to NAME.EXT.tmp and renamed when
 // complete, so a failed write leaves no partial table under its name.
-func (r *Result) WriteTables(dir string, f export.Format, opts ...export.Option) error {
+func (r *Result) WriteTables(dir string, f columnar.Format, o columnar.Options) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	tw := r.tableWriter()
 	for _, name := range Tables {
-		if err := tw.write(filepath.Join(dir, name+Extension(f)), name, f, opts); err != nil {
+		if err := tw.write(filepath.Join(dir, name+Extension(f)), name, f, o); err != nil {
 			return fmt.Errorf("backtest: write %s: %w", name, err)
 		}
 	}
@@ -101,37 +101,37 @@ func (tw *tableWriter) sz(id string, v int64) int64 {
 }
 
 // schema is table name's schema at the run's scales.
-func (tw *tableWriter) schema(name string) export.TypedSchema {
-	i64 := func(n string) export.Column { return export.Column{Name: n, Type: export.Int64} }
-	str := func(n string) export.Column { return export.Column{Name: n, Type: export.String} }
-	boolean := func(n string) export.Column { return export.Column{Name: n, Type: export.Bool} }
-	ts := func(n string, null bool) export.Column {
-		return export.Column{Name: n, Type: export.Timestamp, Nullable: null}
+func (tw *tableWriter) schema(name string) columnar.TypedSchema {
+	i64 := func(n string) columnar.Column { return columnar.Column{Name: n, Type: columnar.Int64} }
+	str := func(n string) columnar.Column { return columnar.Column{Name: n, Type: columnar.String} }
+	boolean := func(n string) columnar.Column { return columnar.Column{Name: n, Type: columnar.Bool} }
+	ts := func(n string, null bool) columnar.Column {
+		return columnar.Column{Name: n, Type: columnar.Timestamp, Nullable: null}
 	}
-	dec := func(n string, scale uint8, null bool) export.Column {
-		return export.Column{Name: n, Type: export.Decimal, Scale: scale, Nullable: null}
+	dec := func(n string, scale uint8, null bool) columnar.Column {
+		return columnar.Column{Name: n, Type: columnar.Decimal, Scale: scale, Nullable: null}
 	}
-	price := func(n string, null bool) export.Column { return dec(n, tw.pd, null) }
-	size := func(n string, null bool) export.Column { return dec(n, tw.sd, null) }
-	money := func(n string) export.Column { return dec(n, CashDecimals, false) }
-	var cols []export.Column
+	price := func(n string, null bool) columnar.Column { return dec(n, tw.pd, null) }
+	size := func(n string, null bool) columnar.Column { return dec(n, tw.sd, null) }
+	money := func(n string) columnar.Column { return dec(n, CashDecimals, false) }
+	var cols []columnar.Column
 	switch name {
 	case "orders":
-		cols = []export.Column{i64("order_id"), str("venue"), str("instrument"), str("side"), str("tif"),
+		cols = []columnar.Column{i64("order_id"), str("venue"), str("instrument"), str("side"), str("tif"),
 			boolean("post_only"), boolean("reduce_only"), price("price", false), size("size", false),
 			price("amount", true), size("filled", false), str("status"), str("reason"),
 			ts("submit_ns", true), ts("active_ns", true), ts("done_ns", true), ts("expire_ns", true), str("tag")}
 	case "fills":
-		cols = []export.Column{i64("fill_seq"), i64("order_id"), str("venue"), str("instrument"), str("side"),
+		cols = []columnar.Column{i64("fill_seq"), i64("order_id"), str("venue"), str("instrument"), str("side"),
 			price("price", false), size("size", false), str("liquidity"), size("queue_ahead", true), money("fee"),
 			ts("exchange_ts_ns", true), ts("local_ts_ns", false), str("tag")}
 	case "positions":
-		cols = []export.Column{ts("local_ts_ns", false), str("venue"), str("instrument"), size("position", false),
+		cols = []columnar.Column{ts("local_ts_ns", false), str("venue"), str("instrument"), size("position", false),
 			price("mark", false), money("value")}
 	case "equity":
-		cols = []export.Column{ts("local_ts_ns", false), money("cash"), money("equity")}
+		cols = []columnar.Column{ts("local_ts_ns", false), money("cash"), money("equity")}
 	case "markouts":
-		cols = []export.Column{i64("fill_seq"), str("venue"), str("instrument"), i64("horizon_ns"),
+		cols = []columnar.Column{i64("fill_seq"), str("venue"), str("instrument"), i64("horizon_ns"),
 			price("mid", false), price("pnl_per_unit", false)}
 	}
 	md := map[string]string{MetaDigest: tw.r.Summary.Digest}
@@ -142,11 +142,11 @@ func (tw *tableWriter) schema(name string) export.TypedSchema {
 		ps, _ := json.Marshal(tw.r.Summary.Params) // keys sorted: deterministic
 		md[MetaParams] = string(ps)
 	}
-	return export.TypedSchema{Name: "backtest_" + name, Columns: cols, Metadata: md}
+	return columnar.TypedSchema{Name: "backtest_" + name, Columns: cols, Metadata: md}
 }
 
-func (tw *tableWriter) write(path, name string, f export.Format, opts []export.Option) error {
-	return WriteFile(path, func(w *bufio.Writer) error { return tw.rows(w, name, f, opts) })
+func (tw *tableWriter) write(path, name string, f columnar.Format, o columnar.Options) error {
+	return WriteFile(path, func(w *bufio.Writer) error { return tw.rows(w, name, f, o) })
 }
 
 // WriteFile writes path through write, buffered, into a temporary file
@@ -176,7 +176,7 @@ func WriteFile(path string, write func(w *bufio.Writer) error) error {
 }
 
 // timeOrNull sets a nullable time column: 0 is no time.
-func timeOrNull(t *export.TypedTable, col int, ns int64) {
+func timeOrNull(t *columnar.TypedTable, col int, ns int64) {
 	if ns == 0 {
 		t.Null(col)
 	} else {
@@ -184,8 +184,8 @@ func timeOrNull(t *export.TypedTable, col int, ns int64) {
 	}
 }
 
-func (tw *tableWriter) rows(w *bufio.Writer, name string, f export.Format, opts []export.Option) error {
-	t, err := export.NewTypedTable(w, tw.schema(name), f, opts...)
+func (tw *tableWriter) rows(w *bufio.Writer, name string, f columnar.Format, o columnar.Options) error {
+	t, err := columnar.NewTypedTable(w, tw.schema(name), f, o)
 	if err != nil {
 		return err
 	}

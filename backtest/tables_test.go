@@ -18,7 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/tapedeck/tapedeck/book"
-	"github.com/tapedeck/tapedeck/replayer/export"
+	"github.com/tapedeck/tapedeck/columnar"
 )
 
 // colType is a column's documented type: "int64", "string", "bool",
@@ -222,11 +222,11 @@ func sameRows(t *testing.T, what string, got, want [][]string) {
 	}
 }
 
-func writeAll(t *testing.T, r *Result, dir string, opts ...export.Option) map[string][]byte {
+func writeAll(t *testing.T, r *Result, dir string, opts columnar.Options) map[string][]byte {
 	t.Helper()
 	files := map[string][]byte{}
-	for _, f := range []export.Format{export.FormatParquet, export.FormatCSV, export.FormatArrow} {
-		if err := r.WriteTables(dir, f, opts...); err != nil {
+	for _, f := range []columnar.Format{columnar.Parquet, columnar.CSV, columnar.Arrow} {
+		if err := r.WriteTables(dir, f, opts); err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range Tables {
@@ -285,7 +285,7 @@ func TestTablesHoldTheResult(t *testing.T) {
 			if last := res.Equity[len(res.Equity)-1]; cashF(last.Equity) != res.Summary.EndEquity {
 				t.Fatalf("last equity sample %+v, summary's end equity %v", last, res.Summary.EndEquity)
 			}
-			files := writeAll(t, res, t.TempDir(), export.WithBatchRows(7))
+			files := writeAll(t, res, t.TempDir(), columnar.Options{BatchRows: 7})
 			for _, name := range Tables {
 				sameRows(t, name+".parquet", readParquet(t, name, files[name+".parquet"], pd, sd), want[name])
 				sameRows(t, name+".arrow", readArrowIPC(t, name, files[name+".arrow"], pd, sd), want[name])
@@ -313,7 +313,7 @@ func TestTablesMixedScales(t *testing.T) {
 	r.Equity = []EquityPoint{{RecvNs: 8, Cash: 1, Equity: -2}}
 	r.Markouts = []Markout{{Fill: 1, Horizon: 1e9, Mid: 4600, PnL: -33}}
 	dir := t.TempDir()
-	files := writeAll(t, r, dir)
+	files := writeAll(t, r, dir, columnar.Options{})
 	want := expected(r, 8, 8)
 	if got := want["orders"][0][7]; got != "0.4567" {
 		t.Fatalf("expected price %s", got)
@@ -323,13 +323,13 @@ func TestTablesMixedScales(t *testing.T) {
 		sameRows(t, name+".csv", readCSV(t, name, files[name+".csv"]), want[name])
 	}
 	r.Fills[0].Price = 1 << 60 // × 10^4 does not fit int64
-	if err := r.WriteTables(dir, export.FormatParquet); err == nil || !strings.Contains(err.Error(), "fills") {
+	if err := r.WriteTables(dir, columnar.Parquet, columnar.Options{}); err == nil || !strings.Contains(err.Error(), "fills") {
 		t.Fatalf("overflow: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "fills.parquet.tmp")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a failed table left its temporary file: %v", err)
 	}
-	if err := r.WriteTables(dir, export.FormatTardis); !errors.Is(err, export.ErrOption) {
+	if err := r.WriteTables(dir, 4, columnar.Options{}); !errors.Is(err, columnar.ErrOption) {
 		t.Fatalf("tardis format: %v", err)
 	}
 }

@@ -27,7 +27,7 @@ const (
 	KindNote         Kind = 12 // an operator note (Control.Text)
 	KindRESTResponse Kind = 13 // a REST response the session relied on (Control.URL is in the record's Meta)
 	KindCleanClose   Kind = 14 // the recorder shut down cleanly (conn 0), or closed one connection cleanly (its conn; Control.Code, Reason)
-	KindIntegrity    Kind = 15 // the live engine found a book wrong: Control.Instruments (one), Reason (the check), Text (what was seen)
+	KindIntegrity    Kind = 15 // the live engine found a book wrong: Control.Instruments (one; for CheckRejected none or several), Reason (the check), Text (what was seen), Dropped (further findings it stands for)
 	KindResubscribe  Kind = 16 // the recorder resubscribes Control.Instruments to get fresh snapshots: Reason (why), Attempt; the frames follow as KindSent
 	KindLiveLag      Kind = 17 // the live engine skipped Control.Dropped records (FromNs..ToNs; kept in the recording) or restarted after a panic (Control.Err)
 )
@@ -38,6 +38,7 @@ const (
 	CheckHashMismatch = "hash_mismatch" // the venue's book hash differs from the hash of the rebuilt book
 	CheckTopMismatch  = "top_mismatch"  // the venue's best bid/ask differ from the rebuilt book's after a batch
 	CheckCrossed      = "crossed"       // the rebuilt book is still crossed after its batch
+	CheckRejected     = "rejected"      // the live decoder rejected a frame carrying the instrument (Control.Err): its book is invalid until its next snapshot
 	CheckStall        = "stall"         // the instrument was silent past its stall timeout (the KindStall record)
 	CheckLiveLag      = "live_lag"      // the live engine fell behind and lost the book (KindLiveLag)
 )

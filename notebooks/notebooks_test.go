@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/backtest"
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/samplegen"
 	"github.com/tapedeck/tapedeck/replayer"
@@ -270,7 +271,7 @@ func writeBacktest(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := res.WriteTables(filepath.Join(dir, "bt"), export.FormatCSV); err != nil {
+	if err := res.WriteTables(filepath.Join(dir, "bt"), columnar.CSV, columnar.Options{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -98,6 +98,9 @@ type liveRec struct {
 	// this one, received between skipFrom and skipTo (wall ns).
 	skipped          uint64
 	skipFrom, skipTo int64
+	// settle, when set, is no record: the engine writes what it holds
+	// back and closes it (see settle).
+	settle chan struct{}
 }
 
 // liveEngine is the live engine of one Run.
@@ -120,6 +123,8 @@ type liveEngine struct {
 	heal       healer
 	recordGate healer // spaces KindIntegrity records per (instrument, check)
 	held       map[healKey]heldFindings
+	lastSweep  time.Time
+	rejBuf     []string
 	lag        struct {
 		n        uint64
 		from, to int64
@@ -138,6 +143,8 @@ type liveCounters struct {
 	records, frames, decodeErrors, skipped, skipEpisodes, panics atomic.Uint64
 	hashMismatch, topMismatch, crossed, stalls                   atomic.Uint64
 	resubscribes, healDeferred                                   atomic.Uint64
+	unrecorded                                                   atomic.Uint64
+	held                                                         atomic.Int64
 	lastSeq                                                      atomic.Uint64
 	lastNs                                                       atomic.Int64
 	subFailures                                                  atomic.Uint64
@@ -184,6 +191,7 @@ func newLiveEngine(r *Recorder) *liveEngine {
 			return dec, nil
 		}}},
 		Failed:      l.failed,
+		DecodeError: l.rejected,
 		Checked:     func(c *engine.Conn, rec *datasets.Record) { l.check(l.liveConn(c), rec) },
 		Invalidated: func(c *engine.Conn) { lc := l.liveConn(c); lc.seen = c.Dec.Stats() },
 		NewRoute:    l.newRoute,
@@ -290,6 +298,12 @@ func (l *liveEngine) run() {
 	var credit time.Duration // processing time left in the behind budget
 	var last time.Time
 	for lr := range l.ch {
+		if lr.settle != nil {
+			l.flushLag()
+			l.sweep(time.Now(), true)
+			close(lr.settle)
+			continue
+		}
 		if l.abort.Load() { // shutting down with a backlog: skip the rest
 			l.skip(lr.rec.WallNs)
 			l.bytes.Add(-int64(len(lr.rec.Payload)))
@@ -331,11 +345,17 @@ func (l *liveEngine) run() {
 		}
 		l.stats.lastSeq.Store(lr.rec.Seq)
 		l.stats.lastNs.Store(lr.rec.WallNs)
+		if len(l.held) > 0 {
+			if now := time.Now(); now.Sub(l.lastSweep) >= liveSweepEvery {
+				l.sweep(now, false)
+			}
+		}
 	}
 	if l.skipN > 0 { // the tail the writer could not hand over
 		l.fellBehind(l.skipN, l.skipFrom, l.skipTo, time.Now())
 	}
 	l.flushLag()
+	l.dropHeld() // found after settle (it timed out): the recording has ended
 	l.eng.FlushAll()
 	l.publish()
 	l.pubMu.Lock()
@@ -426,12 +446,52 @@ func (l *liveEngine) flushLag() {
 // record writes one of the engine's own records into the recording (it
 // comes back to the engine through the writer, in Seq order). Once the
 // recording has ended (the last records of the engine come after the
-// queue closed) it cannot: the log says what was not written.
-func (l *liveEngine) record(conn uint32, k datasets.Kind, c datasets.Control) {
+// queue closed) it cannot: the log says what was not written, and it
+// reports false.
+func (l *liveEngine) record(conn uint32, k datasets.Kind, c datasets.Control) bool {
 	r := l.r
 	if !r.q.push(r.wctx, entry{rec: datasets.Record{Kind: k, Conn: conn, Payload: datasets.EncodeControl(c)}}) {
 		r.log.Warn("live engine record not written: the recording has ended", "kind", k.String(), "conn", conn,
 			"instruments", len(c.Instruments), "dropped", c.Dropped, "text", c.Text)
+		return false
+	}
+	return true
+}
+
+// settle has the engine write what it holds back (findings spaced by
+// their backoff, a lag episode) while the recording still takes records:
+// Run calls it once the connections have stopped, before it closes the
+// writer's queue. A marker goes through the queue behind every record
+// already in it, so the engine writes after it processed them; settle
+// waits for that at most the drain timeout (then the engine counts what it
+// still holds as unrecorded at its end).
+func (l *liveEngine) settle() {
+	if l == nil {
+		return
+	}
+	done := make(chan struct{})
+	if !l.r.q.push(l.r.wctx, entry{settle: done}) {
+		return
+	}
+	t := time.NewTimer(l.r.o.live.drainTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// handSettle passes the settle marker from the writer to the engine,
+// waiting for room at most the drain timeout.
+func (l *liveEngine) handSettle(done chan struct{}) {
+	if l == nil {
+		return
+	}
+	t := time.NewTimer(l.r.o.live.drainTimeout)
+	defer t.Stop()
+	select {
+	case l.ch <- liveRec{settle: done}:
+	case <-t.C:
 	}
 }
 
@@ -548,18 +608,28 @@ type LiveStats struct {
 	On      bool   `json:"on"`
 	Records uint64 `json:"records"` // records decoded or delivered
 	Frames  uint64 `json:"frames"`
-	// DecodeErrors are frames the decoder rejected (books untouched).
+	// DecodeErrors are frames the decoder rejected (books untouched), each
+	// a finding of check datasets.CheckRejected.
 	DecodeErrors uint64 `json:"decode_errors"`
 	// Skipped are records the engine fell behind on (kept in the
 	// recording), in SkipEpisodes KindLiveLag records.
 	Skipped      uint64 `json:"skipped"`
 	SkipEpisodes uint64 `json:"skip_episodes"`
 	Panics       uint64 `json:"panics"`
-	// Integrity findings, each a KindIntegrity record (stalls: KindStall).
+	// Integrity findings, each a KindIntegrity record or counted in one's
+	// Dropped (stalls: KindStall).
 	HashMismatches uint64 `json:"hash_mismatches"`
 	TopMismatches  uint64 `json:"top_mismatches"`
 	CrossedBooks   uint64 `json:"crossed_books"`
 	Stalls         uint64 `json:"instrument_stalls"`
+	// IntegrityHeld are findings
+	// held back by the spacing of integrity records, to be written with
+	// the next record of their instrument and check (at the latest before
+	// a clean shutdown ends the recording); IntegrityUnrecorded those no
+	// record holds (found once the recording had ended; the
+	// tapedeck_capture_integrity_unrecorded_total metric says why).
+	IntegrityHeld       uint64 `json:"integrity_held"`
+	IntegrityUnrecorded uint64 `json:"integrity_unrecorded"`
 	// Resubscribes sent to heal a book, and requests the per-instrument
 	// backoff held back.
 	Resubscribes uint64 `json:"resubscribes"`
@@ -589,7 +659,8 @@ func (r *Recorder) LiveStats() LiveStats {
 		Skipped: s.skipped.Load(), SkipEpisodes: s.skipEpisodes.Load(), Panics: s.panics.Load(),
 		HashMismatches: s.hashMismatch.Load(), TopMismatches: s.topMismatch.Load(), CrossedBooks: s.crossed.Load(),
 		Stalls: s.stalls.Load(), Resubscribes: s.resubscribes.Load(), HealDeferred: s.healDeferred.Load(),
-		SubscriberFailures: s.subFailures.Load(), Backlog: len(l.ch), LastSeq: s.lastSeq.Load(), LastNs: s.lastNs.Load()}
+		SubscriberFailures: s.subFailures.Load(), Backlog: len(l.ch), LastSeq: s.lastSeq.Load(), LastNs: s.lastNs.Load(),
+		IntegrityHeld: uint64(max(s.held.Load(), 0)), IntegrityUnrecorded: s.unrecorded.Load()}
 	l.pubMu.Lock()
 	st.Digest = l.digestS
 	l.pubMu.Unlock()

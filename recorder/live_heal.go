@@ -59,6 +59,7 @@ type liveMetrics struct {
 	resubscribes *prometheus.CounterVec
 	deferred     prometheus.Counter
 	skipped      prometheus.Counter
+	unrecorded   *prometheus.CounterVec
 }
 
 func newLiveMetrics(reg prometheus.Registerer, venueName string) (*liveMetrics, error) {
@@ -68,15 +69,17 @@ func newLiveMetrics(reg prometheus.Registerer, venueName string) (*liveMetrics, 
 	}
 	m := &liveMetrics{
 		integrity: prometheus.NewCounterVec(co("integrity_total",
-			"Books the live engine found wrong, by check (hash_mismatch, top_mismatch, crossed, stall); each is a record."), []string{"check"}),
+			"Books the live engine found wrong, by check (hash_mismatch, top_mismatch, crossed, rejected, stall): an integrity record each, or counted in the Dropped of one, or in integrity_unrecorded_total (stalls: a stall record)."), []string{"check"}),
 		resubscribes: prometheus.NewCounterVec(co("resubscribes_total",
 			"Instruments resubscribed to heal their book, by the check that asked."), []string{"check"}),
 		deferred: prometheus.NewCounter(co("heal_deferred_total",
 			"Heal requests held back by the per-instrument backoff.")),
 		skipped: prometheus.NewCounter(co("live_skipped_records_total",
 			"Records the live engine fell behind on (kept in the recording; live books restarted).")),
+		unrecorded: prometheus.NewCounterVec(co("integrity_unrecorded_total",
+			"Findings (counted in integrity_total) that no integrity record holds, by check and reason (recording_ended: found after the recording ended)."), []string{"check", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.integrity, m.resubscribes, m.deferred, m.skipped} {
+	for _, c := range []prometheus.Collector{m.integrity, m.resubscribes, m.deferred, m.skipped, m.unrecorded} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -176,44 +179,6 @@ func (l *liveEngine) topText(c *liveConn, inst string) string {
 	return side(book.Bid) + " / " + side(book.Ask)
 }
 
-// finding records one integrity finding and asks for a heal. Records of one
-// (instrument, check) are spaced by the heal backoff too, so a permanently
-// bad instrument cannot flood the recording either: the ones held back are
-// counted (metric, LiveStats) and the next record says how many there were
-// since the previous one (Control.Dropped, FromNs).
-func (l *liveEngine) finding(c *liveConn, rec *datasets.Record, inst, check string, describe func() string) {
-	l.r.lm.integrity.WithLabelValues(check).Inc()
-	key := healKey{check, inst}
-	if _, ok := l.recordGate.allow(key); !ok {
-		f := l.held[key]
-		if f.n == 0 {
-			f.from = rec.WallNs
-		}
-		f.n++
-		l.held[key] = f
-		return
-	}
-	f := l.held[key]
-	delete(l.held, key)
-	text := describe()
-	from := rec.WallNs
-	if f.n > 0 {
-		from = f.from
-		text += fmt.Sprintf("; %d more such findings since the previous record were not recorded one by one", f.n)
-	}
-	l.r.log.Warn("live integrity", "conn", c.ID, "instrument", inst, "check", check, "text", text)
-	l.record(c.ID, datasets.KindIntegrity, datasets.Control{Instruments: []string{inst}, Reason: check,
-		Dropped: f.n, FromNs: from, ToNs: rec.WallNs, Text: text})
-	l.heal.request(c.ID, inst, check, text)
-}
-
-// heldFindings counts the findings of one (instrument, check) not recorded
-// one by one.
-type heldFindings struct {
-	n    uint64
-	from int64
-}
-
 // Heal reasons that are not integrity checks.
 const (
 	healLag   = datasets.CheckLiveLag
@@ -231,8 +196,12 @@ type healer struct {
 	state map[healKey]*healState
 }
 
-// healKey is what one backoff applies to: an instrument, for one purpose.
-type healKey struct{ what, inst string }
+// healKey is what one backoff applies to: an instrument (or, without one, a
+// connection slot), for one purpose.
+type healKey struct {
+	what, inst string
+	conn       uint32
+}
 
 type healState struct {
 	attempts int
@@ -284,7 +253,7 @@ func (h *healer) request(conn uint32, inst, reason, text string) bool {
 	if len(items) == 0 {
 		return false
 	}
-	attempt, ok := h.allow(healKey{"resubscribe", inst})
+	attempt, ok := h.allow(healKey{what: "resubscribe", inst: inst})
 	if !ok {
 		if l := r.liveEngine(); l != nil {
 			l.stats.healDeferred.Add(1)
@@ -377,7 +346,7 @@ func (s *slot) healStall(c datasets.Control) bool {
 	var items []string
 	attempt := 0
 	for _, it := range c.Instruments {
-		if a, ok := l.heal.allow(healKey{healStall, it}); ok {
+		if a, ok := l.heal.allow(healKey{what: healStall, inst: it}); ok {
 			items = append(items, it)
 			attempt = max(attempt, a)
 		}

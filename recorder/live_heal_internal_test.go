@@ -15,7 +15,7 @@ func TestHealBackoff(t *testing.T) {
 	h := newHealer(r)
 	now := time.Unix(1000, 0)
 	h.now = func() time.Time { return now }
-	bad := healKey{"resubscribe", "bad"}
+	bad := healKey{what: "resubscribe", inst: "bad"}
 	var allowedAt []time.Duration
 	start := now
 	for range 40 * 10 { // 40 s in 100 ms steps, asking every time
@@ -33,7 +33,7 @@ func TestHealBackoff(t *testing.T) {
 			t.Fatalf("resubscribes at %v, want %v", allowedAt, want)
 		}
 	}
-	if _, ok := h.allow(healKey{"resubscribe", "other"}); !ok {
+	if _, ok := h.allow(healKey{what: "resubscribe", inst: "other"}); !ok {
 		t.Error("another instrument waits for the bad one's backoff")
 	}
 	now = now.Add(30 * time.Second) // healthy for longer than a window

@@ -68,7 +68,12 @@ type ConnStatus struct {
 	// LastFrameAgeNs is NowNs - LastFrameNs (0 without a frame).
 	LastFrameAgeNs int64  `json:"last_frame_age_ns"`
 	LastError      string `json:"last_error,omitempty"`
-	Instruments    int    `json:"instruments"`
+	// Rejected counts the frames of the slot the live decoder rejected
+	// that name no instrument it could tell (integrity records of check
+	// rejected without instruments), LastReject the last one's error.
+	Rejected    uint64 `json:"rejected_frames"`
+	LastReject  string `json:"last_reject,omitempty"`
+	Instruments int    `json:"instruments"`
 	// Rate is frames per second in each RateBucket of the last hour,
 	// oldest first, the last bucket being the current one (partial).
 	Rate []float64 `json:"rate"`
@@ -93,9 +98,14 @@ type InstrumentStatus struct {
 	HashMismatches uint64 `json:"hash_mismatches"`
 	TopMismatches  uint64 `json:"top_mismatches"`
 	CrossedBooks   uint64 `json:"crossed_books"`
-	Resubscribes   uint64 `json:"resubscribes"`
-	HashChecked    uint64 `json:"hash_checked"`
-	HashOK         uint64 `json:"hash_ok"`
+	// Rejected counts the frames carrying the instrument that the live
+	// decoder rejected (its integrity records of check rejected), and
+	// LastReject is the last one's error: why a book is missing or invalid.
+	Rejected     uint64 `json:"rejected_frames"`
+	LastReject   string `json:"last_reject,omitempty"`
+	Resubscribes uint64 `json:"resubscribes"`
+	HashChecked  uint64 `json:"hash_checked"`
+	HashOK       uint64 `json:"hash_ok"`
 	// HashUnverifiable: hashes the data could not decide (no trade came to
 	// explain them); never a finding.
 	HashUnverifiable uint64 `json:"hash_unverifiable"`
@@ -130,12 +140,15 @@ type connTrack struct {
 	frames, bytes                          uint64
 	lastFrameNs                            int64
 	lastErr                                string
+	rejected                               uint64
+	lastReject                             string
 	bucketEpoch                            [RateBuckets]int64
 	bucketN                                [RateBuckets]uint32
 }
 
 type instTrack struct {
-	stalls, gaps, hash, top, crossed, resubs uint64
+	stalls, gaps, hash, top, crossed, resubs, rejected uint64
+	lastReject                                         string
 }
 
 type statusTracker struct {
@@ -295,7 +308,14 @@ func (t *statusTracker) record(rec *datasets.Record, seq uint64) {
 				it.top += 1 + ctl.Dropped
 			case datasets.CheckCrossed:
 				it.crossed += 1 + ctl.Dropped
+			case datasets.CheckRejected:
+				it.rejected += 1 + ctl.Dropped
+				it.lastReject = ctl.Err
 			}
+		}
+		if len(insts) == 0 && c != nil && ctl.Reason == datasets.CheckRejected {
+			c.rejected += 1 + ctl.Dropped
+			c.lastReject = ctl.Err
 		}
 	case datasets.KindResubscribe:
 		for _, in := range insts {
@@ -392,6 +412,7 @@ func (r *Recorder) LiveStatus() *LiveStatus {
 		if it, ok := t.insts[inst]; ok {
 			is.Stalls, is.Gaps, is.HashMismatches, is.TopMismatches, is.CrossedBooks, is.Resubscribes =
 				it.stalls, it.gaps, it.hash, it.top, it.crossed, it.resubs
+			is.Rejected, is.LastReject = it.rejected, it.lastReject
 		}
 		is.Gaps += t.allLosses
 		if int(conn) < len(t.conns) && t.conns[conn] != nil {
@@ -457,6 +478,7 @@ func (r *Recorder) LiveStatus() *LiveStatus {
 			cs.Connects, cs.Disconnects, cs.Reconnects = c.connects, c.disconnects, c.reconnects
 			cs.Stalls, cs.Overloads, cs.Dropped, cs.Losses = c.stalls, c.overloads, c.dropped, c.losses
 			cs.Frames, cs.Bytes, cs.LastFrameNs, cs.LastError = c.frames, c.bytes, c.lastFrameNs, c.lastErr
+			cs.Rejected, cs.LastReject = c.rejected, c.lastReject
 			if c.lastFrameNs > 0 {
 				cs.LastFrameAgeNs = max(st.NowNs-c.lastFrameNs, 0)
 			}

@@ -22,6 +22,9 @@ const (
 type entry struct {
 	rec    datasets.Record
 	pooled bool
+	// settle is the live engine's marker (liveEngine.settle): not a
+	// record; the writer hands it to the engine.
+	settle chan struct{}
 }
 
 // queue is the bounded hand-off between socket readers and the writer. Frames

@@ -93,6 +93,10 @@ func (w *writer) loop(fatal func(error)) error {
 			if !ok {
 				return w.finish()
 			}
+			if e.settle != nil {
+				w.r.live.handSettle(e.settle)
+				continue
+			}
 			if err := w.take(e); err != nil {
 				fatal(err)
 				w.discard()
@@ -121,6 +125,10 @@ func (w *writer) loop(fatal func(error)) error {
 // discard empties the queue after a fatal error so producers never block.
 func (w *writer) discard() {
 	for e := range w.q.ch {
+		if e.settle != nil {
+			close(e.settle) // nothing more is written
+			continue
+		}
 		w.lost.Add(1)
 		w.release(&e)
 	}

@@ -32,6 +32,20 @@ type Trading struct {
 	// instrument's own (TickSize events; the facts Driver.Instruments reads
 	// from recorded REST bodies and messages); 0: no such rule.
 	Tick, MinSize int64
+	// SizeDecimals: an order's size, and every fill, is a whole number of
+	// lots of 10^−SizeDecimals shares, for instruments whose recorded
+	// listing states no size decimals of their own (Hyperliquid's
+	// szDecimals). Polymarket 2 at every tick size. 0: no such rule.
+	SizeDecimals int
+	// DollarDecimals and DollarShareDecimals: a dollar-sized market BUY
+	// (DollarMarketBuys) states its amount in at most DollarDecimals
+	// decimals and receives shares in at most DollarShareDecimals
+	// (Polymarket 2 and 4). 0: no such rule.
+	DollarDecimals, DollarShareDecimals int
+	// MinMarketableBuy is the smallest value in dollars of a BUY that takes
+	// liquidity: a dollar-sized BUY's amount, a crossing limit BUY's price ×
+	// size (Polymarket $1; resting orders are bound by MinSize). 0: none.
+	MinMarketableBuy float64
 	// PriceSigFigs and MaxPriceDecimals are a significant-figures price rule
 	// (Hyperliquid: at most 5 significant figures and at most
 	// MaxPriceDecimals − szDecimals decimals; integer prices always valid).
@@ -80,7 +94,13 @@ type Trading struct {
 	TradeFeeRate func(raw []byte) (rate float64, ok bool, err error)
 }
 
-// TradingReasons are a venue's rejection texts.
+// TradingReasons are a venue's rejection texts. A text may name values in
+// braces that the backtester fills in, as the venue does: {side} ("buy",
+// "sell", "market buy"), {maker} and {taker} (the decimals the order's
+// maker and taker amounts allow: for a BUY the maker amount is dollars,
+// price × size, and the taker amount shares; for a SELL the reverse),
+// {amount} (the order's value in dollars). A text without them gets the
+// offending values appended in parentheses.
 type TradingReasons struct {
 	PostOnlyCrosses string // a post-only order would take liquidity
 	PostOnlyType    string // post-only on an order type that cannot rest
@@ -92,7 +112,8 @@ type TradingReasons struct {
 	Tick            string // price off the tick grid (the backtester appends the price and tick)
 	Price           string // price breaks the significant-figures rule
 	MinSize         string // size below the instrument's minimum
-	Size            string // size off the lot (szDecimals)
+	Size            string // size off the lot (szDecimals), or a dollar amount beyond DollarDecimals (see SizeText)
+	MinMarketable   string // a marketable BUY worth less than MinMarketableBuy ({amount}: its value)
 	MinNotional     string // order value below MinNotional
 	Expiration      string // GTD expiration too close, or an expiration on another type
 	ReduceOnly      string // a reduce-only order that would increase the position

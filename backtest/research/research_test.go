@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/backtest"
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/replayer"
-	"github.com/tapedeck/tapedeck/replayer/export"
 )
 
 const (
@@ -112,7 +112,8 @@ func cfg() backtest.Config {
 }
 
 // TestSweepEqualsSeparateRuns: every point of a sweep on one replay gives
-// what a run of its own gives: fills, orders, equity, digest.
+// what a run of its own gives: fills, orders, equity, digest; a
+// summary-only sweep gives the same summaries and keeps nothing else.
 func TestSweepEqualsSeparateRuns(t *testing.T) {
 	for _, tc := range []struct {
 		path   string
@@ -131,9 +132,13 @@ func TestSweepEqualsSeparateRuns(t *testing.T) {
 		for _, a := range tc.axes {
 			names = append(names, a.Name)
 		}
-		for _, workers := range []int{1, 2, 3} {
+		for _, mode := range []struct {
+			workers     int
+			summaryOnly bool
+		}{{1, false}, {2, false}, {3, false}, {1, true}, {2, true}} {
+			workers := mode.workers
 			j := &Job{Paths: []string{tc.path}, Strategies: tc.strats, Axes: names, Points: pts, Params: tc.fixed, Config: cfg(),
-				Replay: []replayer.Option{replayer.WithHashCheck(true)}, Workers: workers}
+				Replay: []replayer.Option{replayer.WithHashCheck(true)}, Workers: workers, SummaryOnly: mode.summaryOnly}
 			runs, _, err := j.Execute(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -152,7 +157,14 @@ func TestSweepEqualsSeparateRuns(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if alone.Summary.Digest != r.Result.Summary.Digest || !reflect.DeepEqual(alone.Fills, r.Result.Fills) ||
+				if mode.summaryOnly {
+					// The summary to the last bit, and nothing else kept.
+					if res := r.Result; !reflect.DeepEqual(alone.Summary, res.Summary) || res.Orders != nil || res.Fills != nil ||
+						res.Equity != nil || res.Positions != nil || res.Markouts != nil {
+						t.Fatalf("%s point %d %s (workers %d, summary only): sweep %+v (%d orders, %d fills, %d equity samples kept), alone %+v",
+							tc.path, r.Point.Index, r.Strategy, workers, res.Summary, len(res.Orders), len(res.Fills), len(res.Equity), alone.Summary)
+					}
+				} else if alone.Summary.Digest != r.Result.Summary.Digest || !reflect.DeepEqual(alone.Fills, r.Result.Fills) ||
 					!reflect.DeepEqual(alone.Equity, r.Result.Equity) || !reflect.DeepEqual(alone.Summary, r.Result.Summary) {
 					t.Fatalf("%s point %d %s (workers %d): sweep %s, alone %s", tc.path, r.Point.Index, r.Strategy, workers,
 						r.Result.Summary.Digest, alone.Summary.Digest)
@@ -177,7 +189,7 @@ func TestShardsMergeToTheSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 		var b bytes.Buffer
-		if err := WriteTable(&b, runs, j.Axes, "", export.FormatCSV); err != nil {
+		if err := WriteTable(&b, runs, j.Axes, "", columnar.CSV, columnar.Options{}); err != nil {
 			t.Fatal(err)
 		}
 		return b.Bytes()

@@ -51,6 +51,12 @@ type Job struct {
 	Started func(rp *replayer.Replayer)
 	// Also are further subscribers of the replay (a tearsheet's sampler).
 	Also []feed.Subscriber
+	// SummaryOnly runs every point without its series, orders and fills
+	// (backtest.ManyOptions.SummaryOnly): the Metrics and the Summary are
+	// the same, and what the finished sweep keeps per point does not grow
+	// with the recording's length. For a sweep with no tables to write
+	// and no tearsheet.
+	SummaryOnly bool
 }
 
 // Run is one (point, strategy) of a job and its outcome.
@@ -154,7 +160,8 @@ func (j *Job) Execute(ctx context.Context) ([]*Run, *replayer.Summary, error) {
 	if len(runs) == 0 {
 		return nil, nil, fmt.Errorf("research: shard %d/%d has no points (the sweep has %d)", j.Shard.K, j.Shard.N, max(1, len(j.Points)))
 	}
-	res, sum, err := backtest.RunMany(ctx, j.Paths, specs, backtest.ManyOptions{Replay: j.Replay, Workers: j.Workers, Started: j.Started, Also: j.Also})
+	res, sum, err := backtest.RunMany(ctx, j.Paths, specs, backtest.ManyOptions{Replay: j.Replay, Workers: j.Workers, Started: j.Started, Also: j.Also,
+		SummaryOnly: j.SummaryOnly})
 	if err != nil {
 		return nil, sum, err
 	}

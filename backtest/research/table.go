@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tapedeck/tapedeck/replayer/export"
+	"github.com/tapedeck/tapedeck/columnar"
 )
 
 // Table metadata keys of a sweep table (Parquet and Arrow; a CSV table
@@ -26,14 +26,14 @@ const ratioDecimals = 8 // ratios, Sharpe, Sortino and markouts in the table
 // Columns are the sweep table's columns for the swept names axes and the
 // markout horizons: point, strategy, one string column per swept name,
 // then the figures and the run's digest.
-func Columns(axes, horizons []string) []export.Column {
-	i64 := func(n string) export.Column { return export.Column{Name: n, Type: export.Int64} }
-	str := func(n string) export.Column { return export.Column{Name: n, Type: export.String} }
-	money := func(n string) export.Column { return export.Column{Name: n, Type: export.Decimal, Scale: 10} }
-	ratio := func(n string, null bool) export.Column {
-		return export.Column{Name: n, Type: export.Decimal, Scale: ratioDecimals, Nullable: null}
+func Columns(axes, horizons []string) []columnar.Column {
+	i64 := func(n string) columnar.Column { return columnar.Column{Name: n, Type: columnar.Int64} }
+	str := func(n string) columnar.Column { return columnar.Column{Name: n, Type: columnar.String} }
+	money := func(n string) columnar.Column { return columnar.Column{Name: n, Type: columnar.Decimal, Scale: 10} }
+	ratio := func(n string, null bool) columnar.Column {
+		return columnar.Column{Name: n, Type: columnar.Decimal, Scale: ratioDecimals, Nullable: null}
 	}
-	cols := []export.Column{i64("point"), str("strategy")}
+	cols := []columnar.Column{i64("point"), str("strategy")}
 	for _, a := range axes {
 		cols = append(cols, str(a))
 	}
@@ -77,13 +77,13 @@ func fixed(v float64, dec int) int64 {
 
 // WriteTable writes one row per run in f (csv, parquet or arrow), the
 // runs' order kept. shard labels a shard's table in its metadata.
-func WriteTable(w io.Writer, runs []*Run, axes []string, shard string, f export.Format, opts ...export.Option) error {
+func WriteTable(w io.Writer, runs []*Run, axes []string, shard string, f columnar.Format, o columnar.Options) error {
 	hs := Horizons(runs)
 	md := map[string]string{MetaAxes: strings.Join(axes, ",")}
 	if shard != "" {
 		md[MetaShard] = shard
 	}
-	t, err := export.NewTypedTable(w, export.TypedSchema{Name: "sweep", Columns: Columns(axes, hs), Metadata: md}, f, opts...)
+	t, err := columnar.NewTypedTable(w, columnar.TypedSchema{Name: "sweep", Columns: Columns(axes, hs), Metadata: md}, f, o)
 	if err != nil {
 		return err
 	}

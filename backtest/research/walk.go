@@ -142,6 +142,7 @@ func (j *Job) WalkForward(ctx context.Context, train, test time.Duration, object
 		w := &ws[i]
 		tj := *j
 		tj.Replay = append(append([]replayer.Option(nil), j.Replay...), replayer.WithWindow(w.TrainFromNs, w.TrainToNs))
+		tj.SummaryOnly = true // a train window's runs are only compared
 		runs, _, err := tj.Execute(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("walk window %d train: %w", i+1, err)

@@ -356,7 +356,7 @@ func runCapture(ctx context.Context, o *runOptions) error {
 	if ls := rec.LiveStats(); ls.On {
 		log.Info("live engine", "frames", ls.Frames, "decode_errors", ls.DecodeErrors, "skipped", ls.Skipped,
 			"hash_mismatches", ls.HashMismatches, "top_mismatches", ls.TopMismatches, "crossed", ls.CrossedBooks,
-			"resubscribes", ls.Resubscribes, "digest", ls.Digest)
+			"resubscribes", ls.Resubscribes, "integrity_unrecorded", ls.IntegrityUnrecorded, "digest", ls.Digest)
 	}
 	st, ws := rec.Stats(), w.Stats()
 	if runErr != nil && closeErr == nil && ws.Records == 0 {

@@ -19,10 +19,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tapedeck/tapedeck/backtest"
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/replayer"
-	"github.com/tapedeck/tapedeck/replayer/export"
 )
 
 // backtestOptions are the flags of "replay backtest", as given.
@@ -270,7 +270,7 @@ func runBacktest(ctx context.Context, o *backtestOptions) error {
 		return noMatch("backtest", missing, "nothing written")
 	}
 	if o.Out != "" {
-		if err := res.WriteTables(o.Out, outFormat, append(outOpts, export.WithDatasets(o.Datasets...))...); err != nil {
+		if err := res.WriteTables(o.Out, outFormat, sourced(outOpts, o.Datasets)); err != nil {
 			return err
 		}
 	}
@@ -287,38 +287,44 @@ func backtestError(err error) error {
 	return err
 }
 
-// backtestOutput checks the --out table flags: the format and the export
+// backtestOutput checks the --out table flags: the format and the writer
 // options, refused before the run.
-func backtestOutput(format, compression string, batchRows int) (export.Format, []export.Option, error) {
-	f, err := export.ParseFormat(format)
-	if err != nil || f == export.FormatTardis {
-		return 0, nil, cli.FlagErrorf("--format %q: want csv, parquet or arrow", format)
+func backtestOutput(format, compression string, batchRows int) (columnar.Format, columnar.Options, error) {
+	var opts columnar.Options
+	f, err := columnar.ParseFormat(format)
+	if err != nil {
+		return 0, opts, cli.FlagErrorf("--format %q: want csv, parquet or arrow", format)
 	}
-	var opts []export.Option
 	if compression != "" {
-		c, err := export.ParseCompression(compression)
+		c, err := columnar.ParseCompression(compression)
 		if err != nil {
-			return 0, nil, cli.FlagErrorf("--compression: %v", err)
+			return 0, opts, cli.FlagErrorf("--compression: %v", err)
 		}
-		if f == export.FormatCSV {
-			return 0, nil, cli.FlagErrorf("--compression applies to --format parquet or arrow, not csv")
+		if f == columnar.CSV {
+			return 0, opts, cli.FlagErrorf("--compression applies to --format parquet or arrow, not csv")
 		}
-		opts = append(opts, export.WithCompression(c))
+		opts.Compression = c
 	}
 	if batchRows != 0 {
-		if f == export.FormatCSV {
-			return 0, nil, cli.FlagErrorf("--batch-rows applies to --format parquet or arrow, not csv")
+		if f == columnar.CSV {
+			return 0, opts, cli.FlagErrorf("--batch-rows applies to --format parquet or arrow, not csv")
 		}
-		opts = append(opts, export.WithBatchRows(batchRows))
+		opts.BatchRows = batchRows
 	}
 	// Checked here, against an empty table, so that a bad combination
-	// (Arrow with snappy, a batch of 0 rows) stops before the run.
-	tt, err := export.NewTypedTable(io.Discard, export.TypedSchema{Name: "check",
-		Columns: []export.Column{{Name: "x", Type: export.Int64}}}, f, opts...)
+	// (Arrow with snappy, too many rows a batch) stops before the run.
+	tt, err := columnar.NewTypedTable(io.Discard, columnar.TypedSchema{Name: "check",
+		Columns: []columnar.Column{{Name: "x", Type: columnar.Int64}}}, f, opts)
 	if err != nil {
-		return 0, nil, cli.FlagErrorf("--format %s: %v", format, err)
+		return 0, opts, cli.FlagErrorf("--format %s: %v", format, err)
 	}
 	return f, opts, tt.Close()
+}
+
+// sourced is opts recording the source datasets in the tables' metadata.
+func sourced(opts columnar.Options, datasets []string) columnar.Options {
+	opts.Datasets = datasets
+	return opts
 }
 
 func printBacktest(w, errw io.Writer, res *backtest.Result, asJSON bool) error {

@@ -17,10 +17,10 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tapedeck/tapedeck/backtest"
 	"github.com/tapedeck/tapedeck/backtest/research"
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/replayer"
-	"github.com/tapedeck/tapedeck/replayer/export"
 )
 
 const researchHelp = `
@@ -88,7 +88,7 @@ func (r *researchFlags) active(strategy string) bool {
 }
 
 func runResearch(ctx context.Context, o *backtestOptions, cfg backtest.Config, given backtest.Params,
-	replay []replayer.Option, f export.Format, opts []export.Option) error {
+	replay []replayer.Option, f columnar.Format, opts columnar.Options) error {
 	rf := &o.research
 	job := &research.Job{Paths: o.Datasets, Params: given, Config: cfg, Replay: replay}
 	for _, s := range strings.Split(o.Strategy, ",") {
@@ -158,6 +158,10 @@ func runResearch(ctx context.Context, o *backtestOptions, cfg backtest.Config, g
 		stop = cli.FollowTime(progress, o.Stderr, fmt.Sprintf("backtest %d runs", len(job.Strategies)*max(1, len(job.Points))), rp.StartNs(), rp.EndNs(), rp.Position)
 	}
 	job.Also = sheetSubscribers(sheet)
+	// Without tables or a tearsheet, several runs show their summaries
+	// only: the runs keep no series, orders or fills once done (one run
+	// prints its rejections from its orders).
+	job.SummaryOnly = o.Out == "" && rf.report == "" && len(job.Strategies)*max(1, len(job.Points)) > 1
 	runs, sum, err := job.Execute(ctx)
 	if stop != nil {
 		stop()
@@ -172,7 +176,7 @@ func runResearch(ctx context.Context, o *backtestOptions, cfg backtest.Config, g
 	case o.Out == "":
 	case len(runs) == 1 && len(job.Points) == 0:
 		// One run (a --report of a single strategy): its tables as without.
-		if err := runs[0].Result.WriteTables(o.Out, f, append(opts, export.WithDatasets(o.Datasets...))...); err != nil {
+		if err := runs[0].Result.WriteTables(o.Out, f, sourced(opts, o.Datasets)); err != nil {
 			return err
 		}
 	default:
@@ -214,19 +218,19 @@ func best(runs []*research.Run, objective string) *research.Run {
 
 func runDir(r *research.Run) string { return fmt.Sprintf("%04d-%s", r.Point.Index, r.Strategy) }
 
-func writeSweep(o *backtestOptions, runs []*research.Run, axes []string, f export.Format, opts []export.Option) error {
+func writeSweep(o *backtestOptions, runs []*research.Run, axes []string, f columnar.Format, opts columnar.Options) error {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err
 	}
 	name := filepath.Join(o.Out, "sweep"+backtest.Extension(f))
 	err := writeFileAtomic(name, func(w io.Writer) error {
-		return research.WriteTable(w, runs, axes, o.Shard, f, opts...)
+		return research.WriteTable(w, runs, axes, o.Shard, f, opts)
 	})
 	if err != nil {
 		return err
 	}
 	for _, r := range runs {
-		if err := r.Result.WriteTables(filepath.Join(o.Out, "runs", runDir(r)), f, append(opts, export.WithDatasets(o.Datasets...))...); err != nil {
+		if err := r.Result.WriteTables(filepath.Join(o.Out, "runs", runDir(r)), f, sourced(opts, o.Datasets)); err != nil {
 			return err
 		}
 	}
@@ -310,14 +314,14 @@ func runWalk(ctx context.Context, o *backtestOptions, job *research.Job, sheet *
 		var runs []*research.Run
 		for i, w := range wk.Windows {
 			for _, c := range w.Chosen {
-				if err := c.Test.Result.WriteTables(filepath.Join(o.Out, "windows", fmt.Sprintf("%03d-%s", i+1, c.Strategy)), f, append(opts, export.WithDatasets(o.Datasets...))...); err != nil {
+				if err := c.Test.Result.WriteTables(filepath.Join(o.Out, "windows", fmt.Sprintf("%03d-%s", i+1, c.Strategy)), f, sourced(opts, o.Datasets)); err != nil {
 					return err
 				}
 				runs = append(runs, c.Test)
 			}
 		}
 		if err := writeFileAtomic(filepath.Join(o.Out, "walk"+backtest.Extension(f)), func(w io.Writer) error {
-			return research.WriteTable(w, runs, job.Axes, "", f, opts...)
+			return research.WriteTable(w, runs, job.Axes, "", f, opts)
 		}); err != nil {
 			return err
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/tapedeck/tapedeck/backtest"
-	"github.com/tapedeck/tapedeck/replayer/export"
+	"github.com/tapedeck/tapedeck/columnar"
 )
 
 // replay backtest on the shipped sample, offline: the command line
@@ -262,7 +262,7 @@ func TestBacktestTablesInDuckDB(t *testing.T) {
 			}
 			for _, n := range tables {
 				d := duck.Tables[n]
-				if d.KV[export.MetaTable] != "backtest_"+n || !strings.HasPrefix(d.KV[backtest.MetaDigest], "xxh64:") ||
+				if d.KV[columnar.MetaTable] != "backtest_"+n || !strings.HasPrefix(d.KV[backtest.MetaDigest], "xxh64:") ||
 					d.KV[backtest.MetaStrategy] != strat || !strings.HasPrefix(d.KV[backtest.MetaParams], "{") {
 					t.Fatalf("%s: metadata %v", n, d.KV)
 				}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/datasets/interchange"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/replayer"
@@ -224,7 +225,7 @@ func (o *exportOptions) parse(intervalSet bool, interval, from, to, compression,
 	}
 	var err error
 	if compression != "" {
-		if j.Compression, err = export.ParseCompression(compression); err != nil {
+		if j.Compression, err = columnar.ParseCompression(compression); err != nil {
 			return cli.FlagErrorf("--compression: %v", err)
 		}
 	}

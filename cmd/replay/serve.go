@@ -16,9 +16,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/tapedeck/tapedeck/backtest"
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/replayer"
-	"github.com/tapedeck/tapedeck/replayer/export"
 	"github.com/tapedeck/tapedeck/replayer/serve"
 	"github.com/tapedeck/tapedeck/replayer/serve/trading"
 	"github.com/tapedeck/tapedeck/venue"
@@ -45,8 +45,8 @@ type serveCmdOptions struct {
 	Accounts      int
 	ExitAtEnd     bool
 	Out           string
-	OutFormat     export.Format
-	OutOpts       []export.Option
+	OutFormat     columnar.Format
+	OutOpts       columnar.Options
 	Sim           backtest.Config
 
 	ErrOut io.Writer
@@ -345,7 +345,7 @@ func serveResults(opts *serveCmdOptions, s *serve.Server) error {
 		if len(results) > 1 {
 			dir = filepath.Join(w, ids[i])
 		}
-		if err := res.WriteTables(dir, opts.OutFormat, append(opts.OutOpts, export.WithDatasets(opts.Paths...))...); err != nil {
+		if err := res.WriteTables(dir, opts.OutFormat, sourced(opts.OutOpts, opts.Paths)); err != nil {
 			return err
 		}
 	}

@@ -199,3 +199,36 @@ func TestRecorderAndReplayerApart(t *testing.T) {
 		}
 	}
 }
+
+// TestColumnarFormatLayer asserts that the columnar writer is the format
+// layer only: it imports nothing of ours but book (no event, no venue), and
+// the backtester writes its tables through it without depending on the
+// event tables (replayer/export).
+func TestColumnarFormatLayer(t *testing.T) {
+	direct := imports(t, false)
+	imps, ok := direct["columnar"]
+	if !ok {
+		t.Fatal("package columnar not listed")
+	}
+	for _, imp := range imps {
+		if strings.HasPrefix(imp, module) && imp != module+"book" {
+			t.Errorf("columnar imports %s: it may import book only", strings.TrimPrefix(imp, module))
+		}
+	}
+	deps := imports(t, true)
+	checked := 0
+	for pkg, ds := range deps {
+		if pkg != "backtest" && !strings.HasPrefix(pkg, "backtest/") {
+			continue
+		}
+		checked++
+		for _, d := range ds {
+			if d == module+"replayer/export" {
+				t.Errorf("%s depends on replayer/export: the backtester's tables go through columnar", pkg)
+			}
+		}
+	}
+	if checked < 2 {
+		t.Fatalf("only %d backtest packages listed", checked)
+	}
+}

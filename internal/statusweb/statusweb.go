@@ -500,8 +500,12 @@ func (st *Status) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "frames      %d (%d bytes), %d records written, %d dropped, %d reconnects, %d stalls, %d write errors, %d lost\n",
 		s.Frames, s.Bytes, s.Records, s.Dropped, s.Reconnects, s.Stalls, s.WriteErrors, s.Lost)
 	if l := st.Live; l.On {
-		fmt.Fprintf(&b, "live        %d frames decoded, %d decode errors, %d hash mismatches, %d top mismatches, %d crossed, %d resubscribes, %d skipped\n",
+		fmt.Fprintf(&b, "live        %d frames decoded, %d rejected, %d hash mismatches, %d top mismatches, %d crossed, %d resubscribes, %d skipped",
 			l.Frames, l.DecodeErrors, l.HashMismatches, l.TopMismatches, l.CrossedBooks, l.Resubscribes, l.Skipped)
+		if l.IntegrityHeld > 0 || l.IntegrityUnrecorded > 0 {
+			fmt.Fprintf(&b, ", %d findings held for their next record, %d not recorded", l.IntegrityHeld, l.IntegrityUnrecorded)
+		}
+		b.WriteByte('\n')
 	}
 	if d := st.Disk; d.Dir != "" {
 		ttf := "unknown"
@@ -524,8 +528,12 @@ func (st *Status) WriteText(w io.Writer) error {
 		if c.LastFrameNs > 0 {
 			age = time.Duration(c.LastFrameAgeNs).Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(&b, "  conn %-3d %-12s up %-10v %d frames  %.1f/s  last frame %s ago  %d reconnects  %d stalls  %d overloads  %s\n",
+		fmt.Fprintf(&b, "  conn %-3d %-12s up %-10v %d frames  %.1f/s  last frame %s ago  %d reconnects  %d stalls  %d overloads  %s",
 			c.Conn, c.State, time.Duration(c.UptimeNs).Round(time.Second), c.Frames, rate, age, c.Reconnects, c.Stalls, c.Overloads, c.LastError)
+		if c.Rejected > 0 {
+			fmt.Fprintf(&b, "  %d frames rejected naming no instrument (last: %s)", c.Rejected, c.LastReject)
+		}
+		b.WriteByte('\n')
 	}
 	if st.InstrumentsTotal > len(st.Instruments) {
 		fmt.Fprintf(&b, "\ninstruments (%d to %d of %d)\n", st.Offset+1, st.Offset+len(st.Instruments), st.InstrumentsTotal)
@@ -540,8 +548,12 @@ func (st *Status) WriteText(w io.Writer) error {
 				top += " (invalid)"
 			}
 		}
-		fmt.Fprintf(&b, "  %s conn %d  %s  updated %v ago  %d stalls  %d gaps  %d hash mismatches\n",
+		fmt.Fprintf(&b, "  %s conn %d  %s  updated %v ago  %d stalls  %d gaps  %d hash mismatches",
 			in.Instrument, in.Conn, top, time.Duration(in.AgeNs).Round(time.Millisecond), in.Stalls, in.Gaps, in.HashMismatches)
+		if in.Rejected > 0 {
+			fmt.Fprintf(&b, "  %d frames rejected (last: %s)", in.Rejected, in.LastReject)
+		}
+		b.WriteByte('\n')
 	}
 	if len(st.Events) > 0 {
 		fmt.Fprintf(&b, "\nlatest control records\n")

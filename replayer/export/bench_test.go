@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/samplegen"
 	"github.com/tapedeck/tapedeck/replayer"
@@ -37,12 +38,12 @@ func BenchmarkDepthEveryEvent(b *testing.B) {
 		b.ReportMetric(float64(b.N)/(cpuTime()-cpu0).Seconds(), "rows/cpu-s")
 	})
 	for _, f := range []Format{FormatParquet, FormatArrow, FormatCSV} {
-		for _, cmp := range []Compression{0, Zstd} {
-			if cmp == Zstd && f != FormatParquet {
+		for _, cmp := range []columnar.Compression{0, columnar.Zstd} {
+			if cmp == columnar.Zstd && f != FormatParquet {
 				continue
 			}
 			name := f.String()
-			if cmp == Zstd {
+			if cmp == columnar.Zstd {
 				name += "-zstd"
 			}
 			b.Run(name, func(b *testing.B) {
@@ -202,7 +203,7 @@ func TestMemoryFlat(t *testing.T) {
 					t.Fatal(err)
 				}
 				if i%(events/8) == events/16 { // mid-batch and between batches alike
-					if err := s.wait(); err != nil {
+					if err := s.cw.Wait(); err != nil {
 						t.Fatal(err)
 					}
 					runtime.GC()

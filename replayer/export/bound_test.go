@@ -27,7 +27,7 @@ func coinNames(n int) []string {
 }
 
 // heldCheck is a subscriber after a Split that checks after every event
-// that its sinks hold at most the budget and one sink's batch.
+// that its sinks hold at most the budget and what one sink holds.
 type heldCheck struct {
 	t       *testing.T
 	p       *Split
@@ -39,7 +39,7 @@ func (h *heldCheck) OnEvent(*replayer.Event) error {
 	held, most := 0, 0
 	for _, s := range h.p.sinks {
 		held += s.heldBytes()
-		most = max(most, s.cfg.batchRows*s.rowBytes)
+		most = max(most, s.heldBytes())
 	}
 	if held > h.p.held.budget+most {
 		h.t.Fatalf("the sinks hold %d bytes, budget %d", held, h.p.held.budget)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
 )
@@ -69,31 +70,31 @@ func newDepthTable(levels int, intervalNs int64, byExchange bool) *depthTable {
 
 var flagNames = [...]string{"book_valid", "after_gap", "crossed", "hash_checked", "hash_ok", "hash_mismatch", "hash_unverifiable", "estimated"}
 
-func (t *depthTable) columns(b *batch, _ string, counts bool) {
+func (t *depthTable) columns(b *columnar.Batch, _ string, counts bool) {
 	t.counts = counts
-	t.cExch = b.add("exchange_ts_ns", kTime, true)
-	t.cLocal = b.add("local_ts_ns", kTime, false)
-	t.cVenue = b.add("venue", kString, false)
-	t.cInst = b.add("instrument", kString, false)
-	t.nBids, t.nAsks = b.addLevelCount(), b.addLevelCount()
-	t.cLevel0 = len(b.cols)
+	t.cExch = b.Add("exchange_ts_ns", columnar.Timestamp, true)
+	t.cLocal = b.Add("local_ts_ns", columnar.Timestamp, false)
+	t.cVenue = b.Add("venue", columnar.String, false)
+	t.cInst = b.Add("instrument", columnar.String, false)
+	t.nBids, t.nAsks = b.AddLevelCount(), b.AddLevelCount()
+	t.cLevel0 = b.Columns()
 	for i := 0; i < t.levels; i++ {
 		n := strconv.Itoa(i)
-		b.addLevel("bid_price_"+n, kPrice, t.nBids, i)
-		b.addLevel("bid_size_"+n, kSize, t.nBids, i)
+		b.AddLevel("bid_price_"+n, columnar.Price, t.nBids, i)
+		b.AddLevel("bid_size_"+n, columnar.Size, t.nBids, i)
 		if counts {
-			b.addLevel("bid_count_"+n, kInt32, t.nBids, i)
+			b.AddLevel("bid_count_"+n, columnar.Int32, t.nBids, i)
 		}
-		b.addLevel("ask_price_"+n, kPrice, t.nAsks, i)
-		b.addLevel("ask_size_"+n, kSize, t.nAsks, i)
+		b.AddLevel("ask_price_"+n, columnar.Price, t.nAsks, i)
+		b.AddLevel("ask_size_"+n, columnar.Size, t.nAsks, i)
 		if counts {
-			b.addLevel("ask_count_"+n, kInt32, t.nAsks, i)
+			b.AddLevel("ask_count_"+n, columnar.Int32, t.nAsks, i)
 		}
 	}
-	t.perLevel = (len(b.cols) - t.cLevel0) / t.levels
-	t.cFlags = len(b.cols)
+	t.perLevel = (b.Columns() - t.cLevel0) / t.levels
+	t.cFlags = b.Columns()
 	for _, f := range flagNames {
-		b.add(f, kBool, false)
+		b.Add(f, columnar.Bool, false)
 	}
 }
 
@@ -235,55 +236,31 @@ func (t *depthTable) finish(s *Sink) error {
 }
 
 func (t *depthTable) row(s *Sink, in *depthInst, exch, local int64, bids, asks []book.Level, f flags) error {
-	b := &s.b
+	b := s.b
 	if exch != 0 {
-		b.i64(t.cExch, exch)
+		b.Int64(t.cExch, exch)
 	} else {
-		b.i64Null(t.cExch)
+		b.Null(t.cExch)
 	}
-	b.i64(t.cLocal, local)
-	b.str(t.cVenue, in.venue)
-	b.str(t.cInst, in.key.instrument)
-	b.setBook(in.id)
-	b.setLevelCount(t.nBids, int32(min(len(bids), t.levels)))
-	b.setLevelCount(t.nAsks, int32(min(len(asks), t.levels)))
-	// The hundred level stores of a row, from locals: through b, each
-	// store would reload the batch's columns and row for fear of aliasing.
-	cols, r, c := b.cols, b.rows, t.cLevel0
-	for i := 0; i < t.levels; i++ {
-		c = t.side(cols, r, c, bids, i)
-		c = t.side(cols, r, c, asks, i)
-	}
-	b.bool(t.cFlags, f.valid)
-	b.bool(t.cFlags+1, f.afterGap)
-	b.bool(t.cFlags+2, f.crossed)
-	b.bool(t.cFlags+3, f.hashChecked)
-	b.bool(t.cFlags+4, f.hashOK)
-	b.bool(t.cFlags+5, f.hashMismatch)
-	b.bool(t.cFlags+6, f.hashUnverifiable)
-	b.bool(t.cFlags+7, f.estimated)
+	b.Int64(t.cLocal, local)
+	b.String(t.cVenue, in.venue)
+	b.String(t.cInst, in.key.instrument)
+	b.SetBook(in.id)
+	b.SetLevelCount(t.nBids, int32(min(len(bids), t.levels)))
+	b.SetLevelCount(t.nAsks, int32(min(len(asks), t.levels)))
+	b.SetSides(t.cLevel0, t.levels, t.counts, bids, asks)
+	b.Bool(t.cFlags, f.valid)
+	b.Bool(t.cFlags+1, f.afterGap)
+	b.Bool(t.cFlags+2, f.crossed)
+	b.Bool(t.cFlags+3, f.hashChecked)
+	b.Bool(t.cFlags+4, f.hashOK)
+	b.Bool(t.cFlags+5, f.hashMismatch)
+	b.Bool(t.cFlags+6, f.hashUnverifiable)
+	b.Bool(t.cFlags+7, f.estimated)
 	return s.endRow()
 }
 
-// side sets level i of one side in row r at column c of cols (the batch's)
-// and returns the next column.
-// A missing level is null through the side's count; its slots are zeroed so
-// that no value of an earlier batch reaches an Arrow buffer.
-func (t *depthTable) side(cols []column, r, c int, lv []book.Level, i int) int {
-	var l book.Level
-	if i < len(lv) {
-		l = lv[i]
-	}
-	cols[c].i64[r] = l.Price
-	cols[c+1].i64[r] = l.Size
-	if t.counts {
-		cols[c+2].i32[r] = l.Count
-		return c + 3
-	}
-	return c + 2
-}
-
-func (t *depthTable) csvFields(quality bool) []csvField {
+func (t *depthTable) csvFields(quality bool) []columnar.CSVField {
 	f := tardisHead(t.cExch, t.cLocal, t.cVenue, t.cInst)
 	per := 2
 	if t.counts {
@@ -294,14 +271,14 @@ func (t *depthTable) csvFields(quality bool) []csvField {
 		bid := t.cLevel0 + i*2*per
 		ask := bid + per
 		f = append(f,
-			csvField{"asks[" + n + "].price", ask, csvPrice, -1, ""},
-			csvField{"asks[" + n + "].amount", ask + 1, csvSize, -1, ""},
-			csvField{"bids[" + n + "].price", bid, csvPrice, -1, ""},
-			csvField{"bids[" + n + "].amount", bid + 1, csvSize, -1, ""})
+			csvField("asks["+n+"].price", ask, columnar.CSVPrice),
+			csvField("asks["+n+"].amount", ask+1, columnar.CSVSize),
+			csvField("bids["+n+"].price", bid, columnar.CSVPrice),
+			csvField("bids["+n+"].amount", bid+1, columnar.CSVSize))
 	}
 	if quality {
 		for i, name := range flagNames {
-			f = append(f, csvField{name, t.cFlags + i, csvBool, -1, ""})
+			f = append(f, csvField(name, t.cFlags+i, columnar.CSVBool))
 		}
 	}
 	return f

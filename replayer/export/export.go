@@ -10,18 +10,17 @@
 // same events and options give byte-identical files (no wall-clock time is
 // written anywhere).
 //
-// Tables that do not come from events (a backtest's orders, fills,
-// positions and equity) go through the same writers as typed tables:
-// NewTypedTable takes columns the caller declares (int64, string, bool,
-// timestamp[ns, UTC], exact decimal at a scale, each nullable or not) and
-// writes them as Parquet, Arrow IPC or CSV with the same batching, options
-// (WithCompression, WithBatchRows, WithDatasets) and determinism.
+// The file formats themselves (batches, Parquet pages, Arrow IPC, CSV) are
+// package columnar's, which also writes the tables that do not come from
+// events (a backtest's orders, fills, positions and equity).
 package export
 
 import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/tapedeck/tapedeck/columnar"
 )
 
 // Table names what a Sink writes.
@@ -209,32 +208,30 @@ func ParseFormat(s string) (Format, error) {
 	return 0, fmt.Errorf("export: unknown format %q (want parquet, arrow, csv, tardis, hftbacktest, nautilus)", s)
 }
 
+// Metadata keys of every Arrow and Parquet table: enough to turn a float
+// column back into the exact decimal and to find the data it came from.
+const (
+	MetaTable         = columnar.MetaTable
+	MetaVenue         = "tapedeck.venue"
+	MetaPriceDecimals = "tapedeck.price_decimals"
+	MetaSizeDecimals  = "tapedeck.size_decimals"
+	MetaDatasets      = columnar.MetaDatasets // JSON array of the source dataset paths
+	MetaLevels        = "tapedeck.levels"
+	MetaIntervalNs    = "tapedeck.interval_ns" // "0": a row per book change
+	MetaExact         = columnar.MetaExact     // "true": prices and sizes are decimal128
+)
+
 // ErrClosed means OnEvent or Close was called on a closed Sink.
-var ErrClosed = errors.New("export: sink closed")
+var ErrClosed = columnar.ErrClosed
 
 // ErrMixedScale means events of two fixed-point scales reached one Sink; a
 // column has one scale, so export each venue separately.
 var ErrMixedScale = errors.New("export: events of different scales in one table")
 
-// ErrOption means an option or combination of options is invalid.
-var ErrOption = errors.New("export: invalid option")
+// ErrOption means an option or combination of options is invalid (the
+// columnar writer's ErrOption).
+var ErrOption = columnar.ErrOption
 
 // WriteError is a failure to write the output; Sink methods return it for
 // every later call, since the file is incomplete.
-type WriteError struct {
-	Table  Table
-	Name   string // a typed table's name (Table is 0)
-	Format Format
-	Err    error
-}
-
-// Error names the table, the format and the failure.
-func (e *WriteError) Error() string {
-	if e.Name != "" {
-		return fmt.Sprintf("export: write %s %s: %v", e.Name, e.Format, e.Err)
-	}
-	return fmt.Sprintf("export: write %s %s: %v", e.Table, e.Format, e.Err)
-}
-
-// Unwrap returns the underlying error.
-func (e *WriteError) Unwrap() error { return e.Err }
+type WriteError = columnar.WriteError

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/venue/hyperliquid"
 	"github.com/tapedeck/tapedeck/venue/polymarket"
 	"math/big"
@@ -351,8 +352,8 @@ func TestFixedToFloatIsNearestDouble(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := FixedToFloat(c.v, c.dec); got != want {
-			t.Errorf("FixedToFloat(%d, %d) = %v, want %v", c.v, c.dec, got, want)
+		if got := columnar.FixedToFloat(c.v, c.dec); got != want {
+			t.Errorf("columnar.FixedToFloat(%d, %d) = %v, want %v", c.v, c.dec, got, want)
 		}
 	}
 }
@@ -788,7 +789,7 @@ func TestOptionErrors(t *testing.T) {
 		{"levels too many", TableDepth, FormatParquet, []Option{WithLevels(MaxLevels + 1)}},
 		{"negative interval", TableDepth, FormatParquet, []Option{WithInterval(-time.Second)}},
 		{"interval on trades", TableTrades, FormatParquet, []Option{WithInterval(time.Second)}},
-		{"snappy arrow", TableDepth, FormatArrow, []Option{WithCompression(Snappy)}},
+		{"snappy arrow", TableDepth, FormatArrow, []Option{WithCompression(columnar.Snappy)}},
 		{"batch rows 0", TableDepth, FormatCSV, []Option{WithBatchRows(0)}},
 		{"bad table", Table(99), FormatCSV, nil},
 		{"bad format", TableDepth, Format(0), nil},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
 )
@@ -239,7 +240,7 @@ func (h *HftBacktest) level(in *hbtInst, kind uint64, side book.Side, lv book.Le
 		ev = kind | HbtBuyEvent
 	}
 	return hbtEvent{ev: ev, exchNs: exch, localNs: local,
-		px: FixedToFloat(lv.Price, in.scale.PriceDecimals), qty: FixedToFloat(lv.Size, in.scale.SizeDecimals)}
+		px: columnar.FixedToFloat(lv.Price, in.scale.PriceDecimals), qty: columnar.FixedToFloat(lv.Size, in.scale.SizeDecimals)}
 }
 
 // diff writes the depth rows that turn the mirror into b.
@@ -466,7 +467,7 @@ func (h *HftBacktest) writeFile(in *hbtInst, date string) error {
 		return err
 	}
 	if err := writeHbtNpz(w, out); err != nil {
-		return &WriteError{Format: FormatHftBacktest, Err: err}
+		return &WriteError{Table: Table(0).String(), Format: FormatHftBacktest.String(), Err: err}
 	}
 	h.rows += uint64(len(rows))
 	return nil

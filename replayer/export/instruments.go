@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
@@ -67,49 +68,49 @@ func newInstrumentsTable() *instrumentsTable {
 	return &instrumentsTable{insts: map[string]*instHistory{}, names: interned{}}
 }
 
-func (t *instrumentsTable) columns(b *batch, _ string, _ bool) {
-	t.cExch = b.add("exchange_ts_ns", kTime, true)
-	t.cLocal = b.add("local_ts_ns", kTime, false)
-	t.cUntil = b.add("valid_until_ns", kTime, true)
-	t.cVenue = b.add("venue", kString, false)
-	t.cInst = b.add("instrument", kString, false)
-	t.cType = b.add("type", kString, true)
-	t.cMarket = b.add("market", kString, true)
-	t.cSlug = b.add("slug", kString, true)
-	t.cName = b.add("name", kString, true)
-	t.cOutcome = b.add("outcome", kString, true)
-	t.cOutIndex = b.add("outcome_index", kInt32, true)
-	t.cPaired = b.add("paired_instrument", kString, true)
-	t.cBase = b.add("base", kString, true)
-	t.cQuote = b.add("quote", kString, true)
-	t.cTick = b.add("tick_size", kPrice, true)
-	t.cPriceDec = b.add("price_decimals", kInt32, true)
-	t.cMin = b.add("min_order_size", kSize, true)
-	t.cStep = b.add("size_increment", kSize, true)
-	t.cSzDec = b.add("sz_decimals", kInt32, true)
-	t.cLev = b.add("max_leverage", kInt32, true)
-	t.cNegRisk = b.add("neg_risk", kBool, true)
-	t.cActive = b.add("active", kBool, true)
-	t.cFees = b.add("fees_enabled", kBool, true)
-	t.cFeeType = b.add("fee_type", kString, true)
-	t.cTaker = b.add("taker_fee_rate", kDecimal, true)
-	t.cFeeExp = b.add("fee_exponent", kDecimal, true)
-	t.cRebate = b.add("maker_rebate_share", kDecimal, true)
+func (t *instrumentsTable) columns(b *columnar.Batch, _ string, _ bool) {
+	t.cExch = b.Add("exchange_ts_ns", columnar.Timestamp, true)
+	t.cLocal = b.Add("local_ts_ns", columnar.Timestamp, false)
+	t.cUntil = b.Add("valid_until_ns", columnar.Timestamp, true)
+	t.cVenue = b.Add("venue", columnar.String, false)
+	t.cInst = b.Add("instrument", columnar.String, false)
+	t.cType = b.Add("type", columnar.String, true)
+	t.cMarket = b.Add("market", columnar.String, true)
+	t.cSlug = b.Add("slug", columnar.String, true)
+	t.cName = b.Add("name", columnar.String, true)
+	t.cOutcome = b.Add("outcome", columnar.String, true)
+	t.cOutIndex = b.Add("outcome_index", columnar.Int32, true)
+	t.cPaired = b.Add("paired_instrument", columnar.String, true)
+	t.cBase = b.Add("base", columnar.String, true)
+	t.cQuote = b.Add("quote", columnar.String, true)
+	t.cTick = b.Add("tick_size", columnar.Price, true)
+	t.cPriceDec = b.Add("price_decimals", columnar.Int32, true)
+	t.cMin = b.Add("min_order_size", columnar.Size, true)
+	t.cStep = b.Add("size_increment", columnar.Size, true)
+	t.cSzDec = b.Add("sz_decimals", columnar.Int32, true)
+	t.cLev = b.Add("max_leverage", columnar.Int32, true)
+	t.cNegRisk = b.Add("neg_risk", columnar.Bool, true)
+	t.cActive = b.Add("active", columnar.Bool, true)
+	t.cFees = b.Add("fees_enabled", columnar.Bool, true)
+	t.cFeeType = b.Add("fee_type", columnar.String, true)
+	t.cTaker = b.Add("taker_fee_rate", columnar.Decimal, true)
+	t.cFeeExp = b.Add("fee_exponent", columnar.Decimal, true)
+	t.cRebate = b.Add("maker_rebate_share", columnar.Decimal, true)
 	for _, c := range []int{t.cTaker, t.cFeeExp, t.cRebate} {
-		b.cols[c].decimals = feeDecimals
+		b.SetScale(c, feeDecimals)
 	}
-	t.cSource = b.add("source", kString, true)
+	t.cSource = b.Add("source", columnar.String, true)
 }
 
 // feeDecimals is the scale of the fee columns (rates, exponent, share).
 const feeDecimals = 6
 
 // optFee writes a fee fraction where a negative value means unknown.
-func optFee(b *batch, c int, v float64) {
+func optFee(b *columnar.Batch, c int, v float64) {
 	if v < 0 {
-		b.i64Null(c)
+		b.Null(c)
 	} else {
-		b.i64(c, int64(math.Round(v*1e6)))
+		b.Int64(c, int64(math.Round(v*1e6)))
 	}
 }
 
@@ -373,13 +374,13 @@ func instMarket(h *instHistory) string {
 }
 
 func (t *instrumentsTable) row(s *Sink, h *instHistory, r instRow) error {
-	b := &s.b
+	b := s.b
 	in := &r.info
 	optI64(b, t.cExch, r.exNs)
-	b.i64(t.cLocal, r.localNs)
+	b.Int64(t.cLocal, r.localNs)
 	optI64(b, t.cUntil, r.untilNs)
-	b.str(t.cVenue, h.venue)
-	b.str(t.cInst, h.id)
+	b.String(t.cVenue, h.venue)
+	b.String(t.cInst, h.id)
 	optStr(b, t.cType, in.Type)
 	optStr(b, t.cMarket, in.Market)
 	optStr(b, t.cSlug, in.Slug)
@@ -411,21 +412,21 @@ func (t *instrumentsTable) row(s *Sink, h *instHistory, r instRow) error {
 }
 
 // optDec writes a count where -1 means unknown.
-func optDec(b *batch, c, v int) {
+func optDec(b *columnar.Batch, c, v int) {
 	if v < 0 {
-		b.i32Null(c)
+		b.Null(c)
 	} else {
-		b.i32(c, int32(v))
+		b.Int32(c, int32(v))
 	}
 }
 
-func optFlag(b *batch, c int, f venue.Flag) {
+func optFlag(b *columnar.Batch, c int, f venue.Flag) {
 	if f == venue.FlagUnknown {
-		b.boolNull(c)
+		b.Null(c)
 	} else {
-		b.bool(c, f == venue.FlagTrue)
+		b.Bool(c, f == venue.FlagTrue)
 	}
 }
 
 // csvFields: the instruments table has no Tardis layout (New refuses it).
-func (t *instrumentsTable) csvFields(bool) []csvField { return nil }
+func (t *instrumentsTable) csvFields(bool) []columnar.CSVField { return nil }

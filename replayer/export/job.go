@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/venue"
 	"io"
 	"os"
@@ -36,7 +37,7 @@ type Job struct {
 	FromNs      int64         // window start, inclusive; 0: the start
 	ToNs        int64         // window end, exclusive; 0: the end
 	Exact       bool
-	Compression Compression // 0: the format's default
+	Compression columnar.Compression // 0: the format's default
 	Quality     bool
 	Snapshots   Snapshots  // 0: the default
 	BucketTime  BucketTime // 0: the format's default
@@ -130,8 +131,8 @@ func (j *Job) Validate() error {
 }
 
 func (j *Job) validateTable() error {
-	if j.Encoders < 0 || j.Encoders > MaxEncoders {
-		return optionf("export: --encoders %d: want 0 to %d", j.Encoders, MaxEncoders)
+	if j.Encoders < 0 || j.Encoders > columnar.MaxEncoders {
+		return optionf("export: --encoders %d: want 0 to %d", j.Encoders, columnar.MaxEncoders)
 	}
 	raw := j.Table == "raw"
 	var table Table
@@ -211,7 +212,7 @@ func (j *Job) validateTable() error {
 			return optionf("export: --table %s has no Tardis layout (use --format csv)", table)
 		}
 	case FormatArrow:
-		if j.Compression == Snappy {
+		if j.Compression == columnar.Snappy {
 			return optionf("export: --compression snappy is not available for --format arrow (zstd or none)")
 		}
 		fallthrough

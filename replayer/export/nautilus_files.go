@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
@@ -213,18 +214,20 @@ func nautDecText(v int64, dec, prec uint8) string {
 
 // nautColumns are the columns of a Nautilus data file of kind k at width w
 // (crates/serialization/src/arrow/{delta,quote,trade}.rs get_schema).
-func nautColumns(k int, w int) []Column {
-	fx := func(name string) Column { return Column{Name: name, Type: FixedBytes, Width: w} }
-	u8 := func(name string) Column { return Column{Name: name, Type: Uint8} }
-	u64 := func(name string) Column { return Column{Name: name, Type: Uint64} }
+func nautColumns(k int, w int) []columnar.Column {
+	fx := func(name string) columnar.Column {
+		return columnar.Column{Name: name, Type: columnar.FixedBytes, Width: w}
+	}
+	u8 := func(name string) columnar.Column { return columnar.Column{Name: name, Type: columnar.Uint8} }
+	u64 := func(name string) columnar.Column { return columnar.Column{Name: name, Type: columnar.Uint64} }
 	switch k {
 	case nautDelta:
-		return []Column{u8("action"), u8("side"), fx("price"), fx("size"), u64("order_id"), u8("flags"),
+		return []columnar.Column{u8("action"), u8("side"), fx("price"), fx("size"), u64("order_id"), u8("flags"),
 			u64("sequence"), u64("ts_event"), u64("ts_init")}
 	case nautQuote:
-		return []Column{fx("bid_price"), fx("ask_price"), fx("bid_size"), fx("ask_size"), u64("ts_event"), u64("ts_init")}
+		return []columnar.Column{fx("bid_price"), fx("ask_price"), fx("bid_size"), fx("ask_size"), u64("ts_event"), u64("ts_init")}
 	default:
-		return []Column{fx("price"), fx("size"), u8("aggressor_side"), {Name: "trade_id", Type: String},
+		return []columnar.Column{fx("price"), fx("size"), u8("aggressor_side"), {Name: "trade_id", Type: columnar.String},
 			u64("ts_event"), u64("ts_init")}
 	}
 }
@@ -256,12 +259,12 @@ func (n *Nautilus) writeData(in *nautInst, d *nautDef, k int) error {
 	if err != nil {
 		return err
 	}
-	sc := TypedSchema{Name: "nautilus." + nautDirs[k], Columns: nautColumns(k, n.prec.bytes()), Metadata: map[string]string{
+	sc := columnar.TypedSchema{Name: "nautilus." + nautDirs[k], Columns: nautColumns(k, n.prec.bytes()), Metadata: map[string]string{
 		"instrument_id":   d.id,
 		"price_precision": strconv.Itoa(int(d.pxPrec)),
 		"size_precision":  strconv.Itoa(int(d.szPrec)),
 	}}
-	t, err := NewTypedTable(w, sc, FormatParquet, WithDatasets(n.cfg.datasets...))
+	t, err := columnar.NewTypedTable(w, sc, columnar.Parquet, n.cfg.out)
 	if err != nil {
 		return err
 	}
@@ -331,11 +334,13 @@ func (n *Nautilus) writeData(in *nautInst, d *nautDef, k int) error {
 // order and names the Python catalog's instruments.py also reads), with
 // "class" in the metadata.
 func (n *Nautilus) writeDef(w io.Writer, d *nautDef) error {
-	str := func(name string) Column { return Column{Name: name, Type: String} }
-	opt := func(name string) Column { return Column{Name: name, Type: String, Nullable: true} }
-	u8 := func(name string) Column { return Column{Name: name, Type: Uint8} }
-	u64 := func(name string) Column { return Column{Name: name, Type: Uint64} }
-	var cols []Column
+	str := func(name string) columnar.Column { return columnar.Column{Name: name, Type: columnar.String} }
+	opt := func(name string) columnar.Column {
+		return columnar.Column{Name: name, Type: columnar.String, Nullable: true}
+	}
+	u8 := func(name string) columnar.Column { return columnar.Column{Name: name, Type: columnar.Uint8} }
+	u64 := func(name string) columnar.Column { return columnar.Column{Name: name, Type: columnar.Uint64} }
+	var cols []columnar.Column
 	type val struct {
 		s    string
 		null bool
@@ -344,7 +349,7 @@ func (n *Nautilus) writeDef(w io.Writer, d *nautDef) error {
 		by   []byte
 	}
 	var vals []val
-	add := func(c Column, v val) {
+	add := func(c columnar.Column, v val) {
 		cols = append(cols, c)
 		vals = append(vals, v)
 	}
@@ -358,7 +363,7 @@ func (n *Nautilus) writeDef(w io.Writer, d *nautDef) error {
 		add(str("base_currency"), val{s: d.base})
 		add(str("quote_currency"), val{s: d.currency})
 		add(str("settlement_currency"), val{s: d.settlement})
-		add(Column{Name: "is_inverse", Type: Bool}, val{b: false})
+		add(columnar.Column{Name: "is_inverse", Type: columnar.Bool}, val{b: false})
 	default:
 		add(str("base_currency"), val{s: d.base})
 		add(str("quote_currency"), val{s: d.currency})
@@ -387,11 +392,11 @@ func (n *Nautilus) writeDef(w io.Writer, d *nautDef) error {
 		add(str("taker_fee"), val{s: d.takerFee})
 	}
 	add(opt("tick_scheme"), val{null: true})
-	add(Column{Name: "info", Type: Binary, Nullable: true}, val{by: d.info, null: d.info == nil})
+	add(columnar.Column{Name: "info", Type: columnar.Binary, Nullable: true}, val{by: d.info, null: d.info == nil})
 	add(u64("ts_event"), val{u: uint64(d.tsNs)})
 	add(u64("ts_init"), val{u: uint64(d.tsNs)})
-	t, err := NewTypedTable(w, TypedSchema{Name: "nautilus." + d.kind, Columns: cols, Metadata: map[string]string{"class": d.class}},
-		FormatParquet, WithDatasets(n.cfg.datasets...))
+	t, err := columnar.NewTypedTable(w, columnar.TypedSchema{Name: "nautilus." + d.kind, Columns: cols, Metadata: map[string]string{"class": d.class}},
+		columnar.Parquet, n.cfg.out)
 	if err != nil {
 		return err
 	}
@@ -400,15 +405,15 @@ func (n *Nautilus) writeDef(w io.Writer, d *nautDef) error {
 		switch {
 		case v.null:
 			t.Null(i)
-		case c.Type == String:
+		case c.Type == columnar.String:
 			t.String(i, v.s)
-		case c.Type == Uint8:
+		case c.Type == columnar.Uint8:
 			t.Uint8(i, uint8(v.u))
-		case c.Type == Uint64:
+		case c.Type == columnar.Uint64:
 			t.Uint64(i, v.u)
-		case c.Type == Bool:
+		case c.Type == columnar.Bool:
 			t.Bool(i, v.b)
-		case c.Type == Binary:
+		case c.Type == columnar.Binary:
 			t.Bytes(i, v.by)
 		}
 	}

@@ -2,46 +2,19 @@ package export
 
 import (
 	"fmt"
-	"github.com/tapedeck/tapedeck/venue"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/replayer"
+	"github.com/tapedeck/tapedeck/venue"
 )
 
 // Option configures a Sink. Every option validates its argument and states
 // its default; defaults live in defaultConfig.
 type Option func(*config) error
-
-// Compression is the codec of Parquet pages (and of Arrow IPC buffers).
-type Compression uint8
-
-// Codecs. The zero Compression is each format's default: Snappy for Parquet
-// (pyarrow's default too) and Uncompressed for Arrow IPC, whose readers do
-// not all carry a Zstd codec (Apache Arrow JS has none built in) and which is
-// meant to be memory-mapped. Zstd gives Parquet files about a third smaller
-// but, with Arrow v15's writer, which builds a new zstd encoder for every
-// page, exports at about a third of the speed.
-const (
-	Zstd Compression = iota + 1
-	Snappy
-	Uncompressed
-)
-
-// ParseCompression parses "zstd", "snappy" or "none".
-func ParseCompression(s string) (Compression, error) {
-	switch s {
-	case "zstd":
-		return Zstd, nil
-	case "snappy":
-		return Snappy, nil
-	case "none":
-		return Uncompressed, nil
-	}
-	return 0, fmt.Errorf("export: unknown compression %q (want zstd, snappy, none)", s)
-}
 
 // Snapshots is how the book_changes table writes a venue snapshot that
 // follows earlier rows of the same book.
@@ -205,29 +178,19 @@ type config struct {
 	levels         int
 	intervalNs     int64 // 0 = every event
 	exact          bool
-	compression    Compression
-	batchRows      int
-	encoders       int  // WithEncoders; 0: GOMAXPROCS
-	quality        bool // CSV: append quality columns after the Tardis layout
+	out            columnar.Options // WithCompression, WithBatchRows, WithEncoders, WithDatasets
+	quality        bool             // CSV: append quality columns after the Tardis layout
 	nautilus       NautilusPrecision
 	venue          string
 	scale          book.Scale
 	haveScale      bool
 	caps           venue.Capabilities // the columns the venue's data has
-	datasets       []string
-	recorded       map[string]bool // WithRecordedInstruments
+	recorded       map[string]bool    // WithRecordedInstruments
 	recordedList   []string
 	fromNs, toNs   int64 // WithWindow (instruments table)
 	shard          replayer.Shard
-	shardOwns      map[string]bool // instrument → owned by shard, as checked
-	many           bool            // one Sink of many (Split, Partitioned): small buffers, grown on demand
-	shared         *sharedFormat   // of many sinks: what their files share
-}
-
-// sharedFormat is what the files of many sinks (Split, Partitioned) of one
-// schema share, built by the first.
-type sharedFormat struct {
-	pq *pqShared
+	shardOwns      map[string]bool  // instrument → owned by shard, as checked
+	shared         *columnar.Shared // one Sink of many (Split, Partitioned): what their files share
 }
 
 func (c *config) isRecorded(id string) bool { return c.recorded[id] }
@@ -320,13 +283,13 @@ func WithExact() Option {
 // record batch buffers (default Uncompressed; Snappy is rejected, IPC has
 // only LZ4 and Zstd). CSV ignores it: compress the writer (replay export
 // compresses a whole file of any format from .gz, .zst or --compress).
-func WithCompression(cmp Compression) Option {
+func WithCompression(cmp columnar.Compression) Option {
 	return func(c *config) error {
-		if cmp < Zstd || cmp > Uncompressed {
-			return fmt.Errorf("%w: compression %d", ErrOption, cmp)
+		if cmp == 0 {
+			return fmt.Errorf("%w: compression 0", ErrOption)
 		}
-		c.compression = cmp
-		return nil
+		c.out.Compression = cmp
+		return c.out.Check()
 	}
 }
 
@@ -334,19 +297,20 @@ func WithCompression(cmp Compression) Option {
 // a Parquet row group or an Arrow record batch. It bounds the memory a Sink
 // holds (twice that while a batch is written on other goroutines, see
 // WithEncoders). The default fills about 24 MiB (65536 rows of a narrow table such as
-// trades, about 13000 of a 25-level depth table). 1 ≤ n ≤ 1<<24.
+// trades, about 13000 of a 25-level depth table). 1 ≤ n ≤
+// columnar.MaxBatchRows.
 func WithBatchRows(n int) Option {
 	return func(c *config) error {
-		if n < 1 || n > 1<<24 {
-			return fmt.Errorf("%w: batch rows %d not in 1..%d", ErrOption, n, 1<<24)
+		if n < 1 {
+			return fmt.Errorf("%w: batch rows %d not in 1..%d", ErrOption, n, columnar.MaxBatchRows)
 		}
-		c.batchRows = n
-		return nil
+		c.out.BatchRows = n
+		return c.out.Check()
 	}
 }
 
 // WithEncoders sets how many goroutines write batches (default
-// runtime.GOMAXPROCS(0), at most MaxEncoders). With 1 the Sink is sequential:
+// runtime.GOMAXPROCS(0), at most columnar.MaxEncoders). With 1 the Sink is sequential:
 // a full batch is encoded, compressed and written inside the OnEvent call
 // that filled it. With n > 1 a full batch is written on other goroutines
 // while OnEvent fills the next one (two batches in memory, not one), and a
@@ -357,16 +321,13 @@ func WithBatchRows(n int) Option {
 // with n = 1; no row is written after it.
 func WithEncoders(n int) Option {
 	return func(c *config) error {
-		if n < 1 || n > MaxEncoders {
-			return fmt.Errorf("%w: encoders %d not in 1..%d", ErrOption, n, MaxEncoders)
+		if n < 1 {
+			return fmt.Errorf("%w: encoders %d not in 1..%d", ErrOption, n, columnar.MaxEncoders)
 		}
-		c.encoders = n
-		return nil
+		c.out.Encoders = n
+		return c.out.Check()
 	}
 }
-
-// MaxEncoders bounds WithEncoders.
-const MaxEncoders = 256
 
 // WithQualityColumns appends tapedeck's quality columns (book_valid,
 // after_gap, crossed, hash_checked, hash_ok, hash_mismatch,
@@ -407,7 +368,7 @@ func WithSource(d venue.Driver) Option {
 // metadata (MetaDatasets), in replay input order. Default: none.
 func WithDatasets(paths ...string) Option {
 	return func(c *config) error {
-		c.datasets = append([]string(nil), paths...)
+		c.out.Datasets = append([]string(nil), paths...)
 		return nil
 	}
 }

@@ -3,11 +3,11 @@ package export
 import (
 	"fmt"
 	"io"
-	"runtime"
 	"slices"
+	"strconv"
 	"strings"
-	"sync/atomic"
 
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/replayer"
 )
 
@@ -26,43 +26,26 @@ type Sink struct {
 	cfg    config
 	table  Table
 	format Format
-	w      *stickyWriter
+	w      io.Writer
 
-	impl     tableImpl
-	b        batch
-	rowBytes int // b.rowBytes(), once the columns are known
-	out      formatWriter
-	started  bool
-	rows     uint64
-	err      error // sticky: the first write failure
-	closed   bool
-
-	// Writing on other goroutines (WithEncoders > 1): spare is the batch a
-	// goroutine is writing while pending, or the empty one to fill next;
-	// the write's result arrives on wrote, and failed is set as soon as it
-	// fails.
-	spare   batch
-	pending bool
-	wrote   chan error
-	failed  atomic.Bool
+	impl    tableImpl
+	cw      *columnar.Writer // once started
+	b       *columnar.Batch  // cw's: the row being set
+	started bool
+	err     error // sticky: the failure to start
+	closed  bool
 }
 
 // tableImpl is one table: it declares its columns and turns events into rows.
 type tableImpl interface {
 	// columns adds the table's columns to b once the venue is known.
-	columns(b *batch, venue string, counts bool)
+	columns(b *columnar.Batch, venue string, counts bool)
 	// onEvent appends the rows for e, calling s.endRow after each.
 	onEvent(s *Sink, e *replayer.Event) error
 	// finish appends rows still pending at the end (sampled depth buckets).
 	finish(s *Sink) error
 	// csvFields is the FormatTardis layout: Tardis' columns.
-	csvFields(quality bool) []csvField
-}
-
-// formatWriter is one file format over a batch.
-type formatWriter interface {
-	write(b *batch) error
-	close() error
+	csvFields(quality bool) []columnar.CSVField
 }
 
 // New returns a Sink writing table t in format f to w. Options are checked
@@ -82,7 +65,7 @@ func New(w io.Writer, t Table, f Format, opts ...Option) (*Sink, error) {
 	if f < FormatParquet || f > FormatTardis {
 		return nil, fmt.Errorf("%w: format %d", ErrOption, f)
 	}
-	if f == FormatArrow && cfg.compression == Snappy {
+	if f == FormatArrow && cfg.out.Compression == columnar.Snappy {
 		return nil, fmt.Errorf("%w: Arrow IPC has no snappy compression (use zstd or none)", ErrOption)
 	}
 	if cfg.nautilus != 0 {
@@ -112,7 +95,7 @@ func New(w io.Writer, t Table, f Format, opts ...Option) (*Sink, error) {
 	if (cfg.fromNs != 0 || cfg.toNs != 0) && t != TableInstruments {
 		return nil, fmt.Errorf("%w: a window option applies to the instruments table only, not %s (window the replay)", ErrOption, t)
 	}
-	s := &Sink{cfg: cfg, table: t, format: f, w: &stickyWriter{w: w}}
+	s := &Sink{cfg: cfg, table: t, format: f, w: w}
 	switch t {
 	case TableDepth:
 		s.impl = newDepthTable(cfg.levels, cfg.intervalNs, cfg.bucket == BucketExchange)
@@ -137,11 +120,8 @@ func (s *Sink) OnEvent(e *replayer.Event) error {
 	if s.closed {
 		return ErrClosed
 	}
-	if s.err != nil {
-		return s.err
-	}
-	if s.failed.Load() {
-		return s.wait()
+	if err := s.failure(); err != nil {
+		return err
 	}
 	if !s.started {
 		if !s.cfg.haveScale {
@@ -193,8 +173,8 @@ func (s *Sink) Close() error {
 		return ErrClosed
 	}
 	s.closed = true
-	if s.err != nil {
-		return s.err
+	if err := s.failure(); err != nil {
+		return err
 	}
 	if !s.started {
 		if err := s.start(); err != nil {
@@ -204,45 +184,17 @@ func (s *Sink) Close() error {
 	if err := s.impl.finish(s); err != nil {
 		return err
 	}
-	if err := s.wait(); err != nil {
-		return err
-	}
-	if s.b.rows > 0 {
-		if err := s.writeBatch(&s.b); err != nil {
-			s.err = err
-			return err
-		}
-	}
-	err := s.out.close()
-	if err == nil {
-		err = s.w.err
-	}
-	if err != nil {
-		s.err = &WriteError{Table: s.table, Format: s.format, Err: err}
-		return s.err
-	}
-	// The file is done: its buffers go (a Split closes thousands of sinks).
-	s.b.free()
-	s.spare, s.out = batch{}, nil
-	return nil
+	// The file is done: the writer lets its buffers go (a Split closes
+	// thousands of sinks).
+	return s.cw.Close()
 }
 
-// stickyWriter keeps the first write error and reports success to the format
-// library: Arrow's Parquet writer panics on some write failures, and a Sink
-// must return an error instead. The Sink checks err after every batch.
-type stickyWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (s *stickyWriter) Write(p []byte) (int, error) {
-	if s.err != nil {
-		return len(p), nil
+// failure returns the sticky error: the failure to start or to write.
+func (s *Sink) failure() error {
+	if s.err == nil && s.cw != nil {
+		return s.cw.Err()
 	}
-	if _, err := s.w.Write(p); err != nil {
-		s.err = err
-	}
-	return len(p), nil
+	return s.err
 }
 
 // Problems returns what the instruments table could not read: one line per
@@ -262,156 +214,80 @@ func (s *Sink) Problems() []string {
 }
 
 // Rows returns the number of rows appended so far (written or buffered).
-func (s *Sink) Rows() uint64 { return s.rows }
+func (s *Sink) Rows() uint64 {
+	if s.cw == nil {
+		return 0
+	}
+	return s.cw.Rows()
+}
 
 func (s *Sink) start() error {
 	s.started = true
-	s.impl.columns(&s.b, s.cfg.venue, s.cfg.caps.LevelCounts)
-	if s.cfg.batchRows == 0 {
-		// Default: about batchBytes of rows, so a wide depth table holds as
-		// little memory as a narrow trades table; within [minBatch, maxBatch].
-		s.cfg.batchRows = min(maxBatch, max(minBatch, batchBytes/s.b.rowBytes()))
-	}
-	if s.cfg.many {
-		s.b.grow(min(manyFirstRows, s.cfg.batchRows))
-	} else {
-		s.b.grow(s.cfg.batchRows)
-	}
-	s.rowBytes = s.b.rowBytes()
-	if s.encoders() > 1 {
-		s.wrote = make(chan error, 1)
-	}
-	var err error
+	var b columnar.Batch
+	s.impl.columns(&b, s.cfg.venue, s.cfg.caps.LevelCounts)
+	f, lay := columnar.CSV, columnar.Layout{Table: s.table.String(), FormatName: s.format.String(),
+		Metadata: s.metadata(), Scale: s.cfg.scale, Exact: s.cfg.exact, Shared: s.cfg.shared}
 	switch s.format {
 	case FormatParquet:
-		s.out, err = newParquetWriter(s.w, s)
+		f = columnar.Parquet
 	case FormatArrow:
-		s.out, err = newIPCWriter(s.w, s)
-	case FormatCSV, FormatTardis:
-		s.out, err = newCSVWriter(s.w, s)
+		f = columnar.Arrow
+	case FormatTardis:
+		lay.CSV = s.tardisFields()
 	}
-	if err == nil {
-		err = s.w.err
-	}
+	cw, err := columnar.NewWriter(s.w, b, f, s.cfg.out, lay)
 	if err != nil {
-		s.err = &WriteError{Table: s.table, Format: s.format, Err: err}
-		return s.err
+		s.err = err
+		return err
 	}
+	s.cw, s.b = cw, cw.Batch()
 	return nil
 }
 
-// Default batch sizing (WithBatchRows overrides it).
-const (
-	batchBytes = 24 << 20
-	minBatch   = 4096
-	maxBatch   = 1 << 16
-)
+// metadata is the schema metadata of the Sink's table.
+func (s *Sink) metadata() []columnar.KeyValue {
+	kv := func(k, v string) columnar.KeyValue { return columnar.KeyValue{Key: k, Value: v} }
+	return []columnar.KeyValue{kv(MetaTable, s.table.String()), kv(MetaVenue, s.cfg.venue),
+		kv(MetaPriceDecimals, strconv.Itoa(int(s.cfg.scale.PriceDecimals))),
+		kv(MetaSizeDecimals, strconv.Itoa(int(s.cfg.scale.SizeDecimals))),
+		kv(MetaDatasets, columnar.DatasetsJSON(s.cfg.out.Datasets)), kv(MetaLevels, strconv.Itoa(s.cfg.levels)),
+		kv(MetaIntervalNs, strconv.FormatInt(s.cfg.intervalNs, 10)), kv(MetaExact, strconv.FormatBool(s.cfg.exact))}
+}
 
-// manyFirstRows is the room for rows a Sink among many starts with.
-const manyFirstRows = 4
+// tardisFields is the FormatTardis CSV layout of the table: Tardis'
+// columns, under WithTardisExchange's name if given, symbols quoted.
+func (s *Sink) tardisFields() []columnar.CSVField {
+	fields := s.impl.csvFields(s.cfg.quality)
+	for i := range fields {
+		switch fields[i].Header {
+		case "exchange":
+			if s.cfg.tardisExchange != "" {
+				fields[i] = columnar.CSVField{Header: "exchange", How: columnar.CSVConst, Text: s.cfg.tardisExchange, Alt: -1}
+			}
+		case "symbol":
+			fields[i].How = columnar.CSVQuoted
+		}
+	}
+	return fields
+}
 
 // endRow completes a row and writes the batch once it is full.
-func (s *Sink) endRow() error {
-	s.b.rows++
-	s.rows++
-	if s.b.rows >= s.cfg.batchRows {
-		return s.flush()
-	}
-	if s.b.rows == s.b.capRows {
-		s.b.regrow(min(2*s.b.capRows, s.cfg.batchRows))
-	}
-	return nil
-}
+func (s *Sink) endRow() error { return s.cw.EndRow() }
 
 // heldBytes estimates the memory of the Sink's buffered batch.
-func (s *Sink) heldBytes() int { return s.b.capRows * s.rowBytes }
+func (s *Sink) heldBytes() int {
+	if s.cw == nil {
+		return 0
+	}
+	return s.cw.HeldBytes()
+}
 
 // spill writes the buffered rows (a row group of their own) and gives back
 // the batch's memory: a Split or Partitioned over its memory budget spills
-// its sinks. Only for a Sink among many (one encoder).
+// its sinks.
 func (s *Sink) spill() error {
 	if s.err != nil || !s.started || s.closed {
 		return s.err
 	}
-	if s.b.rows > 0 {
-		if err := s.writeBatch(&s.b); err != nil {
-			s.err = err
-			return err
-		}
-	}
-	if s.b.capRows > manyFirstRows {
-		s.b.grow(manyFirstRows)
-	}
-	if r, ok := s.out.(interface{ release() }); ok {
-		r.release()
-	}
-	return nil
-}
-
-// flush writes the full batch: at once with one encoder, else on another
-// goroutine once the batch before it is written, OnEvent going on with the
-// other batch meanwhile.
-func (s *Sink) flush() error {
-	if s.wrote == nil {
-		if err := s.writeBatch(&s.b); err != nil {
-			s.err = err
-			return err
-		}
-		return nil
-	}
-	if err := s.wait(); err != nil {
-		return err
-	}
-	if s.spare.cols == nil {
-		s.spare = s.b.emptyLike(s.cfg.batchRows)
-	}
-	s.b, s.spare = s.spare, s.b
-	s.pending = true
-	go func(b *batch) {
-		err := s.writeBatch(b)
-		if err != nil {
-			s.failed.Store(true)
-		}
-		s.wrote <- err
-	}(&s.spare)
-	return nil
-}
-
-// wait waits for the batch being written, if any, and returns (and keeps)
-// the write's error.
-func (s *Sink) wait() error {
-	if !s.pending {
-		return s.err
-	}
-	s.pending = false
-	if err := <-s.wrote; err != nil {
-		s.err = err
-	}
-	return s.err
-}
-
-// writeBatch writes b with the format writer and empties it. The format
-// writer and w are used by one writeBatch at a time.
-func (s *Sink) writeBatch(b *batch) error {
-	err := s.out.write(b)
-	if err == nil {
-		err = s.w.err
-	}
-	if err != nil {
-		return &WriteError{Table: s.table, Format: s.format, Err: err}
-	}
-	b.reset()
-	return nil
-}
-
-// encoders is the number of goroutines writing batches (WithEncoders); a
-// Sink among many writes on the caller's goroutine (one batch in memory).
-func (s *Sink) encoders() int {
-	if s.cfg.many {
-		return 1
-	}
-	if s.cfg.encoders > 0 {
-		return s.cfg.encoders
-	}
-	return min(runtime.GOMAXPROCS(0), MaxEncoders)
+	return s.cw.Spill()
 }

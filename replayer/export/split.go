@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/replayer"
 )
 
@@ -166,9 +167,9 @@ func manySinkOptions(t Table, f Format, opts []Option) (config, []Option, error)
 			return cfg, nil, err
 		}
 	}
-	sh := &sharedFormat{}
-	opts = append(opts[:len(opts):len(opts)], func(c *config) error { c.many, c.shared = true, sh; return nil })
-	if cfg.batchRows == 0 {
+	sh := &columnar.Shared{}
+	opts = append(opts[:len(opts):len(opts)], func(c *config) error { c.shared = sh; return nil })
+	if cfg.out.BatchRows == 0 {
 		opts = append(opts, WithBatchRows(SplitBatchRows))
 	}
 	// One probe validates the combination before any file is opened.

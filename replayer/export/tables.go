@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
@@ -12,13 +13,18 @@ import (
 
 // tardisHead is the four leading columns of every Tardis CSV layout. Tardis'
 // timestamp is the exchange's, or the local one when the exchange gives none.
-func tardisHead(exch, local, ven, inst int) []csvField {
-	return []csvField{
-		{"exchange", ven, csvString, -1, ""},
-		{"symbol", inst, csvString, -1, ""},
-		{"timestamp", exch, csvMicros, local, ""},
-		{"local_timestamp", local, csvMicros, -1, ""},
+func tardisHead(exch, local, ven, inst int) []columnar.CSVField {
+	return []columnar.CSVField{
+		csvField("exchange", ven, columnar.CSVString),
+		csvField("symbol", inst, columnar.CSVString),
+		{Header: "timestamp", Col: exch, How: columnar.CSVMicros, Alt: local},
+		csvField("local_timestamp", local, columnar.CSVMicros),
 	}
+}
+
+// csvField is a Tardis CSV column printing column col of the table.
+func csvField(header string, col int, how columnar.CSVHow) columnar.CSVField {
+	return columnar.CSVField{Header: header, Col: col, How: how, Alt: -1}
 }
 
 // interned keeps the sink's own copy of the venue and instrument strings, so
@@ -142,18 +148,18 @@ type changesInst struct {
 	loss     bool       // a loss since the last rows
 }
 
-func (t *changesTable) columns(b *batch, _ string, counts bool) {
+func (t *changesTable) columns(b *columnar.Batch, _ string, counts bool) {
 	t.counts, t.names, t.insts = counts, interned{}, instIndex[changesInst]{}
-	t.cExch = b.add("exchange_ts_ns", kTime, true)
-	t.cLocal = b.add("local_ts_ns", kTime, false)
-	t.cVenue = b.add("venue", kString, false)
-	t.cInst = b.add("instrument", kString, false)
-	t.cSnap = b.add("is_snapshot", kBool, false)
-	t.cSide = b.add("side", kString, false)
-	t.cPrice = b.add("price", kPrice, false)
-	t.cSize = b.add("size", kSize, false)
+	t.cExch = b.Add("exchange_ts_ns", columnar.Timestamp, true)
+	t.cLocal = b.Add("local_ts_ns", columnar.Timestamp, false)
+	t.cVenue = b.Add("venue", columnar.String, false)
+	t.cInst = b.Add("instrument", columnar.String, false)
+	t.cSnap = b.Add("is_snapshot", columnar.Bool, false)
+	t.cSide = b.Add("side", columnar.String, false)
+	t.cPrice = b.Add("price", columnar.Price, false)
+	t.cSize = b.Add("size", columnar.Size, false)
 	if counts {
-		t.cCount = b.add("count", kInt32, false)
+		t.cCount = b.Add("count", columnar.Int32, false)
 	}
 }
 
@@ -311,41 +317,41 @@ func (t *changesTable) sync(e *replayer.Event, in *changesInst) error {
 }
 
 func (t *changesTable) row(s *Sink, e *replayer.Event, in *changesInst, snap bool, side book.Side, lv book.Level) error {
-	b := &s.b
+	b := s.b
 	appendTimes(b, t.cExch, t.cLocal, e)
-	b.str(t.cVenue, in.venue)
-	b.str(t.cInst, in.key.instrument)
-	b.bool(t.cSnap, snap)
+	b.String(t.cVenue, in.venue)
+	b.String(t.cInst, in.key.instrument)
+	b.Bool(t.cSnap, snap)
 	if side == book.Bid {
-		b.str(t.cSide, "bid")
+		b.String(t.cSide, "bid")
 	} else {
-		b.str(t.cSide, "ask")
+		b.String(t.cSide, "ask")
 	}
-	b.i64(t.cPrice, lv.Price)
-	b.i64(t.cSize, lv.Size)
+	b.Int64(t.cPrice, lv.Price)
+	b.Int64(t.cSize, lv.Size)
 	if t.counts {
-		b.i32(t.cCount, lv.Count)
+		b.Int32(t.cCount, lv.Count)
 	}
 	return s.endRow()
 }
 
 func (t *changesTable) finish(*Sink) error { return nil }
 
-func (t *changesTable) csvFields(bool) []csvField {
+func (t *changesTable) csvFields(bool) []columnar.CSVField {
 	return append(tardisHead(t.cExch, t.cLocal, t.cVenue, t.cInst),
-		csvField{"is_snapshot", t.cSnap, csvBool, -1, ""},
-		csvField{"side", t.cSide, csvString, -1, ""},
-		csvField{"price", t.cPrice, csvPrice, -1, ""},
-		csvField{"amount", t.cSize, csvSize, -1, ""})
+		csvField("is_snapshot", t.cSnap, columnar.CSVBool),
+		csvField("side", t.cSide, columnar.CSVString),
+		csvField("price", t.cPrice, columnar.CSVPrice),
+		csvField("amount", t.cSize, columnar.CSVSize))
 }
 
-func appendTimes(b *batch, cExch, cLocal int, e *replayer.Event) {
+func appendTimes(b *columnar.Batch, cExch, cLocal int, e *replayer.Event) {
 	if x := exchangeNs(e); x != 0 {
-		b.i64(cExch, x)
+		b.Int64(cExch, x)
 	} else {
-		b.i64Null(cExch)
+		b.Null(cExch)
 	}
-	b.i64(cLocal, e.RecvNs)
+	b.Int64(cLocal, e.RecvNs)
 }
 
 // tradesTable: one row per trade (Tardis trades). backfill marks a trade
@@ -361,17 +367,17 @@ type tradesTable struct {
 	names                        interned
 }
 
-func (t *tradesTable) columns(b *batch, _ string, _ bool) {
+func (t *tradesTable) columns(b *columnar.Batch, _ string, _ bool) {
 	t.names = interned{}
-	t.cExch = b.add("exchange_ts_ns", kTime, true)
-	t.cLocal = b.add("local_ts_ns", kTime, false)
-	t.cVenue = b.add("venue", kString, false)
-	t.cInst = b.add("instrument", kString, false)
-	t.cID = b.add("id", kString, true)
-	t.cSide = b.add("side", kString, false)
-	t.cPrice = b.add("price", kPrice, false)
-	t.cSize = b.add("size", kSize, false)
-	t.cBackfill = b.add("backfill", kBool, false)
+	t.cExch = b.Add("exchange_ts_ns", columnar.Timestamp, true)
+	t.cLocal = b.Add("local_ts_ns", columnar.Timestamp, false)
+	t.cVenue = b.Add("venue", columnar.String, false)
+	t.cInst = b.Add("instrument", columnar.String, false)
+	t.cID = b.Add("id", columnar.String, true)
+	t.cSide = b.Add("side", columnar.String, false)
+	t.cPrice = b.Add("price", columnar.Price, false)
+	t.cSize = b.Add("size", columnar.Size, false)
+	t.cBackfill = b.Add("backfill", columnar.Bool, false)
 }
 
 func (t *tradesTable) onEvent(s *Sink, e *replayer.Event) error {
@@ -382,36 +388,36 @@ func (t *tradesTable) onEvent(s *Sink, e *replayer.Event) error {
 	if d.Backfill && s.format == FormatTardis && !s.cfg.quality {
 		return nil
 	}
-	b := &s.b
+	b := s.b
 	appendTimes(b, t.cExch, t.cLocal, e)
-	b.str(t.cVenue, t.names.get(e.Venue))
-	b.str(t.cInst, t.names.get(e.Instrument))
+	b.String(t.cVenue, t.names.get(e.Venue))
+	b.String(t.cInst, t.names.get(e.Instrument))
 	if len(d.ID) > 0 {
-		b.strBytes(t.cID, d.ID)
+		b.StringBytes(t.cID, d.ID)
 	} else {
-		b.strNull(t.cID)
+		b.Null(t.cID)
 	}
 	if d.Side == book.Bid { // the taker's side: a bid taker bought
-		b.str(t.cSide, "buy")
+		b.String(t.cSide, "buy")
 	} else {
-		b.str(t.cSide, "sell")
+		b.String(t.cSide, "sell")
 	}
-	b.i64(t.cPrice, d.Price)
-	b.i64(t.cSize, d.Size)
-	b.bool(t.cBackfill, d.Backfill)
+	b.Int64(t.cPrice, d.Price)
+	b.Int64(t.cSize, d.Size)
+	b.Bool(t.cBackfill, d.Backfill)
 	return s.endRow()
 }
 
 func (t *tradesTable) finish(*Sink) error { return nil }
 
-func (t *tradesTable) csvFields(quality bool) []csvField {
+func (t *tradesTable) csvFields(quality bool) []columnar.CSVField {
 	f := append(tardisHead(t.cExch, t.cLocal, t.cVenue, t.cInst),
-		csvField{"id", t.cID, csvString, -1, ""},
-		csvField{"side", t.cSide, csvString, -1, ""},
-		csvField{"price", t.cPrice, csvPrice, -1, ""},
-		csvField{"amount", t.cSize, csvSize, -1, ""})
+		csvField("id", t.cID, columnar.CSVString),
+		csvField("side", t.cSide, columnar.CSVString),
+		csvField("price", t.cPrice, columnar.CSVPrice),
+		csvField("amount", t.cSize, columnar.CSVSize))
 	if quality {
-		f = append(f, csvField{"backfill", t.cBackfill, csvBool, -1, ""})
+		f = append(f, csvField("backfill", t.cBackfill, columnar.CSVBool))
 	}
 	return f
 }
@@ -440,18 +446,18 @@ type quoteState struct {
 
 func newQuotesTable() *quotesTable { return &quotesTable{} }
 
-func (t *quotesTable) columns(b *batch, _ string, _ bool) {
+func (t *quotesTable) columns(b *columnar.Batch, _ string, _ bool) {
 	t.names = interned{}
-	t.cExch = b.add("exchange_ts_ns", kTime, true)
-	t.cLocal = b.add("local_ts_ns", kTime, false)
-	t.cVenue = b.add("venue", kString, false)
-	t.cInst = b.add("instrument", kString, false)
-	t.cBidP = b.add("bid_price", kPrice, true)
-	t.cBidS = b.add("bid_size", kSize, true)
-	t.cAskP = b.add("ask_price", kPrice, true)
-	t.cAskS = b.add("ask_size", kSize, true)
-	t.cValid = b.add("book_valid", kBool, false)
-	t.cSource = b.add("source", kString, false)
+	t.cExch = b.Add("exchange_ts_ns", columnar.Timestamp, true)
+	t.cLocal = b.Add("local_ts_ns", columnar.Timestamp, false)
+	t.cVenue = b.Add("venue", columnar.String, false)
+	t.cInst = b.Add("instrument", columnar.String, false)
+	t.cBidP = b.Add("bid_price", columnar.Price, true)
+	t.cBidS = b.Add("bid_size", columnar.Size, true)
+	t.cAskP = b.Add("ask_price", columnar.Price, true)
+	t.cAskS = b.Add("ask_size", columnar.Size, true)
+	t.cValid = b.Add("book_valid", columnar.Bool, false)
+	t.cSource = b.Add("source", columnar.String, false)
 }
 
 func (t *quotesTable) onEvent(s *Sink, e *replayer.Event) error {
@@ -477,65 +483,65 @@ func (t *quotesTable) onEvent(s *Sink, e *replayer.Event) error {
 	} else {
 		*old = q
 	}
-	b := &s.b
+	b := s.b
 	appendTimes(b, t.cExch, t.cLocal, e)
-	b.str(t.cVenue, t.names.get(e.Venue))
-	b.str(t.cInst, t.names.get(e.Instrument))
+	b.String(t.cVenue, t.names.get(e.Venue))
+	b.String(t.cInst, t.names.get(e.Instrument))
 	if q.hasBid {
-		b.i64(t.cBidP, q.bid.Price)
-		b.i64(t.cBidS, q.bid.Size)
+		b.Int64(t.cBidP, q.bid.Price)
+		b.Int64(t.cBidS, q.bid.Size)
 	} else {
-		b.i64Null(t.cBidP)
-		b.i64Null(t.cBidS)
+		b.Null(t.cBidP)
+		b.Null(t.cBidS)
 	}
 	if q.hasAsk {
-		b.i64(t.cAskP, q.ask.Price)
-		b.i64(t.cAskS, q.ask.Size)
+		b.Int64(t.cAskP, q.ask.Price)
+		b.Int64(t.cAskS, q.ask.Size)
 	} else {
-		b.i64Null(t.cAskP)
-		b.i64Null(t.cAskS)
+		b.Null(t.cAskP)
+		b.Null(t.cAskS)
 	}
-	b.bool(t.cValid, q.valid)
-	b.str(t.cSource, "book")
+	b.Bool(t.cValid, q.valid)
+	b.String(t.cSource, "book")
 	return s.endRow()
 }
 
 // venueRow writes the venue's own top of book message d.
 func (t *quotesTable) venueRow(s *Sink, e *replayer.Event, d *venue.Event) error {
-	b := &s.b
+	b := s.b
 	appendTimes(b, t.cExch, t.cLocal, e)
-	b.str(t.cVenue, t.names.get(e.Venue))
-	b.str(t.cInst, t.names.get(e.Instrument))
+	b.String(t.cVenue, t.names.get(e.Venue))
+	b.String(t.cInst, t.names.get(e.Instrument))
 	side := func(has bool, px, sz int64, cP, cS int) {
 		if has {
-			b.i64(cP, px)
+			b.Int64(cP, px)
 		} else {
-			b.i64Null(cP)
+			b.Null(cP)
 		}
 		if has && sz > 0 {
-			b.i64(cS, sz)
+			b.Int64(cS, sz)
 		} else {
-			b.i64Null(cS)
+			b.Null(cS)
 		}
 	}
 	side(d.HasBid, d.BidPrice, d.BidSize, t.cBidP, t.cBidS)
 	side(d.HasAsk, d.AskPrice, d.AskSize, t.cAskP, t.cAskS)
-	b.bool(t.cValid, e.Book != nil && e.Book.Valid())
-	b.str(t.cSource, "venue")
+	b.Bool(t.cValid, e.Book != nil && e.Book.Valid())
+	b.String(t.cSource, "venue")
 	return s.endRow()
 }
 
 func (t *quotesTable) finish(*Sink) error { return nil }
 
-func (t *quotesTable) csvFields(quality bool) []csvField {
+func (t *quotesTable) csvFields(quality bool) []columnar.CSVField {
 	f := append(tardisHead(t.cExch, t.cLocal, t.cVenue, t.cInst),
-		csvField{"ask_amount", t.cAskS, csvSize, -1, ""},
-		csvField{"ask_price", t.cAskP, csvPrice, -1, ""},
-		csvField{"bid_price", t.cBidP, csvPrice, -1, ""},
-		csvField{"bid_amount", t.cBidS, csvSize, -1, ""})
+		csvField("ask_amount", t.cAskS, columnar.CSVSize),
+		csvField("ask_price", t.cAskP, columnar.CSVPrice),
+		csvField("bid_price", t.cBidP, columnar.CSVPrice),
+		csvField("bid_amount", t.cBidS, columnar.CSVSize))
 	if quality {
-		f = append(f, csvField{"book_valid", t.cValid, csvBool, -1, ""},
-			csvField{"source", t.cSource, csvString, -1, ""})
+		f = append(f, csvField("book_valid", t.cValid, columnar.CSVBool),
+			csvField("source", t.cSource, columnar.CSVString))
 	}
 	return f
 }
@@ -554,26 +560,26 @@ type eventsTable struct {
 // verdictCounts are a book's hash verdict counters at its last event.
 type verdictCounts struct{ mismatch, unverifiable uint64 }
 
-func (t *eventsTable) columns(b *batch, _ string, _ bool) {
+func (t *eventsTable) columns(b *columnar.Batch, _ string, _ bool) {
 	t.names = interned{}
 	t.verdicts = instIndex[verdictCounts]{}
-	t.cLocal = b.add("local_ts_ns", kTime, false)
-	t.cVenue = b.add("venue", kString, false)
-	t.cDataset = b.add("dataset", kInt32, false)
-	t.cConn = b.add("conn", kInt64, false)
-	t.cSeq = b.add("seq", kInt64, false)
-	t.cKind = b.add("kind", kString, false)
-	t.cURL = b.add("url", kString, true)
-	t.cCode = b.add("code", kInt32, true)
-	t.cReason = b.add("reason", kString, true)
-	t.cErr = b.add("error", kString, true)
-	t.cAttempt = b.add("attempt", kInt32, true)
-	t.cInstruments = b.add("instruments", kString, true)
-	t.cDropped = b.add("dropped", kInt64, true)
-	t.cFrom = b.add("from_ns", kTime, true)
-	t.cTo = b.add("to_ns", kTime, true)
-	t.cOffset = b.add("offset_ns", kInt64, true)
-	t.cText = b.add("text", kString, true)
+	t.cLocal = b.Add("local_ts_ns", columnar.Timestamp, false)
+	t.cVenue = b.Add("venue", columnar.String, false)
+	t.cDataset = b.Add("dataset", columnar.Int32, false)
+	t.cConn = b.Add("conn", columnar.Int64, false)
+	t.cSeq = b.Add("seq", columnar.Int64, false)
+	t.cKind = b.Add("kind", columnar.String, false)
+	t.cURL = b.Add("url", columnar.String, true)
+	t.cCode = b.Add("code", columnar.Int32, true)
+	t.cReason = b.Add("reason", columnar.String, true)
+	t.cErr = b.Add("error", columnar.String, true)
+	t.cAttempt = b.Add("attempt", columnar.Int32, true)
+	t.cInstruments = b.Add("instruments", columnar.String, true)
+	t.cDropped = b.Add("dropped", columnar.Int64, true)
+	t.cFrom = b.Add("from_ns", columnar.Timestamp, true)
+	t.cTo = b.Add("to_ns", columnar.Timestamp, true)
+	t.cOffset = b.Add("offset_ns", columnar.Int64, true)
+	t.cText = b.Add("text", columnar.String, true)
 }
 
 func (t *eventsTable) onEvent(s *Sink, e *replayer.Event) error {
@@ -592,13 +598,13 @@ func (t *eventsTable) onEvent(s *Sink, e *replayer.Event) error {
 	if e.Kind == datasets.KindFrame || e.Kind == datasets.KindSent || e.Instrument != "" || e.Decoded != nil {
 		return nil
 	}
-	b := &s.b
-	b.i64(t.cLocal, e.RecvNs)
-	b.str(t.cVenue, t.names.get(e.Venue))
-	b.i32(t.cDataset, int32(e.Dataset))
-	b.i64(t.cConn, int64(e.Conn))
-	b.i64(t.cSeq, int64(e.Seq))
-	b.str(t.cKind, t.names.get(e.Kind.String()))
+	b := s.b
+	b.Int64(t.cLocal, e.RecvNs)
+	b.String(t.cVenue, t.names.get(e.Venue))
+	b.Int32(t.cDataset, int32(e.Dataset))
+	b.Int64(t.cConn, int64(e.Conn))
+	b.Int64(t.cSeq, int64(e.Seq))
+	b.String(t.cKind, t.names.get(e.Kind.String()))
 	var c datasets.Control
 	if e.Control != nil {
 		c = *e.Control
@@ -654,73 +660,73 @@ func (t *eventsTable) verdictRows(s *Sink, e *replayer.Event) error {
 // detailRow writes a row about e's book that is not a control record:
 // kind, and of the details only reason, error, instruments (e's) and text.
 func (t *eventsTable) detailRow(s *Sink, e *replayer.Event, kind, reason, errText, text string) error {
-	b := &s.b
-	b.i64(t.cLocal, e.RecvNs)
-	b.str(t.cVenue, t.names.get(e.Venue))
-	b.i32(t.cDataset, int32(e.Dataset))
-	b.i64(t.cConn, int64(e.Conn))
-	b.i64(t.cSeq, int64(e.Seq))
-	b.str(t.cKind, kind)
-	b.strNull(t.cURL)
-	b.i32Null(t.cCode)
+	b := s.b
+	b.Int64(t.cLocal, e.RecvNs)
+	b.String(t.cVenue, t.names.get(e.Venue))
+	b.Int32(t.cDataset, int32(e.Dataset))
+	b.Int64(t.cConn, int64(e.Conn))
+	b.Int64(t.cSeq, int64(e.Seq))
+	b.String(t.cKind, kind)
+	b.Null(t.cURL)
+	b.Null(t.cCode)
 	optStr(b, t.cReason, reason)
 	optStr(b, t.cErr, errText)
-	b.i32Null(t.cAttempt)
+	b.Null(t.cAttempt)
 	optStr(b, t.cInstruments, t.names.get(e.Instrument))
-	b.i64Null(t.cDropped)
-	b.i64Null(t.cFrom)
-	b.i64Null(t.cTo)
-	b.i64Null(t.cOffset)
+	b.Null(t.cDropped)
+	b.Null(t.cFrom)
+	b.Null(t.cTo)
+	b.Null(t.cOffset)
 	optStr(b, t.cText, text)
 	return s.endRow()
 }
 
 // Control fields are omitted when zero; the table says so with a null.
-func optStr(b *batch, c int, v string) {
+func optStr(b *columnar.Batch, c int, v string) {
 	if v == "" {
-		b.strNull(c)
+		b.Null(c)
 	} else {
-		b.str(c, v)
+		b.String(c, v)
 	}
 }
 
-func optI64(b *batch, c int, v int64) {
+func optI64(b *columnar.Batch, c int, v int64) {
 	if v == 0 {
-		b.i64Null(c)
+		b.Null(c)
 	} else {
-		b.i64(c, v)
+		b.Int64(c, v)
 	}
 }
 
-func optI32(b *batch, c int, v int) {
+func optI32(b *columnar.Batch, c int, v int) {
 	if v == 0 {
-		b.i32Null(c)
+		b.Null(c)
 	} else {
-		b.i32(c, int32(v))
+		b.Int32(c, int32(v))
 	}
 }
 
 func (t *eventsTable) finish(*Sink) error { return nil }
 
-func (t *eventsTable) csvFields(bool) []csvField {
-	return []csvField{
-		{"local_timestamp", t.cLocal, csvMicros, -1, ""},
-		{"local_ts_ns", t.cLocal, csvInt, -1, ""},
-		{"venue", t.cVenue, csvString, -1, ""},
-		{"dataset", t.cDataset, csvInt, -1, ""},
-		{"conn", t.cConn, csvInt, -1, ""},
-		{"seq", t.cSeq, csvInt, -1, ""},
-		{"kind", t.cKind, csvString, -1, ""},
-		{"url", t.cURL, csvString, -1, ""},
-		{"code", t.cCode, csvInt, -1, ""},
-		{"reason", t.cReason, csvString, -1, ""},
-		{"error", t.cErr, csvString, -1, ""},
-		{"attempt", t.cAttempt, csvInt, -1, ""},
-		{"instruments", t.cInstruments, csvString, -1, ""},
-		{"dropped", t.cDropped, csvInt, -1, ""},
-		{"from_ns", t.cFrom, csvInt, -1, ""},
-		{"to_ns", t.cTo, csvInt, -1, ""},
-		{"offset_ns", t.cOffset, csvInt, -1, ""},
-		{"text", t.cText, csvString, -1, ""},
+func (t *eventsTable) csvFields(bool) []columnar.CSVField {
+	return []columnar.CSVField{
+		csvField("local_timestamp", t.cLocal, columnar.CSVMicros),
+		csvField("local_ts_ns", t.cLocal, columnar.CSVInt),
+		csvField("venue", t.cVenue, columnar.CSVString),
+		csvField("dataset", t.cDataset, columnar.CSVInt),
+		csvField("conn", t.cConn, columnar.CSVInt),
+		csvField("seq", t.cSeq, columnar.CSVInt),
+		csvField("kind", t.cKind, columnar.CSVString),
+		csvField("url", t.cURL, columnar.CSVString),
+		csvField("code", t.cCode, columnar.CSVInt),
+		csvField("reason", t.cReason, columnar.CSVString),
+		csvField("error", t.cErr, columnar.CSVString),
+		csvField("attempt", t.cAttempt, columnar.CSVInt),
+		csvField("instruments", t.cInstruments, columnar.CSVString),
+		csvField("dropped", t.cDropped, columnar.CSVInt),
+		csvField("from_ns", t.cFrom, columnar.CSVInt),
+		csvField("to_ns", t.cTo, columnar.CSVInt),
+		csvField("offset_ns", t.cOffset, columnar.CSVInt),
+		csvField("text", t.cText, columnar.CSVString),
 	}
 }

@@ -239,6 +239,9 @@ func (d *Decoder) apply(out *venue.Frame) error {
 			switch {
 			case m.pLtp > 0:
 				in.ltp = m.pLtp
+				if m.ltpPad != 0 {
+					in.ltpPad = m.ltpPad > 0
+				}
 			case m.ltpEmpty:
 				in.ltp = -1
 			}
@@ -438,7 +441,7 @@ func (d *Decoder) hashForm(in *instrument, ts []byte, want *[sha1.Size]byte, wit
 	c.sync(in.book, &d.topBuf)
 	tk := tailKey{minOrder: in.minOrder, tick: in.tick, negRisk: in.negRisk, withLtp: withLtp}
 	if withLtp {
-		tk.ltp = in.ltp
+		tk.ltp, tk.pad = in.ltp, in.ltpPad
 	}
 	if !c.tailOK || c.tailKey != tk {
 		buf := append(c.tail[:0], `],"min_order_size":"`...)
@@ -448,7 +451,7 @@ func (d *Decoder) hashForm(in *instrument, ts []byte, want *[sha1.Size]byte, wit
 		buf = appendHashTail(buf, tk.negRisk, withLtp)
 		if withLtp {
 			if tk.ltp > 0 { // -1: present and empty, "last_trade_price":""
-				buf = appendDecimal(buf, tk.ltp, priceDecimals)
+				buf = appendLtp(buf, tk.ltp, tk.pad)
 			}
 			buf = append(buf, `"}`...)
 		}

@@ -207,7 +207,10 @@ type instrument struct {
 	negKnown  bool
 	ltpPrev   int64 // the last trade price before ltp (0 unknown)
 	ltpComp   int64 // 1 − the latest trade price of the market's other asset (0 none)
+	ltpSame   int64 // the latest trade price of the market's other asset itself (0 none)
 	ltpFirst  bool  // the last matching hash had last_trade_price appended
+	ltpPad    bool  // the last matching hash wrote it with three decimals at least ("0.500")
+	ltpShared bool  // the last matching hash took the other asset's trade price as it is, not 1 − p
 	okSeen    bool  // a hash ever matched (ltpFirst says in which form)
 	inPending bool
 	inWaiting bool      // in Decoder.waiting

@@ -1,6 +1,7 @@
 package polymarket
 
 import (
+	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
 	"slices"
@@ -108,14 +109,19 @@ func appendDecimal(dst []byte, v int64, dec uint8) []byte {
 	default:
 		return book.AppendDecimal(dst, v, dec)
 	}
-	dst = strconv.AppendUint(dst, ip, 10)
 	if fp == 0 {
-		return dst
+		return strconv.AppendUint(dst, ip, 10)
 	}
 	for fp%10 == 0 {
 		fp /= 10
 		width--
 	}
+	return appendFixed(dst, ip, fp, width)
+}
+
+// appendFixed appends ip, a point and fp as width digits (width ≤ 7).
+func appendFixed(dst []byte, ip, fp uint64, width int) []byte {
+	dst = strconv.AppendUint(dst, ip, 10)
 	var buf [8]byte
 	buf[0] = '.'
 	for k := width; k > 0; k-- {
@@ -123,6 +129,34 @@ func appendDecimal(dst []byte, v int64, dec uint8) []byte {
 		fp /= 10
 	}
 	return append(dst, buf[:width+1]...)
+}
+
+// appendLtp appends last trade price p (price scale) as the venue writes it
+// in a hash: with pad, at least three decimals ("0.500", "0.490", "0.4905"),
+// the form of every real last_trade_price text seen since 2025-12
+// (NOTES.md, "Hash verdicts"); without, as appendDecimal ("0.5").
+func appendLtp(dst []byte, p int64, pad bool) []byte {
+	if !pad || p <= 0 {
+		return appendDecimal(dst, p, priceDecimals)
+	}
+	if fp := uint64(p) % 1e4; fp%10 != 0 {
+		return appendFixed(dst, uint64(p)/1e4, fp, 4)
+	}
+	return appendFixed(dst, uint64(p)/1e4, uint64(p)%1e4/10, 3)
+}
+
+// ltpTextForm tells which form a last_trade_price text has: 1 padded (three
+// decimals or more, the last a zero: "0.500"), -1 not ("0.5", "0.49"), 0 it
+// cannot tell ("0.123" is both).
+func ltpTextForm(t []byte) int8 {
+	dot := bytes.IndexByte(t, '.')
+	switch {
+	case dot < 0 || len(t)-dot-1 < 3:
+		return -1
+	case t[len(t)-1] == '0':
+		return 1
+	}
+	return 0
 }
 
 // appendHashTail closes tick_size and writes neg_risk; with ltp it leaves the
@@ -217,8 +251,8 @@ type hashCache struct {
 
 // tailKey is what the hash input after the asks is made of.
 type tailKey struct {
-	minOrder, tick, ltp int64 // ltp is 0 in the form without it
-	negRisk, withLtp    bool
+	minOrder, tick, ltp   int64 // ltp is 0 in the form without it
+	negRisk, withLtp, pad bool  // pad: ltp written as appendLtp pads it
 }
 
 // sync brings c up to date with b, rebuilding both sides if b changed behind

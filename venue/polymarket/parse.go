@@ -66,6 +66,7 @@ type msg struct {
 	txHash   []byte      // last_trade_price's transaction_hash, the trade's id
 	nums     uint32      // bit kc: the scalar of key code kc was a bare number, not a string
 	ltpEmpty bool        // "last_trade_price":"" (present, empty: no trade yet)
+	ltpPad   int8        // last_trade_price's text: 1 padded to three decimals ("0.500"), -1 not, 0 unknown
 	rej      int32       // kind kRejected: 1 + its index in Decoder.rejs
 	typKind  kind        // kBook or kPriceChange when parse matched typ as a constant, else kUnknown
 	tsOK     bool        // tsMs holds ts's value, read as it was scanned
@@ -1367,6 +1368,7 @@ func (d *Decoder) bookScalars(m *msg) (err error) {
 		if err := checkPrice(m.pLtp); err != nil {
 			return &DecodeError{Offset: d.sv(kcLastTrade).off, Field: "last_trade_price", Err: err}
 		}
+		m.ltpPad = ltpTextForm(d.sv(kcLastTrade).b)
 	}
 	return nil
 }

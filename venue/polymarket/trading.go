@@ -20,6 +20,25 @@ import (
 // market's rate is read from its recorded Gamma listing, Instruments, and
 // from its recorded trades, TradeFeeRate). The reasons are the error
 // messages of POST /order.
+//
+// Size rules: the CLOB signs an order as a maker and a taker amount
+// (USDC and shares, 6 decimals on chain) and refuses amounts finer than
+// the order builders make them. The builders round sizes to 2 decimals
+// at every tick size and amounts (price × size) to the tick's decimals +
+// 2 (py-clob-client order_builder/builder.py ROUNDING_CONFIG: tick 0.01 →
+// price 2, size 2, amount 4; the same table in NautilusTrader's Polymarket
+// guide, "Precision limits"); a market BUY's dollars are rounded to 2
+// decimals and the shares it buys to at most 4. The venue's refusals:
+// "invalid amounts, the buy orders maker amount supports a max accuracy
+// of 4 decimals, taker amount a max of 2 decimals" (py-clob-client issue
+// 305), "… the sell orders maker amount supports a max accuracy of 2
+// decimals, taker amount a max of 4 decimals", "invalid amounts, the
+// market buy orders maker amount supports a max accuracy of 2 decimals,
+// taker amount a max of 4 decimals" (rs-clob-client issue 114), and, for
+// a FOK/FAK BUY or a crossing limit BUY worth less than $1, "invalid
+// amount for a marketable BUY order ($0.9975), min size: $1"
+// (NautilusTrader's Polymarket guide: resting GTC/GTD orders are bound
+// only by the 5-share minimum).
 var Trading = &venue.Trading{
 	OrderTypes:       []string{"GTC", "GTD", "FOK", "FAK"},
 	PostOnlyFlag:     true,
@@ -28,7 +47,14 @@ var Trading = &venue.Trading{
 	GTDThreshold:     time.Minute,
 	Tick:             100,     // 0.01 at 4 price decimals
 	MinSize:          5000000, // 5 shares at 6 size decimals
-	ProbabilityFees:  true,
+	// Sizes in hundredths of a share at every tick size, a market BUY's
+	// dollars in cents and the shares it buys in at most 4 decimals, a
+	// marketable BUY worth $1 at least (the size rules above).
+	SizeDecimals:        2,
+	DollarDecimals:      2,
+	DollarShareDecimals: 4,
+	MinMarketableBuy:    1,
+	ProbabilityFees:     true,
 	Reasons: venue.TradingReasons{
 		PostOnlyCrosses: "INVALID_POST_ONLY_ORDER: invalid post-only order: order crosses book",
 		PostOnlyType:    "INVALID_POST_ONLY_ORDER_TYPE: invalid post-only order: only GTC and GTD orders can be post-only",
@@ -39,6 +65,8 @@ var Trading = &venue.Trading{
 		Resolved:        "MARKET_NOT_READY: the market is resolved; its orderbook is closed",
 		Tick:            "INVALID_ORDER_MIN_TICK_SIZE: order is invalid. Price breaks minimum tick size rule",
 		MinSize:         "INVALID_ORDER_MIN_SIZE: order is invalid. Size lower than the minimum",
+		Size:            "invalid amounts, the {side} orders maker amount supports a max accuracy of {maker} decimals, taker amount a max of {taker} decimals",
+		MinMarketable:   "invalid amount for a marketable BUY order (${amount}), min size: $1",
 		Expiration:      "INVALID_ORDER_EXPIRATION: invalid expiration",
 		ReduceOnly:      "reduce-only orders do not exist on polymarket",
 		// DELETE /order answers a cancel it cannot do in not_canceled,

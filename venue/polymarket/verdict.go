@@ -123,9 +123,14 @@ func (d *Decoder) judge(in *instrument, ts []byte, want *[sha1.Size]byte, ms int
 		d.verdictUnverifiable(in)
 		return
 	}
-	for _, p := range [...]int64{in.ltpPrev, in.ltpComp, -1} {
-		if p != 0 && p != in.ltp && d.tryLtp(state, p, want) {
-			in.ltp, in.ltpFirst = p, true
+	// The current price in its other text form, the price before it, and
+	// the other asset's last trade taken either way (1 − p or p itself).
+	for _, p := range [...]int64{in.ltp, in.ltpPrev, in.ltpComp, in.ltpSame, -1} {
+		if p == 0 || p == in.ltp && p == -1 {
+			continue
+		}
+		if ok, pad := d.tryLtp(state, p, want, in.ltpPad); ok {
+			d.learnLtp(in, p, pad)
 			d.verdictOK(in, true)
 			return
 		}
@@ -240,7 +245,9 @@ func (d *Decoder) trade(in *instrument, p, ms int64) {
 		in.ltpPrev, in.ltp = in.ltp, p
 	}
 	if in.npend > 0 {
-		d.tryTrade(in, p)
+		// Either price: a real market's two assets have carried the same
+		// last_trade_price in their hashes (NOTES.md, "Hash verdicts").
+		d.tryTrade(in, p, priceOne-p)
 	}
 	if c := d.complement(in); c != nil {
 		// The venue moves the other token's last trade price too (its
@@ -248,12 +255,15 @@ func (d *Decoder) trade(in *instrument, p, ms int64) {
 		// stays a candidate (ltpPrev), as does 1 − p (ltpComp) should the
 		// complement's own trade come later.
 		q := priceOne - p
-		c.ltpComp = q
+		c.ltpComp, c.ltpSame = q, p
+		if c.ltpShared {
+			q = p // its hashes took the other asset's price as it is
+		}
 		if c.ltp != q {
 			c.ltpPrev, c.ltp = c.ltp, q
 		}
 		if c.npend > 0 {
-			d.tryTrade(c, q)
+			d.tryTrade(c, priceOne-p, p)
 		}
 	}
 }
@@ -261,12 +271,19 @@ func (d *Decoder) trade(in *instrument, p, ms int64) {
 // priceOne is the price 1 at Scale.
 const priceOne = 10000
 
-// tryTrade tries last trade price p on each of in's pending hashes.
-func (d *Decoder) tryTrade(in *instrument, p int64) {
+// tryTrade tries last trade price p, and alt unless 0, on each of in's
+// pending hashes.
+func (d *Decoder) tryTrade(in *instrument, p, alt int64) {
 	for i := 0; i < in.npend; {
 		pe := &in.pend[i]
-		if d.tryLtp(pe.state[:], p, &pe.want) {
-			in.ltp, in.ltpFirst = p, true
+		ok, pad := d.tryLtp(pe.state[:], p, &pe.want, in.ltpPad)
+		q := p
+		if !ok && alt != 0 {
+			ok, pad = d.tryLtp(pe.state[:], alt, &pe.want, in.ltpPad)
+			q = alt
+		}
+		if ok {
+			d.learnLtp(in, q, pad)
 			d.verdictOK(in, false)
 			d.dropPending(in, i)
 			continue
@@ -274,6 +291,19 @@ func (d *Decoder) tryTrade(in *instrument, p int64) {
 		pe.tried = true
 		i++
 	}
+}
+
+// learnLtp takes p, written with pad, as in's last trade price: a hash
+// matched with it. Which of the other asset's trade prices it was (1 − p or
+// p itself) is how that asset's next trade sets in's (trade).
+func (d *Decoder) learnLtp(in *instrument, p int64, pad bool) {
+	switch p {
+	case in.ltpComp:
+		in.ltpShared = false
+	case in.ltpSame:
+		in.ltpShared = true
+	}
+	in.ltp, in.ltpFirst, in.ltpPad = p, true, pad
 }
 
 // complement returns the other asset of in's market when exactly one is
@@ -324,8 +354,23 @@ func (d *Decoder) hashPrefix(in *instrument, ts []byte) ([]byte, bool) {
 }
 
 // tryLtp reports whether state, completed with last trade price p (-1: the
-// empty text), hashes to want.
-func (d *Decoder) tryLtp(state []byte, p int64, want *[sha1.Size]byte) bool {
+// empty text), hashes to want, trying p's text with pad first and then in
+// the other form (appendLtp) when it differs; pad reports the form that
+// matched.
+func (d *Decoder) tryLtp(state []byte, p int64, want *[sha1.Size]byte, pad bool) (ok, padded bool) {
+	if d.ltpHashes(state, p, pad, want) {
+		return true, pad
+	}
+	// The forms differ when p has fewer than three decimals (0.49, 0.5).
+	if p > 0 && p%100 == 0 && d.ltpHashes(state, p, !pad, want) {
+		return true, !pad
+	}
+	return false, pad
+}
+
+// ltpHashes reports whether state completed with p written with pad hashes
+// to want.
+func (d *Decoder) ltpHashes(state []byte, p int64, pad bool, want *[sha1.Size]byte) bool {
 	h := d.sha
 	u, ok := h.(encoding.BinaryUnmarshaler)
 	if !ok || u.UnmarshalBinary(state) != nil {
@@ -333,7 +378,7 @@ func (d *Decoder) tryLtp(state []byte, p int64, want *[sha1.Size]byte) bool {
 	}
 	buf := d.ltpBuf[:0]
 	if p > 0 {
-		buf = appendDecimal(buf, p, priceDecimals)
+		buf = appendLtp(buf, p, pad)
 	}
 	buf = append(buf, `"}`...)
 	d.ltpBuf = buf

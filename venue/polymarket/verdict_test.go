@@ -267,27 +267,170 @@ func TestRealBatchSharesOneHash(t *testing.T) {
 // an independent check.
 func legacyHash(t *testing.T, market, asset, ts string, b *book.Book) string {
 	t.Helper()
-	side := func(s book.Side) []jsonLevel {
-		lv := b.Top(s, nil, -1)
-		slices.Reverse(lv)
-		out := []jsonLevel{}
-		for _, l := range lv {
-			out = append(out, jsonLevel{book.FormatDecimal(l.Price, 4), book.FormatDecimal(l.Size, 6)})
-		}
-		return out
+	return jsonSHA1(t, hashHead{market, asset, ts, "", jsonSide(b, book.Bid), jsonSide(b, book.Ask)})
+}
+
+// hashHead is the hash input's first six fields, all of it before 2025.
+type hashHead struct {
+	Market    string      `json:"market"`
+	AssetID   string      `json:"asset_id"`
+	Timestamp string      `json:"timestamp"`
+	Hash      string      `json:"hash"`
+	Bids      []jsonLevel `json:"bids"`
+	Asks      []jsonLevel `json:"asks"`
+}
+
+// jsonSide is one side of b as the hash input lists it, worst level first.
+func jsonSide(b *book.Book, s book.Side) []jsonLevel {
+	lv := b.Top(s, nil, -1)
+	slices.Reverse(lv)
+	out := []jsonLevel{}
+	for _, l := range lv {
+		out = append(out, jsonLevel{book.FormatDecimal(l.Price, 4), book.FormatDecimal(l.Size, 6)})
 	}
-	v := struct {
-		Market    string      `json:"market"`
-		AssetID   string      `json:"asset_id"`
-		Timestamp string      `json:"timestamp"`
-		Hash      string      `json:"hash"`
-		Bids      []jsonLevel `json:"bids"`
-		Asks      []jsonLevel `json:"asks"`
-	}{market, asset, ts, "", side(book.Bid), side(book.Ask)}
+	return out
+}
+
+// jsonSHA1 is the hex SHA-1 of v's compact JSON.
+func jsonSHA1(t *testing.T, v any) string {
+	t.Helper()
 	j, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := sha1.Sum(j)
 	return hex.EncodeToString(sum[:])
+}
+
+// tenFieldHash is the venue's hash (PROTOCOLS.md §3.1, ten fields) of b with
+// last_trade_price text ltp, computed with encoding/json and crypto/sha1 as
+// an independent check of the decoder's incremental hashing.
+func tenFieldHash(t *testing.T, market, asset, ts string, b *book.Book, ltp string) string {
+	t.Helper()
+	return jsonSHA1(t, struct {
+		hashHead
+		MinOrderSize   string `json:"min_order_size"`
+		TickSize       string `json:"tick_size"`
+		NegRisk        bool   `json:"neg_risk"`
+		LastTradePrice string `json:"last_trade_price"`
+	}{hashHead{market, asset, ts, "", jsonSide(b, book.Bid), jsonSide(b, book.Ask)}, "5", "0.01", false, ltp})
+}
+
+// A real sequence of a two-asset market (testdata/real/polybotv2_trade_post_ltp_2025-12.ndjson,
+// see PROVENANCE.md): the initial dump of both books, one price_change
+// whose two entries are a trade (5 shares at 0.49 taken from the bid of
+// one asset, the mirrored ask of the other), and a later book of the second
+// asset. Recomputed independently, every hash holds, and only with the last
+// trade price as the venue writes it: "0.500" in the books (not "0.5"),
+// and "0.490" in both entries of the trade's price_change, the post-trade
+// price, for both assets alike (not 0.51 = 1 − p for the second), whose
+// last_trade_price message the capture does not hold. Replayed, the books
+// are ok and the trade's batch unverifiable (no trade message came to
+// decide it), never a mismatch; with a last_trade_price of either asset
+// added after it, everything is ok.
+func TestRealPostTradeLastTradePrice(t *testing.T) {
+	lines := readLines(t, "real/polybotv2_trade_post_ltp_2025-12.ndjson")
+	if len(lines) != 3 {
+		t.Fatalf("fixture: %d lines", len(lines))
+	}
+	var dump []jsonBook
+	if err := json.Unmarshal(lines[0], &dump); err != nil || len(dump) != 2 {
+		t.Fatalf("fixture: dump of %d books: %v", len(dump), err)
+	}
+	var pc struct {
+		Market  string `json:"market"`
+		Changes []struct {
+			AssetID string `json:"asset_id"`
+			Price   string `json:"price"`
+			Size    string `json:"size"`
+			Side    string `json:"side"`
+			Hash    string `json:"hash"`
+		} `json:"price_changes"`
+		Timestamp string `json:"timestamp"`
+	}
+	if err := json.Unmarshal(lines[1], &pc); err != nil || len(pc.Changes) != 2 {
+		t.Fatalf("fixture: price_change of %d entries: %v", len(pc.Changes), err)
+	}
+	later := parseJSONBook(t, lines[2])
+	a, b, m := dump[0].AssetID, dump[1].AssetID, dump[0].Market
+
+	// The venue's hashes, recomputed.
+	books := map[string]*book.Book{}
+	for _, s := range dump {
+		bk := book.New(Scale)
+		if err := bk.Replace(levelsOf(t, s.Bids, true), levelsOf(t, s.Asks, false)); err != nil {
+			t.Fatal(err)
+		}
+		books[s.AssetID] = bk
+		ts := s.Timestamp.String()
+		if got := tenFieldHash(t, m, s.AssetID, ts, bk, "0.500"); got != s.Hash {
+			t.Fatalf("dump %.6s: hash %s, sent %s", s.AssetID, got, s.Hash)
+		}
+		if tenFieldHash(t, m, s.AssetID, ts, bk, "0.5") == s.Hash {
+			t.Fatalf("dump %.6s: hash holds with \"0.5\" too", s.AssetID)
+		}
+	}
+	for _, c := range pc.Changes {
+		side := book.Bid
+		if c.Side == "SELL" {
+			side = book.Ask
+		}
+		l := levelsOf(t, []jsonLevel{{c.Price, c.Size}}, true)[0]
+		if err := books[c.AssetID].Set(side, l.Price, l.Size, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range pc.Changes {
+		bk := books[c.AssetID]
+		for ltp, want := range map[string]bool{"0.500": false, "0.490": true, "0.510": false, "0.49": false} {
+			if got := tenFieldHash(t, m, c.AssetID, pc.Timestamp, bk, ltp) == c.Hash; got != want {
+				t.Fatalf("price_change %.6s with last trade price %s: holds %v, want %v", c.AssetID, ltp, got, want)
+			}
+		}
+	}
+	lb := book.New(Scale)
+	if err := lb.Replace(levelsOf(t, later.Bids, true), levelsOf(t, later.Asks, false)); err != nil {
+		t.Fatal(err)
+	}
+	if later.AssetID != b || tenFieldHash(t, m, b, later.Timestamp.String(), lb, "0.500") != later.Hash {
+		t.Fatalf("later book of %.6s: hash does not hold with \"0.500\"", later.AssetID)
+	}
+
+	// The decoder's verdicts: min_order_size, tick_size and neg_risk are not
+	// in WebSocket books; they are what the hashes above hold with.
+	replay := func(trade []byte) *Decoder {
+		d := NewDecoder(WithInstrumentInfo(
+			InstrumentInfo{AssetID: a, Market: m, MinOrderSize: "5", TickSize: "0.01"},
+			InstrumentInfo{AssetID: b, Market: m, MinOrderSize: "5", TickSize: "0.01"}))
+		var out venue.Frame
+		for i, f := range lines {
+			mustDecode(t, d, f, &out)
+			if i == 1 && trade != nil {
+				mustDecode(t, d, trade, &out)
+			}
+		}
+		d.Flush(&out)
+		return d
+	}
+	check := func(d *Decoder, asset string, ok, unverifiable uint64) {
+		t.Helper()
+		q := d.Quality(asset)
+		if q.HashOK != ok || q.HashUnverifiable != unverifiable || q.HashMismatch != 0 || q.HashPending != 0 || !d.Book(asset).Valid() {
+			t.Fatalf("%.6s: %+v valid %v; want ok %d, unverifiable %d, no mismatch, valid",
+				asset, q, d.Book(asset).Valid(), ok, unverifiable)
+		}
+	}
+	d := replay(nil)
+	check(d, a, 1, 1)
+	check(d, b, 2, 1)
+	assertBook(t, d.Book(b), later)
+	// Not in the capture: the trade's last_trade_price (its shape as in
+	// nautilus_ws_misc_events.ndjson), reported on either asset, 24 ms later.
+	for _, tr := range []struct{ asset, price string }{{a, "0.49"}, {b, "0.51"}} {
+		trade := `{"asset_id":"` + tr.asset + `","event_type":"last_trade_price","fee_rate_bps":"0","market":"` + m +
+			`","price":"` + tr.price + `","side":"SELL","size":"5","timestamp":"1766481546800"}`
+		d := replay([]byte(trade))
+		check(d, a, 2, 0)
+		check(d, b, 3, 0)
+	}
 }

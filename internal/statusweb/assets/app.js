@@ -145,8 +145,10 @@
       td(tr, "gaps", String(i.gaps));
       td(tr, "hash_mismatches", String(i.hash_mismatches), i.hash_mismatches ? "err" : "");
       td(tr, "hash_checked", i.hash_checked ? i.hash_ok + " of " + i.hash_checked + " ok" : "–");
-      const state = !i.has_book ? "no book yet" : i.crossed ? "crossed" : i.valid ? "valid" : "invalid until snapshot";
-      td(tr, "book", state, i.has_book && i.valid && !i.crossed ? "" : "invalid");
+      let state = !i.has_book ? "no book yet" : i.crossed ? "crossed" : i.valid ? "valid" : "invalid until snapshot";
+      if (i.rejected_frames) state += " (" + i.rejected_frames + " frames rejected)";
+      const bc = td(tr, "book", state, i.has_book && i.valid && !i.crossed ? "" : "invalid");
+      if (i.last_reject) bc.title = "last rejected: " + i.last_reject;
       ib.appendChild(tr);
     }
 

@@ -1,21 +1,20 @@
-package export
+package columnar
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/tapedeck/tapedeck/book"
-	"github.com/tapedeck/tapedeck/replayer"
 )
 
-// ColumnType is the type of a column of a typed table (NewTypedTable).
+// ColumnType is the type of a column.
 type ColumnType uint8
 
-// The column types of a typed table, as Parquet and Arrow store them and as
-// CSV prints them.
+// The column types, as Parquet and Arrow store them and as CSV prints them.
+// A typed table (NewTypedTable) has all but Int32, Price and Size.
 const (
 	// Int64: Arrow int64, Parquet INT64; CSV decimal digits.
 	Int64 ColumnType = iota + 1
@@ -34,6 +33,14 @@ const (
 	// FIXED_LEN_BYTE_ARRAY (pqarrow's encoding); CSV the exact decimal text
 	// (book.AppendDecimal: no trailing zeros, a leading '-' when negative).
 	Decimal
+	// Int32: Arrow int32, Parquet INT32; CSV decimal digits.
+	Int32
+	// Price and Size: a fixed-point int64 at the Layout's price or size
+	// decimals: Arrow float64 (the nearest double of the exact decimal),
+	// Parquet DOUBLE, or decimal128 with Layout.Exact; CSV the exact
+	// decimal text.
+	Price
+	Size
 	// Uint8: Arrow uint8, Parquet INT32 with the INT(8, unsigned) logical
 	// type (converted type UINT_8); CSV decimal digits.
 	Uint8
@@ -45,12 +52,15 @@ const (
 	// values back to back); CSV lower-case hex.
 	FixedBytes
 	// Binary: bytes of any length: Arrow binary, Parquet BYTE_ARRAY with no
-	// logical type; CSV lower-case hex.
+	// logical type, PLAIN; CSV lower-case hex.
 	Binary
 )
 
 var columnTypeNames = [...]string{Int64: "int64", String: "string", Bool: "bool", Timestamp: "timestamp", Decimal: "decimal",
-	Uint8: "uint8", Uint64: "uint64", FixedBytes: "fixed_bytes", Binary: "binary"}
+	Int32: "int32", Price: "price", Size: "size", Uint8: "uint8", Uint64: "uint64", FixedBytes: "fixed_bytes", Binary: "binary"}
+
+// MaxFixedWidth bounds Column.Width.
+const MaxFixedWidth = 1 << 10
 
 // String returns the type's name.
 func (t ColumnType) String() string {
@@ -84,12 +94,12 @@ type TypedSchema struct {
 	Metadata map[string]string
 }
 
-// TypedTable writes rows of caller-declared typed columns through the very
-// format writers, options and batching of the replayed tables: Parquet (one
-// row group per batch, V2 pages, dictionary strings, statistics on strings
-// and timestamps, Snappy by default), Arrow IPC and CSV (FormatCSV: a header
-// of the column names, then the values as the Type says). The output is
-// deterministic: the same rows and options give byte-identical files.
+// TypedTable writes rows of caller-declared typed columns through the
+// Writer, as the replayed tables are written: Parquet (one row group per
+// batch, V2 pages, dictionary strings, statistics on strings and
+// timestamps, Snappy by default), Arrow IPC and CSV (a header of the column
+// names, then the values as the Type says). The output is deterministic:
+// the same rows and options give byte-identical files.
 //
 // A row is written by setting every column once (Int64, String, Bool, Time,
 // Decimal or Null, by the column's index in the schema) and then EndRow. A
@@ -99,63 +109,21 @@ type TypedSchema struct {
 // call and every later one. TypedTable is not safe for concurrent use; it
 // never closes w.
 type TypedTable struct {
-	s     *Sink
-	t     *typedTable
-	set   []bool // the columns set in the current row
-	nset  int
-	rowEr error // the first misuse in the current row
-}
-
-// typedTable is the tableImpl of a TypedTable: it declares the columns; its
-// rows come from the TypedTable's setters, not from events.
-type typedTable struct {
+	w      *Writer
+	b      *Batch
 	schema TypedSchema
+	set    []bool // the columns set in the current row
+	nset   int
+	rowEr  error // the first misuse in the current row
 }
 
-func (t *typedTable) columns(b *batch, _ string, _ bool) {
-	for _, c := range t.schema.Columns {
-		i := b.add(c.Name, typedKinds[c.Type], c.Nullable)
-		b.cols[i].decimals = c.Scale
-		b.cols[i].width = c.Width
-	}
-}
-
-func (t *typedTable) onEvent(*Sink, *replayer.Event) error { return nil }
-func (t *typedTable) finish(*Sink) error                   { return nil }
-func (t *typedTable) csvFields(bool) []csvField            { return nil }
-
-var typedKinds = [...]colKind{Int64: kInt64, String: kString, Bool: kBool, Timestamp: kTime, Decimal: kDecimal,
-	Uint8: kUint8, Uint64: kUint64, FixedBytes: kFixed, Binary: kBinary}
-
-// MaxFixedWidth bounds Column.Width.
-const MaxFixedWidth = 1 << 10
-
-// NewTypedTable returns a TypedTable writing schema sc in format f (Parquet,
-// Arrow or CSV; FormatTardis has no layout for it) to w. The options that
-// apply are WithCompression, WithBatchRows (rows per Parquet row group or
-// Arrow record batch) and WithDatasets; the others are refused (ErrOption),
-// as are an empty or duplicate column name, an unknown type and a scale on a
-// non-decimal column or beyond book.MaxDecimals. The header (Parquet magic,
+// NewTypedTable returns a TypedTable writing schema sc in format f to w.
+// It refuses (ErrOption) options out of range, Snappy for Arrow, an empty
+// or duplicate column name, a type a typed table has not (Int32, Price,
+// Size), a width off FixedBytes or none on it, and a scale on a non-decimal
+// column or beyond book.MaxDecimals. The header (Parquet magic,
 // CSV header line) is written here.
-func NewTypedTable(w io.Writer, sc TypedSchema, f Format, opts ...Option) (*TypedTable, error) {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
-	}
-	if err := cfg.typedOnly(); err != nil {
-		return nil, err
-	}
-	switch f {
-	case FormatParquet, FormatCSV:
-	case FormatArrow:
-		if cfg.compression == Snappy {
-			return nil, fmt.Errorf("%w: Arrow IPC has no snappy compression (use zstd or none)", ErrOption)
-		}
-	default:
-		return nil, fmt.Errorf("%w: a typed table is written as parquet, arrow or csv, not %s", ErrOption, f)
-	}
+func NewTypedTable(w io.Writer, sc TypedSchema, f Format, o Options) (*TypedTable, error) {
 	if sc.Name == "" {
 		return nil, fmt.Errorf("%w: typed table with no name", ErrOption)
 	}
@@ -163,14 +131,15 @@ func NewTypedTable(w io.Writer, sc TypedSchema, f Format, opts ...Option) (*Type
 		return nil, fmt.Errorf("%w: typed table %s has no columns", ErrOption, sc.Name)
 	}
 	seen := make(map[string]bool, len(sc.Columns))
+	var b Batch
 	for i, c := range sc.Columns {
 		switch {
 		case c.Name == "":
 			return nil, fmt.Errorf("%w: table %s: column %d has no name", ErrOption, sc.Name, i)
 		case seen[c.Name]:
 			return nil, fmt.Errorf("%w: table %s: two columns named %s", ErrOption, sc.Name, c.Name)
-		case c.Type < Int64 || c.Type > Binary:
-			return nil, fmt.Errorf("%w: table %s: column %s: unknown type %d", ErrOption, sc.Name, c.Name, c.Type)
+		case c.Type < Int64 || c.Type > Binary || (c.Type > Decimal && c.Type < Uint8):
+			return nil, fmt.Errorf("%w: table %s: column %s: no type %s in a typed table", ErrOption, sc.Name, c.Name, c.Type)
 		case (c.Type == FixedBytes) != (c.Width != 0):
 			return nil, fmt.Errorf("%w: table %s: column %s: a width on a %s column (FixedBytes needs one)", ErrOption, sc.Name, c.Name, c.Type)
 		case c.Width < 0 || c.Width > MaxFixedWidth:
@@ -181,6 +150,9 @@ func NewTypedTable(w io.Writer, sc TypedSchema, f Format, opts ...Option) (*Type
 			return nil, fmt.Errorf("%w: table %s: column %s: scale %d beyond %d", ErrOption, sc.Name, c.Name, c.Scale, book.MaxDecimals)
 		}
 		seen[c.Name] = true
+		col := b.Add(c.Name, c.Type, c.Nullable)
+		b.SetScale(col, c.Scale)
+		b.SetWidth(col, c.Width)
 	}
 	for k := range sc.Metadata {
 		if k == MetaTable || k == MetaDatasets || k == MetaExact {
@@ -189,83 +161,56 @@ func NewTypedTable(w io.Writer, sc TypedSchema, f Format, opts ...Option) (*Type
 	}
 	sc.Columns = slices.Clone(sc.Columns)
 	sc.Metadata = maps.Clone(sc.Metadata)
-	cfg.exact = true // decimals are always decimal128
-	t := &typedTable{schema: sc}
-	tt := &TypedTable{s: &Sink{cfg: cfg, format: f, w: &stickyWriter{w: w}, impl: t}, t: t, set: make([]bool, len(sc.Columns))}
-	if err := tt.named(tt.s.start()); err != nil {
+	cw, err := NewWriter(w, b, f, o, Layout{Table: sc.Name, Metadata: typedMetadata(sc, o.Datasets), Exact: true})
+	if err != nil {
 		return nil, err
 	}
-	return tt, nil
+	return &TypedTable{w: cw, b: cw.Batch(), schema: sc, set: make([]bool, len(sc.Columns))}, nil
 }
 
-// typedOnly refuses the options that mean nothing for a typed table.
-func (c *config) typedOnly() error {
-	d := defaultConfig()
-	var bad string
-	switch {
-	case c.snapshots != d.snapshots:
-		bad = "WithSnapshots"
-	case c.bucket != d.bucket:
-		bad = "WithBucketTime"
-	case c.tardisExchange != "":
-		bad = "WithTardisExchange"
-	case c.instruments != nil:
-		bad = "WithInstruments"
-	case c.levels != d.levels:
-		bad = "WithLevels"
-	case c.intervalNs != 0:
-		bad = "WithInterval"
-	case c.exact:
-		bad = "WithExact (decimal columns are always exact)"
-	case c.quality:
-		bad = "WithQualityColumns"
-	case c.haveScale:
-		bad = "WithSource (a decimal column carries its own scale)"
-	case c.recorded != nil:
-		bad = "WithRecordedInstruments"
-	case c.fromNs != 0 || c.toNs != 0:
-		bad = "WithWindow"
-	case !c.shard.Whole():
-		bad = "WithShard"
-	default:
-		return nil
+// typedMetadata is a typed table's schema metadata: its name, the source
+// datasets, tapedeck.exact = true and the caller's keys, sorted.
+func typedMetadata(sc TypedSchema, datasets []string) []KeyValue {
+	md := map[string]string{MetaTable: sc.Name, MetaDatasets: DatasetsJSON(datasets), MetaExact: "true"}
+	maps.Copy(md, sc.Metadata)
+	kv := make([]KeyValue, 0, len(md))
+	for _, k := range slices.Sorted(maps.Keys(md)) {
+		kv = append(kv, KeyValue{k, md[k]})
 	}
-	return fmt.Errorf("%w: %s does not apply to a typed table", ErrOption, bad)
+	return kv
 }
 
-// named gives a WriteError the typed table's name.
-func (t *TypedTable) named(err error) error {
-	if we, ok := err.(*WriteError); ok && we.Name == "" {
-		we.Name = t.t.schema.Name
-	}
-	return err
+// DatasetsJSON is the MetaDatasets value of the paths: a JSON array.
+func DatasetsJSON(paths []string) string {
+	ds, _ := json.Marshal(append([]string{}, paths...))
+	return string(ds)
 }
 
 // Schema returns the table's schema as NewTypedTable was given it.
-func (t *TypedTable) Schema() TypedSchema { return t.t.schema }
+func (t *TypedTable) Schema() TypedSchema { return t.schema }
 
 // Rows returns the number of rows ended so far (written or buffered).
-func (t *TypedTable) Rows() uint64 { return t.s.rows }
+func (t *TypedTable) Rows() uint64 { return t.w.Rows() }
 
 func (t *TypedTable) mark(col int, typ ColumnType) bool {
 	if t.rowEr != nil {
 		return false
 	}
-	cols := t.t.schema.Columns
+	cols := t.schema.Columns
 	if col < 0 || col >= len(cols) {
-		t.rowEr = fmt.Errorf("export: table %s: no column %d", t.t.schema.Name, col)
+		t.rowEr = fmt.Errorf("columnar: table %s: no column %d", t.schema.Name, col)
 		return false
 	}
 	c := &cols[col]
 	switch {
 	case typ != 0 && c.Type != typ:
-		t.rowEr = fmt.Errorf("export: table %s: column %s is %s, set as %s", t.t.schema.Name, c.Name, c.Type, typ)
+		t.rowEr = fmt.Errorf("columnar: table %s: column %s is %s, set as %s", t.schema.Name, c.Name, c.Type, typ)
 		return false
 	case typ == 0 && !c.Nullable:
-		t.rowEr = fmt.Errorf("export: table %s: column %s is not nullable", t.t.schema.Name, c.Name)
+		t.rowEr = fmt.Errorf("columnar: table %s: column %s is not nullable", t.schema.Name, c.Name)
 		return false
 	case t.set[col]:
-		t.rowEr = fmt.Errorf("export: table %s: column %s set twice in row %d", t.t.schema.Name, c.Name, t.s.rows)
+		t.rowEr = fmt.Errorf("columnar: table %s: column %s set twice in row %d", t.schema.Name, c.Name, t.w.Rows())
 		return false
 	}
 	t.set[col] = true
@@ -285,7 +230,7 @@ func (t *TypedTable) Decimal(col int, v int64) { t.set64(col, Decimal, v) }
 
 func (t *TypedTable) set64(col int, typ ColumnType, v int64) {
 	if t.mark(col, typ) {
-		t.s.b.i64(col, v)
+		t.b.Int64(col, v)
 	}
 }
 
@@ -299,15 +244,15 @@ func (t *TypedTable) Uint64(col int, v uint64) { t.set64(col, Uint64, int64(v)) 
 // a Binary column) to a copy of v.
 func (t *TypedTable) Bytes(col int, v []byte) {
 	typ := Binary
-	if col >= 0 && col < len(t.t.schema.Columns) && t.t.schema.Columns[col].Type == FixedBytes {
+	if col >= 0 && col < len(t.schema.Columns) && t.schema.Columns[col].Type == FixedBytes {
 		typ = FixedBytes
-		if w := t.t.schema.Columns[col].Width; len(v) != w && t.rowEr == nil {
-			t.rowEr = fmt.Errorf("export: table %s: column %s is %d bytes wide, set to %d", t.t.schema.Name, t.t.schema.Columns[col].Name, w, len(v))
+		if w := t.schema.Columns[col].Width; len(v) != w && t.rowEr == nil {
+			t.rowEr = fmt.Errorf("columnar: table %s: column %s is %d bytes wide, set to %d", t.schema.Name, t.schema.Columns[col].Name, w, len(v))
 			return
 		}
 	}
 	if t.mark(col, typ) {
-		t.s.b.strBytes(col, v)
+		t.b.StringBytes(col, v)
 	}
 }
 
@@ -315,14 +260,14 @@ func (t *TypedTable) Bytes(col int, v []byte) {
 // row's batch is written: do not modify the bytes behind it.
 func (t *TypedTable) String(col int, v string) {
 	if t.mark(col, String) {
-		t.s.b.str(col, v)
+		t.b.String(col, v)
 	}
 }
 
 // Bool sets column col (a Bool column).
 func (t *TypedTable) Bool(col int, v bool) {
 	if t.mark(col, Bool) {
-		t.s.b.bool(col, v)
+		t.b.Bool(col, v)
 	}
 }
 
@@ -331,31 +276,24 @@ func (t *TypedTable) Null(col int) {
 	if !t.mark(col, 0) {
 		return
 	}
-	switch k := t.s.b.cols[col].kind; {
-	case bytesKind(k):
-		t.s.b.strNull(col)
-	case k == kBool:
-		t.s.b.boolNull(col)
-	default:
-		t.s.b.i64Null(col)
-	}
+	t.b.Null(col)
 }
 
 // EndRow ends the current row, writing a batch when it is full. The row is
 // dropped, and an error naming the column returned, when a setter was
 // misused or a column left unset.
 func (t *TypedTable) EndRow() error {
-	if t.s.closed {
+	if t.w.closed {
 		return ErrClosed
 	}
-	if t.s.err != nil {
-		return t.s.err
+	if err := t.w.Err(); err != nil {
+		return err
 	}
 	err := t.rowEr
 	if err == nil && t.nset != len(t.set) {
 		for i, ok := range t.set {
 			if !ok {
-				err = fmt.Errorf("export: table %s: column %s not set in row %d", t.t.schema.Name, t.t.schema.Columns[i].Name, t.s.rows)
+				err = fmt.Errorf("columnar: table %s: column %s not set in row %d", t.schema.Name, t.schema.Columns[i].Name, t.w.Rows())
 				break
 			}
 		}
@@ -365,30 +303,12 @@ func (t *TypedTable) EndRow() error {
 	if err != nil {
 		return err
 	}
-	return t.named(t.s.endRow())
+	return t.w.EndRow()
 }
 
 // Close writes the buffered rows and the file footer and returns the first
 // error met; a row begun and not ended is dropped. It does not close the
 // underlying writer. A table with no rows is a valid, empty file.
 func (t *TypedTable) Close() error {
-	return t.named(t.s.Close())
-}
-
-// arrowSchema is the Arrow schema of a typed table: its columns, and as
-// metadata the table's name, the source datasets, tapedeck.exact = true and
-// the caller's keys, sorted.
-func (t *typedTable) arrowSchema(s *Sink, fields []arrow.Field) *arrow.Schema {
-	ds := datasetsJSON(s.cfg.datasets)
-	md := map[string]string{MetaTable: t.schema.Name, MetaDatasets: ds, MetaExact: "true"}
-	for k, v := range t.schema.Metadata {
-		md[k] = v
-	}
-	keys := slices.Sorted(maps.Keys(md))
-	vals := make([]string, len(keys))
-	for i, k := range keys {
-		vals[i] = md[k]
-	}
-	m := arrow.NewMetadata(keys, vals)
-	return arrow.NewSchema(fields, &m)
+	return t.w.Close()
 }

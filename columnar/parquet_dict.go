@@ -1,4 +1,4 @@
-package export
+package columnar
 
 // Dictionary-encoded prices and sizes.
 //
@@ -20,7 +20,7 @@ package export
 // dictFixed reports whether column c is written dictionary-encoded: the
 // float64 prices and sizes of every table (not the exact decimals).
 func dictFixed(c *column, exact bool) bool {
-	return (c.kind == kPrice || c.kind == kSize) && !exact
+	return (c.kind == Price || c.kind == Size) && !exact
 }
 
 // fixedDict maps the fixed-point values of one column chunk to their

@@ -1,4 +1,4 @@
-package export
+package columnar
 
 import (
 	"bytes"
@@ -53,9 +53,9 @@ func bytesRows(n int) []bytesRow {
 	return rows
 }
 
-func writeBytes(t *testing.T, w *bytes.Buffer, f Format, rows []bytesRow, opts ...Option) *TypedTable {
+func writeBytes(t *testing.T, w *bytes.Buffer, f Format, rows []bytesRow, o Options) *TypedTable {
 	t.Helper()
-	tt, err := NewTypedTable(w, bytesTestSchema, f, opts...)
+	tt, err := NewTypedTable(w, bytesTestSchema, f, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,15 +89,15 @@ func writeBytes(t *testing.T, w *bytes.Buffer, f Format, rows []bytesRow, opts .
 // hold the values as Parquet's PLAIN encoding lays them out, byte for byte.
 func TestTypedTableBinaryColumns(t *testing.T) {
 	rows := bytesRows(7)
-	for _, opts := range [][]Option{nil, {WithCompression(Uncompressed), WithBatchRows(3)}} {
+	for _, o := range []Options{{}, {Compression: Uncompressed, BatchRows: 3}} {
 		var pq, arr bytes.Buffer
-		tt := writeBytes(t, &pq, FormatParquet, rows, opts...)
-		writeBytes(t, &arr, FormatArrow, rows, WithCompression(Uncompressed), WithBatchRows(tt.s.cfg.batchRows))
-		sameParquet(t, pq.Bytes(), viaPqarrow(t, tt.s, arr.Bytes()))
+		tt := writeBytes(t, &pq, Parquet, rows, o)
+		writeBytes(t, &arr, Arrow, rows, Options{Compression: Uncompressed, BatchRows: o.BatchRows})
+		sameParquet(t, pq.Bytes(), viaPqarrow(t, tt.w, arr.Bytes()))
 	}
 
 	var pq bytes.Buffer
-	writeBytes(t, &pq, FormatParquet, rows, WithCompression(Uncompressed))
+	writeBytes(t, &pq, Parquet, rows, Options{Compression: Uncompressed})
 	r, err := file.NewParquetReader(bytes.NewReader(pq.Bytes()))
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +165,7 @@ func TestTypedTableBinaryColumns(t *testing.T) {
 // CSV prints unsigned integers as such and bytes as lower-case hex.
 func TestTypedTableBinaryCSV(t *testing.T) {
 	var buf bytes.Buffer
-	writeBytes(t, &buf, FormatCSV, bytesRows(2))
+	writeBytes(t, &buf, CSV, bytesRows(2), Options{})
 	want := "action,ts,price,short,info\n" +
 		"250,9223372036854775808,000102030405060708090a0b0c0d0e0f,0000ff,7b226b223a7d\n" +
 		"251,9223372036854775815,101112131415161718191a1b1c1d1e1f,,\n"
@@ -177,13 +177,14 @@ func TestTypedTableBinaryCSV(t *testing.T) {
 // A width on another type, or none on FixedBytes, is refused; a value of
 // the wrong width names the column and drops the row.
 func TestTypedTableBinaryMisuse(t *testing.T) {
-	for _, c := range []Column{{Name: "a", Type: FixedBytes}, {Name: "a", Type: Binary, Width: 4}, {Name: "a", Type: FixedBytes, Width: MaxFixedWidth + 1}} {
-		if _, err := NewTypedTable(&bytes.Buffer{}, TypedSchema{Name: "x", Columns: []Column{c}}, FormatParquet); !errors.Is(err, ErrOption) {
+	for _, c := range []Column{{Name: "a", Type: FixedBytes}, {Name: "a", Type: Binary, Width: 4}, {Name: "a", Type: FixedBytes, Width: MaxFixedWidth + 1},
+		{Name: "a", Type: Price}} {
+		if _, err := NewTypedTable(&bytes.Buffer{}, TypedSchema{Name: "x", Columns: []Column{c}}, Parquet, Options{}); !errors.Is(err, ErrOption) {
 			t.Errorf("%+v: %v, want ErrOption", c, err)
 		}
 	}
 	var buf bytes.Buffer
-	tt, err := NewTypedTable(&buf, bytesTestSchema, FormatCSV)
+	tt, err := NewTypedTable(&buf, bytesTestSchema, CSV, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,10 @@
-package export
+package columnar
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"unsafe"
 )
 
 // rleDecode reads n values of the RLE / bit-packing hybrid at bit width bw
@@ -111,30 +109,5 @@ func TestFixedDict(t *testing.T) {
 		if !slices.Equal(d.vals, order) {
 			t.Fatalf("chunk %d: dictionary not in order of first appearance", chunk)
 		}
-	}
-}
-
-// interned returns its own copy of each string, equal to it, whether the
-// string's recent slot holds it, another string (ids sharing their last
-// digits and length collide) or nothing.
-func TestInternedRecent(t *testing.T) {
-	var n interned
-	var ids []string
-	for i := range 2000 {
-		ids = append(ids, fmt.Sprintf("%071d%07d", i%7, (i*7919)%10000)) // many share a slot
-	}
-	r := rand.New(rand.NewPCG(5, 6))
-	first := map[string]string{}
-	for range 20000 {
-		s := ids[r.IntN(len(ids))]
-		b := []byte(s) // a fresh copy, as a decoder's borrowed bytes would be
-		got := n.get(string(b))
-		if got != s {
-			t.Fatalf("get(%s) = %s", s, got)
-		}
-		if f, ok := first[s]; ok && unsafe.StringData(f) != unsafe.StringData(got) {
-			t.Fatalf("get(%s) returned a second copy", s)
-		}
-		first[s] = got
 	}
 }

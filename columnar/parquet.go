@@ -1,4 +1,4 @@
-package export
+package columnar
 
 import (
 	"bytes"
@@ -121,9 +121,9 @@ const (
 )
 
 // parquetProps are the writer properties of s's Parquet file.
-func parquetProps(s *Sink) *parquet.WriterProperties {
+func parquetProps(cw *Writer) *parquet.WriterProperties {
 	codec, page := compress.Codecs.Snappy, pageBytes // the default
-	switch s.cfg.compression {
+	switch cw.opts.Compression {
 	case Zstd:
 		codec, page = compress.Codecs.Zstd, zstdPageBytes
 	case Uncompressed:
@@ -131,7 +131,7 @@ func parquetProps(s *Sink) *parquet.WriterProperties {
 	}
 	opts := []parquet.WriterProperty{
 		parquet.WithCompression(codec),
-		parquet.WithMaxRowGroupLength(int64(s.cfg.batchRows)),
+		parquet.WithMaxRowGroupLength(int64(cw.opts.BatchRows)),
 		parquet.WithDictionaryDefault(false),
 		// Statistics (min/max per row group) only where a reader filters:
 		// timestamps, venue, instrument. On level columns they cost a pass
@@ -148,23 +148,23 @@ func parquetProps(s *Sink) *parquet.WriterProperties {
 		parquet.WithDataPageVersion(parquet.DataPageV2),
 		parquet.WithDataPageSize(int64(page)),
 	}
-	for i := range s.b.cols {
-		c := &s.b.cols[i]
-		if c.kind == kString {
+	for i := range cw.b.cols {
+		c := &cw.b.cols[i]
+		if c.kind == String {
 			opts = append(opts, parquet.WithDictionaryFor(c.name, true), parquet.WithStatsFor(c.name, true))
 		}
-		if c.kind == kTime {
+		if c.kind == Timestamp {
 			opts = append(opts, parquet.WithStatsFor(c.name, true))
 		}
-		if dictFixed(c, s.cfg.exact) {
+		if dictFixed(c, cw.lay.Exact) {
 			opts = append(opts, parquet.WithDictionaryFor(c.name, true))
 		}
 	}
 	return parquet.NewWriterProperties(opts...)
 }
 
-// pqShared is the schema of the Parquet files of many sinks (Split,
-// Partitioned) that have the same Arrow schema: built once, read by each
+// pqShared is the schema of the Parquet files of many writers
+// (Layout.Shared) that have the same Arrow schema: built once, read by each
 // file's writer (about 100 kB a file for a 25-level depth table).
 type pqShared struct {
 	as    *arrow.Schema
@@ -173,12 +173,12 @@ type pqShared struct {
 	meta  metadata.KeyValueMetadata
 }
 
-func newParquetWriter(w io.Writer, s *Sink) (*parquetWriter, error) {
-	as := s.schema()
-	sh := s.cfg.shared
+func newParquetWriter(w io.Writer, cw *Writer) (*parquetWriter, error) {
+	as := cw.schema()
+	sh := cw.lay.Shared
 	if sh == nil || sh.pq == nil || !sh.pq.as.Equal(as) || !slices.Equal(sh.pq.as.Metadata().Keys(), as.Metadata().Keys()) ||
 		!slices.Equal(sh.pq.as.Metadata().Values(), as.Metadata().Values()) {
-		props := parquetProps(s)
+		props := parquetProps(cw)
 		ps, err := parquetSchema(as, props)
 		if err != nil {
 			return nil, fmt.Errorf("parquet schema: %w", err)
@@ -195,26 +195,26 @@ func newParquetWriter(w io.Writer, s *Sink) (*parquetWriter, error) {
 		meta.Append("ARROW:schema", base64.StdEncoding.EncodeToString(ser))
 		pq := &pqShared{as: as, props: props, ps: ps, meta: meta}
 		if sh == nil {
-			return newParquetWriterOf(w, s, pq)
+			return newParquetWriterOf(w, cw, pq)
 		}
 		sh.pq = pq
 	}
-	return newParquetWriterOf(w, s, sh.pq)
+	return newParquetWriterOf(w, cw, sh.pq)
 }
 
-func newParquetWriterOf(w io.Writer, s *Sink, pq *pqShared) (*parquetWriter, error) {
+func newParquetWriterOf(w io.Writer, cw *Writer, pq *pqShared) (*parquetWriter, error) {
 	props, ps, meta := pq.props, pq.ps, pq.meta
 	var err error
 
-	n := len(s.b.cols)
-	rows := s.cfg.batchRows
+	n := len(cw.b.cols)
+	rows := cw.opts.BatchRows
 	p := &parquetWriter{
 		w:      positionWriter{w: w},
 		props:  props,
 		schema: ps,
 		fmb:    metadata.NewFileMetadataBuilder(ps, props, meta),
 		page:   int(props.DataPageSize()),
-		exact:  s.cfg.exact,
+		exact:  cw.lay.Exact,
 		chunks: make([]pqChunk, n),
 		done:   make([]bool, n), errs: make([]error, n),
 	}
@@ -224,18 +224,18 @@ func newParquetWriterOf(w io.Writer, s *Sink, pq *pqShared) (*parquetWriter, err
 		}
 		p.level = props.CompressionLevel()
 	}
-	p.scale.price, p.scale.size = s.cfg.scale.PriceDecimals, s.cfg.scale.SizeDecimals
-	for i := range s.b.cols {
-		c := &s.b.cols[i]
+	p.scale.price, p.scale.size = cw.lay.Scale.PriceDecimals, cw.lay.Scale.SizeDecimals
+	for i := range cw.b.cols {
+		c := &cw.b.cols[i]
 		if l := len(p.units); l > 0 && c.levelOf >= 0 {
-			if prev := &s.b.cols[p.units[l-1][0]]; prev.levelOf == c.levelOf && prev.level == c.level {
+			if prev := &cw.b.cols[p.units[l-1][0]]; prev.levelOf == c.levelOf && prev.level == c.level {
 				p.units[l-1][1] = i + 1
 				continue
 			}
 		}
 		p.units = append(p.units, [2]int{i, i + 1})
 	}
-	p.scratch = make([]*pqScratch, min(s.encoders(), len(p.units)))
+	p.scratch = make([]*pqScratch, min(cw.encoders(), len(p.units)))
 	p.rows = rows
 	p.release()
 	if _, err := p.w.Write(parquetMagic); err != nil {
@@ -247,7 +247,7 @@ func newParquetWriterOf(w io.Writer, s *Sink, pq *pqShared) (*parquetWriter, err
 var parquetMagic = []byte("PAR1")
 
 // release gives the workers fresh scratch, letting go of the pages and
-// dictionaries the last batch grew (a Sink among many that spilled).
+// dictionaries the last batch grew (a Writer among many that spilled).
 func (p *parquetWriter) release() {
 	for w := range p.scratch {
 		p.scratch[w] = &pqScratch{defBuf: make([]uint8, p.rows), defCol: -1, idx: make([]int32, 0, p.rows)}
@@ -255,7 +255,7 @@ func (p *parquetWriter) release() {
 }
 
 // parquetSchema is the Parquet schema pqarrow.ToParquet derives from as for
-// the types a Sink writes. pqarrow itself is not used: it links Arrow Flight,
+// the types a Writer writes. pqarrow itself is not used: it links Arrow Flight,
 // and with it gRPC and protobuf, into every binary that exports.
 func parquetSchema(as *arrow.Schema, props *parquet.WriterProperties) (*schema.Schema, error) {
 	nodes := make(schema.FieldList, 0, as.NumFields())
@@ -328,7 +328,7 @@ func serializeSchema(as *arrow.Schema) ([]byte, error) {
 // depend on is shared between workers, so the file is the same whatever the
 // number of workers and however they interleave
 // (TestParquetEncodersSameFile).
-func (p *parquetWriter) write(b *batch) error {
+func (p *parquetWriter) write(b *Batch) error {
 	if b.rows == 0 {
 		return nil
 	}
@@ -371,7 +371,7 @@ func (p *parquetWriter) write(b *batch) error {
 // writeUnit encodes the columns of unit u, then copies out, in column order,
 // every encoded column whose turn has come. After a column's error the
 // columns behind it are encoded but not written.
-func (p *parquetWriter) writeUnit(b *batch, u int, sc *pqScratch) {
+func (p *parquetWriter) writeUnit(b *Batch, u int, sc *pqScratch) {
 	sc.defCol = -1
 	from, to := p.units[u][0], p.units[u][1]
 	for i := from; i < to; i++ {
@@ -425,7 +425,7 @@ func (p *parquetWriter) copyOut(i int, c *pqChunk) error {
 }
 
 // encodeColumn encodes column i of b into c.
-func (p *parquetWriter) encodeColumn(b *batch, i int, sc *pqScratch, c *pqChunk) error {
+func (p *parquetWriter) encodeColumn(b *Batch, i int, sc *pqScratch, c *pqChunk) error {
 	col := &b.cols[i]
 	n := b.rows
 	c.reset()
@@ -437,7 +437,7 @@ func (p *parquetWriter) encodeColumn(b *batch, i int, sc *pqScratch, c *pqChunk)
 	descr := p.schema.Column(i)
 	stats := p.props.StatisticsEnabledFor(descr.Path())
 	switch col.kind {
-	case kInt64, kTime, kUint64:
+	case Int64, Timestamp, Uint64:
 		v := col.i64[:n]
 		p.pages(c, sc, n, p.page/8, def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {
 			for r := from; r < to; r++ {
@@ -457,7 +457,7 @@ func (p *parquetWriter) encodeColumn(b *batch, i int, sc *pqScratch, c *pqChunk)
 			st.Update(nn, int64(nulls))
 			return c.setStats(st, p.props, descr)
 		}
-	case kInt32:
+	case Int32:
 		v := col.i32[:n]
 		p.pages(c, sc, n, p.page/4, def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {
 			for r := from; r < to; r++ {
@@ -467,7 +467,7 @@ func (p *parquetWriter) encodeColumn(b *batch, i int, sc *pqScratch, c *pqChunk)
 			}
 			return dst
 		})
-	case kUint8:
+	case Uint8:
 		// INT32 physical: 4 little-endian bytes a value.
 		v := col.i64[:n]
 		p.pages(c, sc, n, p.page/4, def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {
@@ -478,31 +478,27 @@ func (p *parquetWriter) encodeColumn(b *batch, i int, sc *pqScratch, c *pqChunk)
 			}
 			return dst
 		})
-	case kFixed:
-		// PLAIN FIXED_LEN_BYTE_ARRAY: the values back to back, no lengths.
+	case FixedBytes, Binary:
+		// PLAIN: FIXED_LEN_BYTE_ARRAY values back to back; BYTE_ARRAY a
+		// 4-byte length before each (no dictionary: binary values are mostly
+		// distinct).
 		v, w := col.s[:n], col.width
-		p.pages(c, sc, n, max(1, p.page/w), def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {
+		per := max(1, p.page/64)
+		if w > 0 {
+			per = max(1, p.page/w)
+		}
+		p.pages(c, sc, n, per, def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {
 			for r := from; r < to; r++ {
 				if def == nil || def[r] != 0 {
+					if w == 0 {
+						dst = binary.LittleEndian.AppendUint32(dst, uint32(len(v[r])))
+					}
 					dst = append(dst, v[r]...)
 				}
 			}
 			return dst
 		})
-	case kBinary:
-		// PLAIN BYTE_ARRAY: a 4-byte length, then the bytes (no dictionary:
-		// the values of a binary column are mostly distinct).
-		v := col.s[:n]
-		p.pages(c, sc, n, max(1, p.page/64), def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {
-			for r := from; r < to; r++ {
-				if def == nil || def[r] != 0 {
-					dst = binary.LittleEndian.AppendUint32(dst, uint32(len(v[r])))
-					dst = append(dst, v[r]...)
-				}
-			}
-			return dst
-		})
-	case kBool:
+	case Bool:
 		v := col.b[:n]
 		p.pages(c, sc, n, p.page, def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {
 			var acc byte
@@ -523,18 +519,18 @@ func (p *parquetWriter) encodeColumn(b *batch, i int, sc *pqScratch, c *pqChunk)
 			}
 			return dst
 		})
-	case kString:
+	case String:
 		return p.encodeStrings(c, sc, col, n, def, nulls, descr, stats)
-	case kPrice, kSize, kDecimal:
+	case Price, Size, Decimal:
 		dec := p.scale.size
 		switch {
-		case col.kind == kPrice:
+		case col.kind == Price:
 			dec = p.scale.price
-		case col.kind == kDecimal:
+		case col.kind == Decimal:
 			dec = col.decimals
 		}
 		v := col.i64[:n]
-		if p.exact || col.kind == kDecimal {
+		if p.exact || col.kind == Decimal {
 			// Parquet's decimal is a big-endian two's complement of 16 bytes
 			// at precision 38, as pqarrow writes an Arrow decimal128.
 			p.pages(c, sc, n, p.page/16, def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {
@@ -717,7 +713,7 @@ func (p *parquetWriter) dictPays(descr *schema.Column, dictBytes, plainBytes, nn
 // where a row has a value, 0 where it is null) and the number of nulls.
 // The columns of one book level (price, size, count) share their levels,
 // computed once: the slice is valid until the next call.
-func (p *pqScratch) defLevels(b *batch, i int) ([]uint8, int) {
+func (p *pqScratch) defLevels(b *Batch, i int) ([]uint8, int) {
 	c := &b.cols[i]
 	def := p.defBuf[:b.rows]
 	if c.levelOf >= 0 {

@@ -1,4 +1,4 @@
-package export
+package columnar
 
 import (
 	"errors"
@@ -13,10 +13,10 @@ type ipcWriter struct {
 	rb *recordBuilder
 }
 
-func newIPCWriter(w io.Writer, s *Sink) (*ipcWriter, error) {
-	rb := newRecordBuilder(s)
+func newIPCWriter(w io.Writer, cw *Writer) (*ipcWriter, error) {
+	rb := newRecordBuilder(cw)
 	opts := []ipc.Option{ipc.WithSchema(rb.schema)}
-	if s.cfg.compression == Zstd {
+	if cw.opts.Compression == Zstd {
 		opts = append(opts, ipc.WithZstd())
 	}
 	fw, err := ipc.NewFileWriter(&positionWriter{w: w}, opts...)
@@ -26,7 +26,7 @@ func newIPCWriter(w io.Writer, s *Sink) (*ipcWriter, error) {
 	return &ipcWriter{fw: fw, rb: rb}, nil
 }
 
-func (p *ipcWriter) write(b *batch) error {
+func (p *ipcWriter) write(b *Batch) error {
 	rec := p.rb.build(b)
 	defer rec.Release()
 	return p.fw.Write(rec)
@@ -48,7 +48,7 @@ func (p *positionWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-var errSeek = errors.New("export: output is not seekable")
+var errSeek = errors.New("columnar: output is not seekable")
 
 func (p *positionWriter) Seek(offset int64, whence int) (int64, error) {
 	if offset == 0 && whence == io.SeekCurrent {

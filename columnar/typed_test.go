@@ -1,4 +1,4 @@
-package export
+package columnar
 
 import (
 	"bytes"
@@ -68,9 +68,9 @@ func typedRows(n int) []typedRow {
 	return rows
 }
 
-func writeTyped(t *testing.T, w *bytes.Buffer, f Format, rows []typedRow, opts ...Option) *TypedTable {
+func writeTyped(t *testing.T, w *bytes.Buffer, f Format, rows []typedRow, o Options) *TypedTable {
 	t.Helper()
-	tt, err := NewTypedTable(w, typedTestSchema, f, opts...)
+	tt, err := NewTypedTable(w, typedTestSchema, f, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func writeTyped(t *testing.T, w *bytes.Buffer, f Format, rows []typedRow, opts .
 func TestTypedTableParquetRoundTrip(t *testing.T) {
 	rows := typedRows(23)
 	var buf bytes.Buffer
-	writeTyped(t, &buf, FormatParquet, rows, WithBatchRows(5), WithDatasets("a/b"))
+	writeTyped(t, &buf, Parquet, rows, Options{BatchRows: 5, Datasets: []string{"a/b"}})
 	tbl, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(buf.Bytes()), parquet.NewReaderProperties(nil),
 		pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
 	if err != nil {
@@ -195,24 +195,20 @@ func TestTypedTableParquetRoundTrip(t *testing.T) {
 // metadata), and it is deterministic: the same code path and conventions as
 // the replayed tables.
 func TestTypedTableParquetMatchesPqarrow(t *testing.T) {
-	for _, opts := range [][]Option{nil, {WithBatchRows(4)}, {WithCompression(Zstd)}, {WithCompression(Uncompressed), WithBatchRows(1)}} {
+	for _, opts := range []Options{{}, {BatchRows: 4}, {Compression: Zstd}, {Compression: Uncompressed, BatchRows: 1}} {
 		rows := typedRows(17)
 		var pq, pq2, arr bytes.Buffer
-		tt := writeTyped(t, &pq, FormatParquet, rows, opts...)
-		writeTyped(t, &pq2, FormatParquet, rows, opts...)
+		tt := writeTyped(t, &pq, Parquet, rows, opts)
+		writeTyped(t, &pq2, Parquet, rows, opts)
 		ipcOpts := opts
-		for _, o := range opts {
-			c := defaultConfig()
-			_ = o(&c)
-			if c.compression == Zstd {
-				ipcOpts = []Option{WithCompression(Uncompressed)}
-			}
+		if opts.Compression == Zstd {
+			ipcOpts.Compression = Uncompressed
 		}
-		writeTyped(t, &arr, FormatArrow, rows, ipcOpts...)
+		writeTyped(t, &arr, Arrow, rows, ipcOpts)
 		if !bytes.Equal(pq.Bytes(), pq2.Bytes()) {
 			t.Fatal("two writes of the same rows differ")
 		}
-		sameParquet(t, pq.Bytes(), viaPqarrow(t, tt.s, arr.Bytes()))
+		sameParquet(t, pq.Bytes(), viaPqarrow(t, tt.w, arr.Bytes()))
 	}
 }
 
@@ -220,7 +216,7 @@ func TestTypedTableParquetMatchesPqarrow(t *testing.T) {
 func TestTypedTableArrow(t *testing.T) {
 	rows := typedRows(9)
 	var buf bytes.Buffer
-	writeTyped(t, &buf, FormatArrow, rows, WithBatchRows(4))
+	writeTyped(t, &buf, Arrow, rows, Options{BatchRows: 4})
 	r, err := ipc.NewFileReader(bytes.NewReader(buf.Bytes()))
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +249,7 @@ func TestTypedTableArrow(t *testing.T) {
 func TestTypedTableCSV(t *testing.T) {
 	rows := typedRows(6)
 	var buf bytes.Buffer
-	writeTyped(t, &buf, FormatCSV, rows, WithBatchRows(4))
+	writeTyped(t, &buf, CSV, rows, Options{BatchRows: 4})
 	want := `seq,instrument,maker,local_ts_ns,exchange_ts_ns,price,fee,tag
 1,"521143195012459157106",true,1700000000123456789,,0.5,-1.2345678901,
 2,"521143195012459167106",false,1700000000124456789,1700000000124456747,0.5001,0.1000000007,"quo""te, comma"
@@ -271,7 +267,7 @@ func TestTypedTableCSV(t *testing.T) {
 func TestTypedTableMisuse(t *testing.T) {
 	var buf bytes.Buffer
 	sc := TypedSchema{Name: "t", Columns: []Column{{Name: "a", Type: Int64}, {Name: "b", Type: String, Nullable: true}}}
-	tt, err := NewTypedTable(&buf, sc, FormatCSV)
+	tt, err := NewTypedTable(&buf, sc, CSV, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,24 +307,23 @@ func TestTypedTableBadSchemaAndOptions(t *testing.T) {
 	for _, c := range []struct {
 		sc   TypedSchema
 		f    Format
-		opts []Option
+		opts Options
 	}{
-		{TypedSchema{Name: "", Columns: good}, FormatCSV, nil},
-		{TypedSchema{Name: "t"}, FormatCSV, nil},
-		{TypedSchema{Name: "t", Columns: []Column{{Name: "", Type: Int64}}}, FormatCSV, nil},
-		{TypedSchema{Name: "t", Columns: []Column{{Name: "a", Type: Int64}, {Name: "a", Type: Bool}}}, FormatCSV, nil},
-		{TypedSchema{Name: "t", Columns: []Column{{Name: "a", Type: 42}}}, FormatCSV, nil},
-		{TypedSchema{Name: "t", Columns: []Column{{Name: "a", Type: Int64, Scale: 2}}}, FormatCSV, nil},
-		{TypedSchema{Name: "t", Columns: []Column{{Name: "a", Type: Decimal, Scale: 40}}}, FormatCSV, nil},
-		{TypedSchema{Name: "t", Columns: good, Metadata: map[string]string{MetaTable: "x"}}, FormatCSV, nil},
-		{TypedSchema{Name: "t", Columns: good}, FormatTardis, nil},
-		{TypedSchema{Name: "t", Columns: good}, FormatArrow, []Option{WithCompression(Snappy)}},
-		{TypedSchema{Name: "t", Columns: good}, FormatParquet, []Option{WithLevels(5)}},
-		{TypedSchema{Name: "t", Columns: good}, FormatParquet, []Option{WithExact()}},
-		{TypedSchema{Name: "t", Columns: good}, FormatParquet, []Option{WithInstruments("x")}},
-		{TypedSchema{Name: "t", Columns: good}, FormatParquet, []Option{WithBatchRows(0)}},
+		{TypedSchema{Name: "", Columns: good}, CSV, Options{}},
+		{TypedSchema{Name: "t"}, CSV, Options{}},
+		{TypedSchema{Name: "t", Columns: []Column{{Name: "", Type: Int64}}}, CSV, Options{}},
+		{TypedSchema{Name: "t", Columns: []Column{{Name: "a", Type: Int64}, {Name: "a", Type: Bool}}}, CSV, Options{}},
+		{TypedSchema{Name: "t", Columns: []Column{{Name: "a", Type: 42}}}, CSV, Options{}},
+		{TypedSchema{Name: "t", Columns: []Column{{Name: "a", Type: Int64, Scale: 2}}}, CSV, Options{}},
+		{TypedSchema{Name: "t", Columns: []Column{{Name: "a", Type: Decimal, Scale: 40}}}, CSV, Options{}},
+		{TypedSchema{Name: "t", Columns: good, Metadata: map[string]string{MetaTable: "x"}}, CSV, Options{}},
+		{TypedSchema{Name: "t", Columns: []Column{{Name: "a", Type: Price}}}, CSV, Options{}},
+		{TypedSchema{Name: "t", Columns: good}, 9, Options{}},
+		{TypedSchema{Name: "t", Columns: good}, Arrow, Options{Compression: Snappy}},
+		{TypedSchema{Name: "t", Columns: good}, Parquet, Options{BatchRows: -1}},
+		{TypedSchema{Name: "t", Columns: good}, Parquet, Options{Encoders: MaxEncoders + 1}},
 	} {
-		if _, err := NewTypedTable(&bytes.Buffer{}, c.sc, c.f, c.opts...); !errors.Is(err, ErrOption) {
+		if _, err := NewTypedTable(&bytes.Buffer{}, c.sc, c.f, c.opts); !errors.Is(err, ErrOption) {
 			t.Errorf("%+v %s: err %v, want ErrOption", c.sc, c.f, err)
 		}
 	}
@@ -337,11 +332,11 @@ func TestTypedTableBadSchemaAndOptions(t *testing.T) {
 // A failing writer gives a *WriteError naming the table, on that call and
 // every later one.
 func TestTypedTableWriteError(t *testing.T) {
-	for _, f := range []Format{FormatParquet, FormatArrow, FormatCSV} {
+	for _, f := range []Format{Parquet, Arrow, CSV} {
 		for _, at := range []int{0, 50, 2000} {
 			t.Run(fmt.Sprintf("%s/%d", f, at), func(t *testing.T) {
 				var first error
-				tt, err := NewTypedTable(&failWriter{n: at}, typedTestSchema, f, WithBatchRows(3))
+				tt, err := NewTypedTable(&failWriter{n: at}, typedTestSchema, f, Options{BatchRows: 3})
 				if err != nil {
 					first = err
 				} else {
@@ -374,4 +369,19 @@ func TestTypedTableWriteError(t *testing.T) {
 			})
 		}
 	}
+}
+
+// failWriter accepts n bytes, then fails every write with errDiskFull.
+type failWriter struct{ n int }
+
+var errDiskFull = errors.New("disk full")
+
+func (w *failWriter) Write(p []byte) (int, error) {
+	if len(p) <= w.n {
+		w.n -= len(p)
+		return len(p), nil
+	}
+	k := w.n
+	w.n = 0
+	return k, errDiskFull
 }

@@ -1,7 +1,6 @@
-package export
+package columnar
 
 import (
-	"encoding/json"
 	"math"
 	"strconv"
 
@@ -13,80 +12,60 @@ import (
 	"github.com/tapedeck/tapedeck/book"
 )
 
-// Metadata keys of every Arrow and Parquet table: enough to turn a float
-// column back into the exact decimal and to find the data it came from.
-const (
-	MetaTable         = "tapedeck.table"
-	MetaVenue         = "tapedeck.venue"
-	MetaPriceDecimals = "tapedeck.price_decimals"
-	MetaSizeDecimals  = "tapedeck.size_decimals"
-	MetaDatasets      = "tapedeck.datasets" // JSON array of the source dataset paths
-	MetaLevels        = "tapedeck.levels"
-	MetaIntervalNs    = "tapedeck.interval_ns" // "0": a row per book change
-	MetaExact         = "tapedeck.exact"       // "true": prices and sizes are decimal128
-)
-
 // timestampNs is the type of every time column: nanoseconds since the epoch,
 // UTC (Parquet TIMESTAMP(NANOS, isAdjustedToUTC=true)).
 var timestampNs = &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
 
-// DecimalPrecision is the precision of the decimal128 columns WithExact writes.
+// DecimalPrecision is the precision of the decimal128 columns: Decimal,
+// and Price and Size with Layout.Exact.
 const DecimalPrecision = 38
 
-func (s *Sink) schema() *arrow.Schema {
-	fields := make([]arrow.Field, len(s.b.cols))
-	for i := range s.b.cols {
-		c := &s.b.cols[i]
-		fields[i] = arrow.Field{Name: c.name, Type: s.arrowType(c), Nullable: c.nullable}
+// schema is the Arrow schema of the Writer's columns and metadata.
+func (cw *Writer) schema() *arrow.Schema {
+	fields := make([]arrow.Field, len(cw.b.cols))
+	for i := range cw.b.cols {
+		c := &cw.b.cols[i]
+		fields[i] = arrow.Field{Name: c.name, Type: cw.arrowType(c), Nullable: c.nullable}
 	}
-	if t, ok := s.impl.(*typedTable); ok {
-		return t.arrowSchema(s, fields)
+	keys := make([]string, len(cw.lay.Metadata))
+	vals := make([]string, len(cw.lay.Metadata))
+	for i, kv := range cw.lay.Metadata {
+		keys[i], vals[i] = kv.Key, kv.Value
 	}
-	md := arrow.NewMetadata(
-		[]string{MetaTable, MetaVenue, MetaPriceDecimals, MetaSizeDecimals, MetaDatasets, MetaLevels, MetaIntervalNs, MetaExact},
-		[]string{s.table.String(), s.cfg.venue,
-			strconv.Itoa(int(s.cfg.scale.PriceDecimals)), strconv.Itoa(int(s.cfg.scale.SizeDecimals)),
-			datasetsJSON(s.cfg.datasets), strconv.Itoa(s.cfg.levels), strconv.FormatInt(s.cfg.intervalNs, 10),
-			strconv.FormatBool(s.cfg.exact)})
+	md := arrow.NewMetadata(keys, vals)
 	return arrow.NewSchema(fields, &md)
 }
 
-// datasetsJSON is the MetaDatasets value: a JSON array of the paths.
-func datasetsJSON(paths []string) string {
-	ds, _ := json.Marshal(append([]string{}, paths...))
-	return string(ds)
-}
-
-func (s *Sink) arrowType(c *column) arrow.DataType {
+func (cw *Writer) arrowType(c *column) arrow.DataType {
 	switch c.kind {
-	case kDecimal:
+	case Decimal:
 		return &arrow.Decimal128Type{Precision: DecimalPrecision, Scale: int32(c.decimals)}
-	case kInt64:
+	case Int64:
 		return arrow.PrimitiveTypes.Int64
-	case kTime:
+	case Timestamp:
 		return timestampNs
-	case kInt32:
+	case Int32:
 		return arrow.PrimitiveTypes.Int32
-	case kBool:
+	case Bool:
 		return arrow.FixedWidthTypes.Boolean
-	case kString:
+	case String:
 		return arrow.BinaryTypes.String
-	case kUint8:
+	case Uint8:
 		return arrow.PrimitiveTypes.Uint8
-	case kUint64:
+	case Uint64:
 		return arrow.PrimitiveTypes.Uint64
-	case kFixed:
+	case FixedBytes:
 		return &arrow.FixedSizeBinaryType{ByteWidth: c.width}
-	case kBinary:
+	case Binary:
 		return arrow.BinaryTypes.Binary
-	case kPrice:
-		if s.cfg.exact {
-			return &arrow.Decimal128Type{Precision: DecimalPrecision, Scale: int32(s.cfg.scale.PriceDecimals)}
+	case Price:
+		if cw.lay.Exact {
+			return &arrow.Decimal128Type{Precision: DecimalPrecision, Scale: int32(cw.lay.Scale.PriceDecimals)}
 		}
 		return arrow.PrimitiveTypes.Float64
-	default: // kSize
-		if s.cfg.exact {
-			return &arrow.Decimal128Type{Precision: DecimalPrecision, Scale: int32(s.cfg.scale.SizeDecimals)}
+	default: // Size
+		if cw.lay.Exact {
+			return &arrow.Decimal128Type{Precision: DecimalPrecision, Scale: int32(cw.lay.Scale.SizeDecimals)}
 		}
 		return arrow.PrimitiveTypes.Float64
 	}
@@ -109,26 +88,26 @@ type recordBuilder struct {
 	data  [][]byte
 }
 
-func newRecordBuilder(s *Sink) *recordBuilder {
-	n := len(s.b.cols)
-	rb := &recordBuilder{schema: s.schema(), scale: s.cfg.scale, exact: s.cfg.exact,
+func newRecordBuilder(cw *Writer) *recordBuilder {
+	n := len(cw.b.cols)
+	rb := &recordBuilder{schema: cw.schema(), scale: cw.lay.Scale, exact: cw.lay.Exact,
 		valid: make([][]byte, n), f64: make([][]float64, n), dec: make([][]decimal128.Num, n),
 		bits: make([][]byte, n), offs: make([][]int32, n), data: make([][]byte, n)}
-	rows := s.cfg.batchRows
-	for i := range s.b.cols {
-		switch k := s.b.cols[i].kind; {
-		case (k == kPrice || k == kSize) && rb.exact, k == kDecimal:
+	rows := cw.opts.BatchRows
+	for i := range cw.b.cols {
+		switch k := cw.b.cols[i].kind; {
+		case (k == Price || k == Size) && rb.exact, k == Decimal:
 			rb.dec[i] = make([]decimal128.Num, 0, rows)
-		case k == kPrice || k == kSize:
+		case k == Price || k == Size:
 			rb.f64[i] = make([]float64, 0, rows)
-		case k == kString || k == kBinary:
+		case k == String || k == Binary:
 			rb.offs[i] = make([]int32, 0, rows+1)
 		}
 	}
 	return rb
 }
 
-func (rb *recordBuilder) build(b *batch) arrow.Record {
+func (rb *recordBuilder) build(b *Batch) arrow.Record {
 	n := b.rows
 	cols := make([]arrow.Array, len(b.cols))
 	for i := range b.cols {
@@ -144,17 +123,17 @@ func (rb *recordBuilder) build(b *batch) arrow.Record {
 		dt := rb.schema.Field(i).Type
 		var bufs []*memory.Buffer
 		switch c.kind {
-		case kInt64, kTime, kUint64:
-			// A uint64 column holds the bits in i64: the same bytes.
+		case Int64, Timestamp, Uint64:
+			// A Uint64 column holds the bits in i64: the same bytes.
 			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(c.i64[:n]))}
-		case kUint8:
+		case Uint8:
 			data := resizeBytes(rb.data[i], n)
 			for r, v := range c.i64[:n] {
 				data[r] = uint8(v)
 			}
 			rb.data[i] = data
 			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(data)}
-		case kFixed:
+		case FixedBytes:
 			// A null is width zero bytes, as Arrow lays out fixed-size binary.
 			data := resizeBytes(rb.data[i], n*c.width)
 			for r, v := range c.s[:n] {
@@ -162,9 +141,9 @@ func (rb *recordBuilder) build(b *batch) arrow.Record {
 			}
 			rb.data[i] = data
 			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(data)}
-		case kInt32:
+		case Int32:
 			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.i32[:n]))}
-		case kBool:
+		case Bool:
 			rb.bits[i] = resizeBytes(rb.bits[i], int(bitutil.BytesForBits(int64(n))))
 			bb := rb.bits[i]
 			for r, v := range c.b[:n] {
@@ -175,7 +154,7 @@ func (rb *recordBuilder) build(b *batch) arrow.Record {
 				}
 			}
 			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(bb)}
-		case kString, kBinary:
+		case String, Binary:
 			offs := rb.offs[i][:0]
 			data := rb.data[i][:0]
 			offs = append(offs, 0)
@@ -186,12 +165,12 @@ func (rb *recordBuilder) build(b *batch) arrow.Record {
 			rb.offs[i], rb.data[i] = offs, data
 			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offs)),
 				memory.NewBufferBytes(data)}
-		case kPrice, kSize, kDecimal:
+		case Price, Size, Decimal:
 			dec := rb.scale.SizeDecimals
-			if c.kind == kPrice {
+			if c.kind == Price {
 				dec = rb.scale.PriceDecimals
 			}
-			if rb.exact || c.kind == kDecimal {
+			if rb.exact || c.kind == Decimal {
 				d := rb.dec[i][:0]
 				for _, v := range c.i64[:n] {
 					d = append(d, decimal128.FromI64(v))
@@ -220,7 +199,7 @@ func (rb *recordBuilder) build(b *batch) arrow.Record {
 
 // validity fills rb.valid[i] with column i's validity bitmap and returns its
 // null count; the bitmap is only used when that is not zero.
-func (rb *recordBuilder) validity(b *batch, i, n int) int {
+func (rb *recordBuilder) validity(b *Batch, i, n int) int {
 	c := &b.cols[i]
 	nulls := 0
 	if c.levelOf >= 0 {

@@ -1,4 +1,4 @@
-package export
+package columnar
 
 import (
 	"bytes"
@@ -14,86 +14,191 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/tapedeck/tapedeck/book"
 )
 
-// TestParquetMatchesPqarrow is two paths to one table: the Sink's Parquet
-// writer (its own pages from the batch) and pqarrow writing the same rows,
-// read back from the Sink's Arrow IPC export, with the same properties.
+// testTable is a table written twice, as Parquet and as Arrow IPC, by
+// Writers over the same columns and rows.
+type testTable struct {
+	pq, arr bytes.Buffer
+	pw, aw  *Writer
+	pb, ab  *Batch
+}
+
+func newTestTable(t *testing.T, b Batch, o Options, l Layout) *testTable {
+	t.Helper()
+	tt := &testTable{}
+	var err error
+	b2 := Batch{cols: slices.Clone(b.cols), levelCounts: slices.Clone(b.levelCounts)}
+	if tt.pw, err = NewWriter(&tt.pq, b, Parquet, o, l); err != nil {
+		t.Fatal(err)
+	}
+	if tt.aw, err = NewWriter(&tt.arr, b2, Arrow, o, l); err != nil {
+		t.Fatal(err)
+	}
+	tt.pb, tt.ab = tt.pw.Batch(), tt.aw.Batch()
+	return tt
+}
+
+// row sets a row in both batches with set and ends it.
+func (tt *testTable) row(t *testing.T, set func(b *Batch)) {
+	t.Helper()
+	set(tt.pb)
+	set(tt.ab)
+	if err := tt.pw.EndRow(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tt.aw.EndRow(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (tt *testTable) close(t *testing.T) {
+	t.Helper()
+	if err := tt.pw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tt.aw.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var testScale = book.Scale{PriceDecimals: 4, SizeDecimals: 6}
+
+// TestParquetMatchesPqarrow is two paths to one table: the Writer's Parquet
+// (its own pages from the batch) and pqarrow writing the same rows, read
+// back from the Writer's Arrow IPC form, with the same properties.
 // sameParquet compares the two files: every cell as Arrow's reader reads
 // it, and the metadata (schema, logical types, key-value metadata, row
-// groups, codecs, statistics, dictionary pages).
+// groups, codecs, statistics, dictionary pages). The table has a column of
+// every type, each nullable one null in some rows.
 func TestParquetMatchesPqarrow(t *testing.T) {
-	for _, ds := range testDatasets {
-		paths := ds.paths(t)
-		for tbl := TableDepth; tbl <= TableInstruments; tbl++ {
-			for _, exact := range []bool{false, true} {
-				for _, rows := range []int{0, 7} { // one row group, several
-					t.Run(fmt.Sprintf("%s/%s/exact=%v/rows=%d", ds.name, tbl, exact, rows), func(t *testing.T) {
-						opts := []Option{WithDatasets(paths...)}
-						if exact {
-							opts = append(opts, WithExact())
+	for _, exact := range []bool{false, true} {
+		for _, rows := range []int{0, 7} { // one row group, several
+			t.Run(fmt.Sprintf("exact=%v/rows=%d", exact, rows), func(t *testing.T) {
+				var b Batch
+				types := []ColumnType{Int64, String, Bool, Timestamp, Decimal, Int32, Price, Size}
+				for _, typ := range types {
+					b.Add(typ.String(), typ, false)
+					b.Add(typ.String()+"_or_null", typ, true)
+				}
+				b.SetScale(8, 3)
+				b.SetScale(9, 3)
+				b.Add("instrument", String, false)
+				tt := newTestTable(t, b, Options{BatchRows: rows, Datasets: []string{"a/b"}}, Layout{Table: "all",
+					Metadata: []KeyValue{{MetaTable, "all"}, {"k", "v"}}, Scale: testScale, Exact: exact})
+				for r := range 40 {
+					tt.row(t, func(b *Batch) {
+						for i, typ := range types {
+							for _, c := range []int{2 * i, 2*i + 1} {
+								if c%2 == 1 && r%3 == 0 {
+									b.Null(c)
+									continue
+								}
+								v := int64(r*7919%1000 - 300)
+								switch typ {
+								case String:
+									b.String(c, fmt.Sprintf("s%d", r%5))
+								case Bool:
+									b.Bool(c, r%2 == 0)
+								case Int32:
+									b.Int32(c, int32(v))
+								case Timestamp:
+									b.Int64(c, 1_700_000_000_000_000_000+int64(r)*1_000_003)
+								default:
+									b.Int64(c, v)
+								}
+							}
 						}
-						if rows > 0 {
-							opts = append(opts, WithBatchRows(rows))
-						}
-						var pq, arr bytes.Buffer
-						ps := sinkTo(t, &pq, tbl, FormatParquet, opts...)
-						as := sinkTo(t, &arr, tbl, FormatArrow, opts...)
-						replay(t, paths, ps, as)
-						if err := ps.Close(); err != nil {
-							t.Fatal(err)
-						}
-						if err := as.Close(); err != nil {
-							t.Fatal(err)
-						}
-						if ps.Rows() == 0 {
-							t.Fatal("no rows: the case tests nothing")
-						}
-						sameParquet(t, pq.Bytes(), viaPqarrow(t, ps, arr.Bytes()))
+						b.StringBytes(len(types)*2, []byte(fmt.Sprintf("%077d", r%3)))
 					})
 				}
-			}
+				tt.close(t)
+				sameParquet(t, tt.pq.Bytes(), viaPqarrow(t, tt.pw, tt.arr.Bytes()))
+			})
 		}
 	}
 }
 
 // TestParquetMatchesPqarrowLarge is the same comparison on row groups of
-// several pages per column: books of 40, 25 and 3 levels (some level
-// columns null in part), interleaved as instruments are in a recording.
+// several pages per column: depth rows of books of 40, 25 and 3 levels
+// (some level columns null in part), interleaved as instruments are in a
+// recording, each level change a row.
 func TestParquetMatchesPqarrowLarge(t *testing.T) {
 	for _, exact := range []bool{false, true} {
 		for _, cmp := range []Compression{0, Zstd} {
 			t.Run(fmt.Sprintf("exact=%v/zstd=%v", exact, cmp == Zstd), func(t *testing.T) {
-				opts := []Option{WithBatchRows(20000)}
-				if exact {
-					opts = append(opts, WithExact())
+				const levels = 25
+				var b Batch
+				cExch := b.Add("exchange_ts_ns", Timestamp, true)
+				cLocal := b.Add("local_ts_ns", Timestamp, false)
+				cInst := b.Add("instrument", String, false)
+				nb, na := b.AddLevelCount(), b.AddLevelCount()
+				c0 := b.Columns()
+				for i := range levels {
+					n := fmt.Sprint(i)
+					b.AddLevel("bid_price_"+n, Price, nb, i)
+					b.AddLevel("bid_size_"+n, Size, nb, i)
+					b.AddLevel("bid_count_"+n, Int32, nb, i)
+					b.AddLevel("ask_price_"+n, Price, na, i)
+					b.AddLevel("ask_size_"+n, Size, na, i)
+					b.AddLevel("ask_count_"+n, Int32, na, i)
 				}
-				if cmp != 0 {
-					opts = append(opts, WithCompression(cmp))
-				}
-				var pq, arr bytes.Buffer
-				ps := sinkTo(t, &pq, TableDepth, FormatParquet, opts...)
-				as := sinkTo(t, &arr, TableDepth, FormatArrow, opts...)
-				books := []*synthBook{newSynthBook("a", 40), newSynthBook("b", 25), newSynthBook("c", 3)}
-				for i := 0; i < 45000; i++ {
-					e := books[i%3].next(i / 3)
-					if err := ps.OnEvent(e); err != nil {
-						t.Fatal(err)
+				cValid := b.Add("book_valid", Bool, false)
+				tt := newTestTable(t, b, Options{BatchRows: 20000, Compression: cmp}, Layout{Table: "depth",
+					Metadata: []KeyValue{{MetaTable, "depth"}}, Scale: testScale, Exact: exact})
+				books := []*book.Book{synthBook(40), synthBook(25), synthBook(3)}
+				var bids, asks []book.Level
+				for i := range 45000 {
+					k, j := i%3, i/3
+					bk := books[k]
+					side := book.Side(j & 1)
+					off := int64((j >> 1) % 20)
+					price := int64(4800) - off*10
+					if side == book.Ask {
+						price = 5200 + off*10
 					}
-					if err := as.OnEvent(e); err != nil {
-						t.Fatal(err)
+					size := int64(1_000_000 + (j%97)*250_000)
+					if j%11 == 0 {
+						size = 0
 					}
+					_ = bk.Set(side, price, size, int32(j%4))
+					bids, asks = bk.Top(book.Bid, bids[:0], levels), bk.Top(book.Ask, asks[:0], levels)
+					tt.row(t, func(b *Batch) {
+						if i%5 == 0 {
+							b.Null(cExch)
+						} else {
+							b.Int64(cExch, 1_700_000_000_000_000_000+int64(i)*1_000_000-5_000_000)
+						}
+						b.Int64(cLocal, 1_700_000_000_000_000_000+int64(i)*1_000_000)
+						b.String(cInst, []string{"a", "b", "c"}[k])
+						b.SetBook(int32(k))
+						b.SetLevelCount(nb, int32(len(bids)))
+						b.SetLevelCount(na, int32(len(asks)))
+						b.SetSides(c0, levels, true, bids, asks)
+						b.Bool(cValid, true)
+					})
 				}
-				if err := ps.Close(); err != nil {
-					t.Fatal(err)
-				}
-				if err := as.Close(); err != nil {
-					t.Fatal(err)
-				}
-				sameParquet(t, pq.Bytes(), viaPqarrow(t, ps, arr.Bytes()))
+				tt.close(t)
+				sameParquet(t, tt.pq.Bytes(), viaPqarrow(t, tt.pw, tt.arr.Bytes()))
 			})
 		}
 	}
+}
+
+// synthBook is a book of the given levels a side.
+func synthBook(levels int) *book.Book {
+	bk := book.New(testScale)
+	bids := make([]book.Level, levels)
+	asks := make([]book.Level, levels)
+	for i := range bids {
+		bids[i] = book.Level{Price: int64(4800 - i*10), Size: int64(100_250_000 + i*1_000_000), Count: 1}
+		asks[i] = book.Level{Price: int64(5200 + i*10), Size: int64(90_500_000 + i*1_000_000), Count: 2}
+	}
+	if err := bk.Replace(bids, asks); err != nil {
+		panic(err)
+	}
+	return bk
 }
 
 // sameParquet fails t unless Parquet files got and want hold the same
@@ -224,7 +329,7 @@ func chunkedAt(c *arrow.Chunked, r int) string {
 // dictionary arrays, dictionary in order of first appearance, which pqarrow
 // writes through the same column writer calls (PutDictionary,
 // WriteDictIndices).
-func viaPqarrow(t *testing.T, s *Sink, ipcFile []byte) []byte {
+func viaPqarrow(t *testing.T, cw *Writer, ipcFile []byte) []byte {
 	t.Helper()
 	r, err := ipc.NewFileReader(bytes.NewReader(ipcFile), ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
@@ -232,7 +337,7 @@ func viaPqarrow(t *testing.T, s *Sink, ipcFile []byte) []byte {
 	}
 	defer r.Close()
 	var out bytes.Buffer
-	fw, err := pqarrow.NewFileWriter(r.Schema(), &out, parquetProps(s),
+	fw, err := pqarrow.NewFileWriter(r.Schema(), &out, parquetProps(cw),
 		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +349,7 @@ func viaPqarrow(t *testing.T, s *Sink, ipcFile []byte) []byte {
 		}
 		fw.NewRowGroup()
 		for c, col := range rec.Columns() {
-			if !dictFixed(&s.b.cols[c], s.cfg.exact) {
+			if !dictFixed(&cw.b.cols[c], cw.lay.Exact) {
 				if err := fw.WriteColumnData(col); err != nil {
 					t.Fatal(err)
 				}
