@@ -538,14 +538,9 @@ func (n *Nautilus) put(in *nautInst, r *nautRow) {
 		return
 	}
 	if n.spool == nil {
-		f, err := os.CreateTemp("", "tapedeck-nautilus-*")
-		if err != nil {
-			n.err = fmt.Errorf("export: nautilus spool: %w", err)
+		if n.spool, n.sw, n.err = newSpool("nautilus"); n.err != nil {
 			return
 		}
-		// Unlinked at once: nothing is left behind, whatever ends the process.
-		_ = os.Remove(f.Name())
-		n.spool, n.sw = f, bufio.NewWriterSize(f, 1<<20)
 	}
 	for _, p := range [2]int64{r.a, r.c} {
 		in.pxDec = max(in.pxDec, decimals(p, in.scale.PriceDecimals))

@@ -343,15 +343,8 @@ func checkNautilus(t *testing.T, v string, files map[string]nautFile, tr *truth,
 	}
 	// Every valid book of the replay, as of its receive time, is the book the
 	// deltas rebuild.
-	lastAt := map[string]int{}
-	for i, st := range tr.states {
-		lastAt[st.instrument+"\x00"+strconv.FormatInt(st.recvNs, 10)] = i
-	}
 	compared := 0
-	for i, st := range tr.states {
-		if lastAt[st.instrument+"\x00"+strconv.FormatInt(st.recvNs, 10)] != i || !st.valid {
-			continue
-		}
+	for _, st := range tr.lastValid() {
 		in := byRaw[st.instrument]
 		if in == nil || in.deltas == nil {
 			t.Fatalf("%s: no deltas", st.instrument)
