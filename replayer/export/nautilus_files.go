@@ -244,8 +244,8 @@ func (n *Nautilus) writeInst(in *nautInst, d *nautDef) error {
 			return err
 		}
 	}
-	if d.kind == "" {
-		return nil
+	if d.kind == "" || d.tsNs == 0 {
+		return nil // nothing says what it is, or nothing of it was written
 	}
 	w, err := n.open(d.kind, d.id, d.tsNs, d.tsNs)
 	if err != nil {
