@@ -26,12 +26,10 @@ type client struct{}
 
 // The capabilities Hyperliquid's client protocol has beyond the core.
 var (
-	_ venue.Acker      = client{}
-	_ venue.Discoverer = client{}
-	_ venue.Conflicter = client{}
-	_ venue.Mirrorer   = client{}
-	_ venue.ItemMapper = client{}
-	_ venue.Watcher    = client{}
+	_ venue.Acker        = client{}
+	_ venue.Discoverer   = client{}
+	_ venue.Mirrorer     = client{}
+	_ venue.ChannelItems = client{}
 )
 
 func (driver) Client() venue.ClientProtocol { return client{} }
