@@ -211,7 +211,7 @@ func (c *clob) negRisk(token string) bool {
 		if !bytes.Contains(body, []byte(token)) {
 			continue
 		}
-		facts, _ := InstrumentFacts(body)
+		facts, _ := instrumentFacts(body)
 		for i := range facts {
 			if f := &facts[i]; f.Instrument == token && f.NegRisk != venue.FlagUnknown {
 				neg, known = f.NegRisk == venue.FlagTrue, true
