@@ -20,7 +20,9 @@ type Context struct{ e *Engine }
 func (c *Context) Now() int64 { return c.e.nowNs }
 
 // Instrument returns the simulator's state of an instrument (book, tick,
-// minimum size, position), or nil if none was seen.
+// minimum size, rules), or nil if none was seen. Its Position and Funding
+// are the exchange's, ahead of the reports: a strategy's own view is
+// Context.Position, Cash and Fills (see the package doc).
 func (c *Context) Instrument(id string) *Instrument { return c.e.lookup(id) }
 
 // Instruments returns every instrument seen, in first-seen order.
