@@ -257,7 +257,7 @@ func (c *Context) Available(instrument string, side Side, limit int64) int64 {
 		opp = book.Bid
 	}
 	var n int64
-	for _, l := range c.e.levels(in, opp, false) {
+	for _, l := range c.e.levels(in, opp, true) {
 		if !better(side, l.Price, limit) {
 			break
 		}
@@ -278,7 +278,7 @@ func (c *Context) Take(instrument string, side Side) (price, size int64, ok bool
 	if side == Sell {
 		opp = book.Bid
 	}
-	for _, l := range c.e.levels(in, opp, false) {
+	for _, l := range c.e.levels(in, opp, true) {
 		if n := l.Size - in.takenAt(opp, l.Price); n > 0 {
 			return l.Price, n, true
 		}
