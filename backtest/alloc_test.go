@@ -98,4 +98,3 @@ func steady(t *testing.T, tp *tape, evs []*feed.Event, ids ...uint64) {
 		t.Fatalf("%d events delivered", tp.e.events)
 	}
 }
-
