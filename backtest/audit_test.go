@@ -2,6 +2,7 @@ package backtest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tapedeck/tapedeck/venue"
@@ -293,5 +294,47 @@ func TestPolymarketRoundTripConserves(t *testing.T) {
 	}
 	if got := tp.e.equityNow() - cash(t, "1000"); got != -(tp.e.fees - tp.e.rebates) {
 		t.Fatalf("equity moved %d, fees %d rebates %d", got, tp.e.fees, tp.e.rebates)
+	}
+}
+
+// Item 6 through an amend: a size decrease keeps the order's place only
+// with a size the venue takes (whole lots, its minimum); otherwise the
+// amend is refused in the venue's words and the order stays as it was.
+func TestAmendKeepsTheSizeRules(t *testing.T) {
+	tp, s := pmTape(t, Config{})
+	id := tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.40"), Size: tp.sz("10"), TIF: GTC}) // 100 ahead
+	amend := func(size string) {
+		s.do = func(ctx *Context) {
+			if err := ctx.Amend(id, tp.px("0.40"), tp.sz(size)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tp.idle(2)
+	}
+	for _, c := range []struct{ size, reason string }{
+		{"7.505", "invalid amounts, the buy orders maker amount supports a max accuracy of 4 decimals, taker amount a max of 2 decimals"},
+		{"4", "INVALID_ORDER_MIN_SIZE"},
+	} {
+		n := len(s.orders)
+		amend(c.size)
+		o := tp.e.order(id)
+		if o.Size != tp.sz("10") || o.Status != StatusOpen || o.Queue != tp.sz("100") {
+			t.Fatalf("amend to %s changed the order: %+v", c.size, *o)
+		}
+		tp.idle(1)
+		if len(s.orders) == n || s.orders[len(s.orders)-1].Reason == "" ||
+			!strings.HasPrefix(s.orders[len(s.orders)-1].Reason, c.reason) {
+			t.Fatalf("amend to %s: reports %+v, want the refusal %q", c.size, s.orders[n:], c.reason)
+		}
+	}
+	amend("7.5")
+	if o := tp.e.order(id); o.Size != tp.sz("7.5") || o.Queue != tp.sz("100") {
+		t.Fatalf("amend to 7.5: size %d queue %d, want 7.5 with its place kept", o.Size, o.Queue)
+	}
+	// 100 ahead then 7.5 of ours: a trade of 120 fills 7.5 at 0.40: cash
+	// 1000 − 3.
+	tp.pmTrade(pmYes, "SELL", "0.40", "120")
+	if o := tp.e.order(id); o.Filled != tp.sz("7.5") || tp.e.cash != cash(t, "997") {
+		t.Fatalf("filled %d cash %d", o.Filled, tp.e.cash)
 	}
 }

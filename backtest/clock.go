@@ -140,7 +140,19 @@ func (e *Engine) apply(a action) {
 			return
 		}
 		if a.price == o.Price && a.size <= o.Size && a.size > o.Filled {
-			o.Size = a.size // a size decrease keeps priority
+			// A size decrease keeps priority, if the new size is one the
+			// venue takes (whole lots, its minimum); else it is refused
+			// with the rule's reason and the order stays as it was.
+			x := *o
+			x.Size, x.ExpireNs = a.size, 0
+			if x.TIF == GTD {
+				x.TIF = GTC // its expiration was checked when it entered
+			}
+			if reason := check(in, &x, e.xNs); reason != "" {
+				e.noteWith(o, reason)
+				return
+			}
+			o.Size = a.size
 			e.note(o)
 			return
 		}

@@ -38,17 +38,19 @@
 //     if marketable); tick size 0.01 until a book summary or a
 //     tick_size_change says otherwise, minimum size 5 or the summary's
 //     (resting orders); sizes in whole hundredths of a share at every tick
-//     size, a market BUY's dollars in cents, the shares it receives in at
-//     most 4 decimals, and a marketable BUY (dollar-sized, or a limit BUY
-//     that crosses) worth $1 at least, refused in the venue's words
+//     size, a market BUY's dollars in cents, and a marketable BUY
+//     (dollar-sized, or a limit BUY that crosses) worth $1 at least,
+//     refused in the venue's words
 //     ("invalid amounts, the buy orders maker amount supports a max
 //     accuracy of 4 decimals, taker amount a max of 2 decimals", "invalid
 //     amount for a marketable BUY order ($0.75), min size: $1";
 //     py-clob-client's ROUNDING_CONFIG, sources in venue/polymarket's
-//     Trading); every fill is whole lots of 0.01 (a dollar BUY's 0.0001),
-//     the rest of the order resting, the rest of a level finer than a lot
-//     left to others (the venue fills finer remainders of market orders:
-//     a conservative model); a
+//     Trading); every fill of an order sized in shares is whole lots of
+//     0.01, the rest of the order resting, the rest of a level finer than a
+//     lot left to others (the venue's matches against market orders can
+//     leave finer remainders: a conservative model); a dollar-sized BUY
+//     spends its whole amount, its shares at the size scale (6 decimals),
+//     as the venue's do; a
 //     SELL needs the tokens (Config.AllowShort lifts it). The two tokens of
 //     a market are one mirrored book: a BUY YES at p meets resting SELL YES
 //     and BUY NO at 1 − p (the larger of the two sizes at a price, never

@@ -245,9 +245,7 @@ func (e *Engine) canFill(in *Instrument, o *Order, opp book.Side) bool {
 			break
 		}
 		avail := l.Size - in.takenAt(opp, l.Price)
-		if amt > 0 {
-			avail -= avail % in.dollarLot()
-		} else {
+		if amt == 0 {
 			avail -= avail % in.Lot()
 		}
 		if avail <= 0 {
@@ -284,11 +282,11 @@ func (e *Engine) take(in *Instrument, o *Order, opp book.Side) {
 		}
 		var q int64
 		if o.Amount > 0 {
-			// shares = dollars / price, floored to what a market BUY
-			// receives (the venue's share decimals for it, else the lot).
+			// shares = dollars / price, floored to the size scale: the
+			// venue spends a market BUY's whole amount, the shares it
+			// receives are not in lots.
 			q = mulDivFloor(amtLeft, pow10(sc.SizeDecimals), l.Price*cashUnit)
 			q = min(q, avail)
-			q -= q % in.dollarLot()
 			if q <= 0 {
 				break
 			}

@@ -120,18 +120,18 @@ func TestPolymarketFOKAndFAK(t *testing.T) {
 	tp, s := pmTape(t, Config{})
 	// FOK BUY for $100 up to 0.43: asks hold 80×0.42 + 200×0.43 = $119.60,
 	// so it fills: 80 at 0.42 ($33.60) and the remaining $66.40 / 0.43 =
-	// 154.418604… shares, floored to the 4 decimals a market BUY receives:
-	// 154.4186 at 0.43 ($66.399998).
+	// 154.418604… shares, floored to the share scale: 154.418604 at 0.43
+	// ($66.39999972: the whole amount but the share scale's fraction).
 	id := tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.43"), Amount: tp.px("100"), TIF: FOK})
 	o := wantStatus(t, tp, id, StatusFilled, "")
-	if len(tp.e.fills) != 2 || tp.e.fills[0].Size != tp.sz("80") || tp.e.fills[1].Size != tp.sz("154.4186") {
+	if len(tp.e.fills) != 2 || tp.e.fills[0].Size != tp.sz("80") || tp.e.fills[1].Size != tp.sz("154.418604") {
 		t.Fatalf("fills %+v", tp.e.fills)
 	}
-	if o.Size != tp.sz("234.4186") || tp.e.insts[pmYes].Position != o.Size {
+	if o.Size != tp.sz("234.418604") || tp.e.insts[pmYes].Position != o.Size {
 		t.Fatalf("order size %d position %d", o.Size, tp.e.insts[pmYes].Position)
 	}
-	if spent := cash(t, "1000") - tp.e.cash; spent != cash(t, "99.999998") {
-		t.Fatalf("spent %d, want $33.60 + $66.399998", spent)
+	if spent := cash(t, "1000") - tp.e.cash; spent != cash(t, "99.99999972") {
+		t.Fatalf("spent %d, want $33.60 + 154.418604 × 0.43 = $66.39999972", spent)
 	}
 	// The levels it took are gone for the next taker until the venue
 	// updates them: a FOK BUY of $20 at 0.42 cannot fill.

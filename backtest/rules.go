@@ -172,15 +172,6 @@ func minMarketable(in *Instrument) int64 {
 	return int64(math.Round(in.rules.t.MinMarketableBuy * float64(pow10(in.Scale.PriceDecimals))))
 }
 
-// dollarLot is the share step of what a dollar-sized BUY receives
-// (venue.Trading.DollarShareDecimals), else the lot.
-func (in *Instrument) dollarLot() int64 {
-	if d := in.rules.t.DollarShareDecimals; d > 0 && d <= int(in.Scale.SizeDecimals) {
-		return pow10(in.Scale.SizeDecimals - uint8(d))
-	}
-	return in.Lot()
-}
-
 // maxPriceDecimals is the significant-figures rule's decimal limit:
 // MaxPriceDecimals − szDecimals (szDecimals 0 when unknown).
 func (in *Instrument) maxPriceDecimals() int {

@@ -4,16 +4,19 @@
 // (run them with go test -bench . ./bench), each normalized per unit: ns per
 // frame, record, level or book state, MB/s of frame bytes, allocations per
 // frame. Their inputs are the real frames under testdata/ and sessions of any
-// size from the deterministic generator internal/samplegen; TAPEDECK_BENCH_FRAMES
-// (EnvFrames) scales the generated inputs (DefaultFrames when unset, kept short
-// for make bench).
+// size from the venues' deterministic generators (internal/samplegen);
+// TAPEDECK_BENCH_FRAMES (EnvFrames) scales the generated inputs
+// (DefaultFrames when unset, kept short for make bench).
 //
 // The package's exported code is what the runner (bench/cmd/benchrun) needs
 // and what its tests check: parsing go test -bench output into a Report of
-// per-scenario medians and 95th percentiles, the environment and suite
-// fingerprints that make two reports comparable, and Gate, the regression
-// check that compares paired rounds of a baseline and a current build and
-// fails only when a slowdown's whole noise band clears the threshold.
+// per-scenario medians and 95th percentiles, the environment fingerprint
+// that (with the runner's suite fingerprint) makes two reports comparable,
+// and Gate, the regression check that compares paired rounds of a baseline
+// and a current build and fails only when a slowdown's whole noise band
+// clears the threshold; and MeasureReplay, which replay bench runs. Outside
+// its tests it imports only the replayer: the generator, the recorder and
+// the test exchange stay out of the replay binary.
 //
 // make bench-peers (scripts/bench-peers.sh, then benchrun peers) times
 // tapedeck beside tardis-dev (npm tardis-dev@13.35.3 in bench/peers) on one

@@ -18,7 +18,7 @@ type Report struct {
 	Version   int    `json:"version"`
 	Commit    string `json:"commit"` // git HEAD of the code measured, "+dirty" when modified; "" if unknown
 	Env       Env    `json:"env"`
-	Suite     string `json:"suite_fingerprint"` // SuiteFingerprint of the bench sources and inputs
+	Suite     string `json:"suite_fingerprint"` // the suite fingerprint (benchrun) of the bench sources and inputs
 	Count     int    `json:"count"`             // runs per scenario (-count, or gate rounds)
 	Benchtime string `json:"benchtime,omitempty"`
 	// Paired marks a report taken in alternating rounds with another one

@@ -5,7 +5,7 @@
 // it at the venue, or, unchanged, at a recording:
 //
 //   replay serve datasets/samples/hyperliquid --trading --deterministic --exit-at-end --out fills/ &
-//   node examples/hyperliquid_taker.mjs http://127.0.0.1:8765 ws://127.0.0.1:8765/ws 0xPRIVATE_KEY BTC 10 0.0002 6
+//   LOCKSTEP=1 node examples/hyperliquid_taker.mjs http://127.0.0.1:8765 ws://127.0.0.1:8765/ws 0xPRIVATE_KEY BTC 10 0.0002 6
 //
 // (Node 20 needs --experimental-websocket.) The equivalent Go strategy, the
 // same orders on the same books, is in replayer/serve/trading's tests:
@@ -14,6 +14,7 @@ import { ExchangeClient, HttpTransport, InfoClient, SubscriptionClient, WebSocke
 import { privateKeyToAccount } from "viem/accounts";
 
 const [httpUrl, wsUrl, key, coin = "BTC", everyText = "10", size = "0.0002", maxText = "6"] = process.argv.slice(2);
+const lockstep = process.env.LOCKSTEP === "1";
 const every = Number(everyText), maxOrders = Number(maxText);
 const wallet = privateKeyToAccount(key);
 const user = wallet.address.toLowerCase();
@@ -32,9 +33,17 @@ await subs.userFills({ user }, (e) => {
   if (e.isSnapshot) return;
   for (const f of e.fills) console.log(JSON.stringify({ oid: f.oid, side: f.side, px: f.px, sz: f.sz, time: f.time }));
 });
+// replay serve --deterministic: acknowledge each book once handled (its
+// order answered), and the replay waits for exactly that (see replay serve
+// --help); a venue never sees these lines (LOCKSTEP unset).
+const ack = () => lockstep && ws.socket.send("tapedeck:ack");
+if (lockstep) {
+  await ws.ready();
+  ws.socket.send("tapedeck:lockstep");
+}
 await subs.l2Book({ coin }, async (book) => {
   books++;
-  if (books % every !== 0 || sent >= maxOrders) return;
+  if (books % every !== 0 || sent >= maxOrders) return ack();
   const buy = sent % 2 === 0;
   sent++;
   const px = buy ? book.levels[1][0].px : book.levels[0][0].px;
@@ -43,6 +52,7 @@ await subs.l2Book({ coin }, async (book) => {
   } catch (err) {
     console.error(`order ${sent}: ${err.message}`);
   }
+  ack();
   if (sent >= maxOrders) finish();
 });
 await finished;

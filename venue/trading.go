@@ -37,10 +37,12 @@ type Trading struct {
 	// listing states no size decimals of their own (Hyperliquid's
 	// szDecimals). Polymarket 2 at every tick size. 0: no such rule.
 	SizeDecimals int
-	// DollarDecimals and DollarShareDecimals: a dollar-sized market BUY
-	// (DollarMarketBuys) states its amount in at most DollarDecimals
-	// decimals and receives shares in at most DollarShareDecimals
-	// (Polymarket 2 and 4). 0: no such rule.
+	// DollarDecimals: a dollar-sized market BUY (DollarMarketBuys) states
+	// its amount in at most DollarDecimals decimals (Polymarket 2); the
+	// share amount it signs, its minimum (amount / limit price), has at
+	// most DollarShareDecimals (Polymarket 4). It spends its whole amount:
+	// the shares it receives are at the driver's size scale, not in lots.
+	// 0: no such rule.
 	DollarDecimals, DollarShareDecimals int
 	// MinMarketableBuy is the smallest value in dollars of a BUY that takes
 	// liquidity: a dollar-sized BUY's amount, a crossing limit BUY's price ×

@@ -13,6 +13,9 @@ import (
 // (package replayer/serve/trading runs the backtester's). The venue's
 // package knows the wire; the Exchange knows the matching.
 type TradingServer interface {
+	// TradingAPI returns a new API for one server: its Handler and
+	// sessions share state (API keys, order ids), which lives as long as
+	// the caller holds the API — two servers never share any.
 	TradingAPI() TradingAPI
 }
 
@@ -92,6 +95,12 @@ type SimInstrument struct {
 	Mid        int64
 	Position   int64 // not per account: 0 here
 	Resolved   bool
+	// TakerFeeRate is the taker rate the simulator prices a fill at now
+	// (backtest.Context.TakerFeeRate: a configured rate, else what the
+	// recording has stated so far), a fraction; FeeKnown false when it
+	// cannot tell.
+	TakerFeeRate float64
+	FeeKnown     bool
 }
 
 // Account is one trader of an Exchange.

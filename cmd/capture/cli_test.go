@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // TestCLIErrors is the error table of the capture command: one line on
@@ -30,8 +31,8 @@ func TestCLIErrors(t *testing.T) {
 	}{
 		{[]string{"record"}, cli.ExitUsage, q(`capture: unknown command "record" for "capture" (see 'capture --help')`)},
 		{[]string{"run", "--venue", "polymarket", "--bogus"}, cli.ExitUsage, q(`capture: unknown flag: --bogus (see 'capture run --help')`)},
-		{[]string{"run", "--venue", "kraken", "--instruments", "X", "--out", filepath.Join(dir, "o")}, cli.ExitUsage,
-			q(`capture: --venue must be polymarket or hyperliquid, not "kraken" (see 'capture run --help')`)},
+		{[]string{"run", "--venue", "no-such-venue", "--instruments", "X", "--out", filepath.Join(dir, "o")}, cli.ExitUsage,
+			q(`capture: --venue must be ` + registry.Choice() + `, not "no-such-venue" (see 'capture run --help')`)},
 		{[]string{"run", "extra", "--venue", "polymarket"}, cli.ExitUsage, `capture: unknown command "extra" for "capture run" \(see 'capture run --help'\)`},
 		{[]string{"import", "--venue", "polymarket", "--format", "ndjson", "--start", "17611798830", in, "--out", filepath.Join(dir, "imp")}, cli.ExitUsage,
 			`capture: --start: "17611798830": unix time must have 10 digits .* \(see 'capture import --help'\)`},
@@ -54,6 +55,14 @@ func TestCLIErrors(t *testing.T) {
 	_, help, _ := capExec(context.Background(), "run", "--help")
 	if strings.Contains(help, "-1ns") || !strings.Contains(help, "--instrument-stall-timeout") {
 		t.Errorf("run --help shows a sentinel default:\n%s", help)
+	}
+	// The --venue help of the verbs that take one lists the registry's
+	// venues, whatever they are.
+	for _, verb := range []string{"run", "import"} {
+		_, help, _ := capExec(context.Background(), verb, "--help")
+		if !strings.Contains(help, registry.Choice()+" (required)") {
+			t.Errorf("%s --help does not list the venues %s:\n%s", verb, registry.Choice(), help)
+		}
 	}
 }
 

@@ -84,7 +84,7 @@ an error.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Venue, "venue", "", "venue of the frames: polymarket or hyperliquid (required)")
+	f.StringVar(&opts.Venue, "venue", "", "venue of the frames: "+registry.Choice()+" (required)")
 	f.StringVar(&format, "format", "", "input format: ndjson, tardis or hftbacktest (required)")
 	f.StringVar(&opts.OutDir, "out", "", "`DATASET` directory to create, or s3://BUCKET/PREFIX (staged locally, uploaded verified, the manifest last) (required)")
 	f.BoolVarP(&opts.Force, "force", "f", false, "replace an existing dataset at --out")

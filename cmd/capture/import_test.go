@@ -53,7 +53,7 @@ func TestImportFlags(t *testing.T) {
 		{"force", []string{"--venue", "hyperliquid", "--format", "tardis", "--force", in, "--out", existing}, ""},
 		{"merge", []string{"--venue", "hyperliquid", "--format", "tardis", "--merge", in, in, "--out", filepath.Join(dir, "new")}, ""},
 		{"no venue", []string{"--format", "tardis", in, "--out", filepath.Join(dir, "x")}, "--venue"},
-		{"bad venue", []string{"--venue", "kraken", "--format", "tardis", in, "--out", filepath.Join(dir, "x")}, "--venue"},
+		{"bad venue", []string{"--venue", "no-such-venue", "--format", "tardis", in, "--out", filepath.Join(dir, "x")}, "--venue"},
 		{"no format", []string{"--venue", "polymarket", in, "--out", filepath.Join(dir, "x")}, "--format"},
 		{"bad format", []string{"--venue", "polymarket", "--format", "csv", in, "--out", filepath.Join(dir, "x")}, "--format"},
 		{"no out", []string{"--venue", "polymarket", "--format", "tardis", in}, "--out"},

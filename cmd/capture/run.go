@@ -43,7 +43,7 @@ type sessionFlags struct {
 
 func (f *sessionFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Config, "config", "", "JSON `FILE` of settings (keys as the flags, with _ for -); flags override it")
-	fs.StringVar(&f.Venue, "venue", "", "polymarket or hyperliquid (required)")
+	fs.StringVar(&f.Venue, "venue", "", registry.Choice()+" (required)")
 	fs.StringSliceVar(&f.Instruments, "instruments", nil, "`IDS`: Polymarket token ids, market slugs or condition ids; Hyperliquid coins (comma-separated)")
 	fs.StringVar(&f.InstrumentsFile, "instruments-file", "", "`FILE` with one instrument per line (# comments)")
 	fs.BoolVar(&f.AllMarkets, "all-markets", false, "record every listed market (Polymarket: active markets, following new and resolved ones; Hyperliquid: every meta and spotMeta coin)")

@@ -38,8 +38,10 @@ func newExportCmd(runF func(*exportOptions) error) *cobra.Command {
 
   depth         wide top-N book per instrument: exchange_ts_ns, local_ts_ns, venue,
                 instrument, bid_price_i, bid_size_i, ask_price_i, ask_size_i (i = 0 is
-                the best; bid_count_i/ask_count_i for Hyperliquid), and the flags
-                book_valid, after_gap, crossed, hash_checked, hash_ok, estimated.
+                the best; bid_count_i/ask_count_i where the venue counts orders per
+                level), and the flags book_valid, after_gap, crossed, hash_checked,
+                hash_ok, hash_mismatch, hash_unverifiable (the hash_* flags only where
+                the venue's books carry hashes), estimated.
                 A row on every book change (--every-event, the default) or the book at
                 the end of every --interval bucket in which it changed.
   book_changes  one row per level change, a snapshot giving all its levels with

@@ -113,13 +113,28 @@ With --trading there is one replay, shared by every connection: it starts a
 recorded frames from the point it has reached. An order sent through the API
 is handed to the account's simulator at the next recorded event it processes
 (the replay clock, plus --entry-latency), and the request is answered once
-the simulator has accepted, filled or refused it. --deterministic replays as
-fast as the bots go but never ahead of them: after each recorded frame sent to
-a client, the replay waits until the client has been sent it and the API has
-been quiet for --settle, so the same recording, flags and deterministic bot
-give the same fills on every run, provided the bot reacts within --settle
-(its first, cold reaction included); requests that came later are counted
-at the end. --out DIR writes the orders, fills,
+the simulator has accepted, filled or refused it.
+
+--deterministic replays as fast as the bots go but never ahead of them:
+after a recorded frame is sent to a client, the next record reaches the
+simulators only once the bots are done with it, so an order sent in reaction
+to a frame is submitted at the first event of the next record, the same on
+every run. "Done" is decided by events, not time, for a bot that says so on
+its WebSocket: it sends the text message "tapedeck:lockstep" before it
+subscribes, then "tapedeck:ack" once per recorded message it has handled,
+after the requests it sent in reaction have been answered (the examples do
+this with LOCKSTEP=1; the venue never sees these messages). The replay then
+goes on when no API request is in progress and every such client has
+acknowledged every frame it was sent, or is waiting for an order, cancel or
+modify the simulator processes at the next record (send a reaction's orders
+in one batch or one after another, not on concurrent requests; with several
+bots, one waiting for an order lets the replay past the others). A bot that
+does not acknowledge gets a quiet window instead: the replay goes on once the
+client's socket has taken the frame and no request has come or been in
+progress for --settle of wall time — the same fills on every run only if the
+bot always reacts within --settle, which a loaded host can break. Orders,
+cancels and modifies that came while the replay ran are counted at the end.
+--out DIR writes the orders, fills,
 positions, equity and markouts tables of "replay backtest" at the end (a
 directory per account when there are several), and the summaries are printed;
 --exit-at-end stops the server when the recording ends.`,
@@ -202,7 +217,7 @@ directory per account when there are several), and the summaries are printed;
 	f := cmd.Flags()
 	f.BoolVar(&opts.Trading, "trading", false, "also serve the venue's trading API, answered by the backtest simulator (see above)")
 	f.BoolVar(&opts.Deterministic, "deterministic", false, "--trading: replay as fast as the bots react, never ahead of them (same bot, same fills)")
-	f.DurationVar(&opts.Settle, "settle", trading.DefaultSettle, "--deterministic: quiet time a bot gets to react to each frame")
+	f.DurationVar(&opts.Settle, "settle", trading.DefaultSettle, "--deterministic: quiet time a bot that does not acknowledge frames (tapedeck:ack) gets to react to each")
 	f.BoolVar(&opts.AnySignature, "any-signature", false, "--trading: accept any signature; every request trades one account")
 	f.IntVar(&opts.Accounts, "accounts", trading.DefaultMaxAccounts, "--trading: most accounts (signers) the simulated exchange opens")
 	f.BoolVar(&opts.ExitAtEnd, "exit-at-end", false, "--trading: stop the server when the recording ends")
@@ -328,7 +343,7 @@ func runServe(ctx context.Context, opts *serveCmdOptions) error {
 func serveResults(opts *serveCmdOptions, s *serve.Server) error {
 	ids, results := s.Hub().Results()
 	if n := s.Hub().Late(); n > 0 {
-		fmt.Fprintf(opts.ErrOut, "deterministic: %d requests came while the replay ran (a bot slower than --settle %v): this run may not repeat\n", n, opts.Settle)
+		fmt.Fprintf(opts.ErrOut, "deterministic: %d orders, cancels or modifies came while the replay ran (a bot that broke the lockstep rule, or slower than --settle %v): this run may not repeat\n", n, opts.Settle)
 	}
 	if opts.StdOut == nil {
 		opts.StdOut = io.Discard

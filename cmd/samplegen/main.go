@@ -1,6 +1,7 @@
 // Command samplegen regenerates the shipped sample datasets
-// (datasets/samples/polymarket and datasets/samples/hyperliquid) with
-// internal/samplegen, or writes sessions of any size for benchmarks:
+// (datasets/samples/<venue> of every venue whose driver has a sample
+// generator, venue/<venue>/sample) with internal/samplegen, or writes
+// sessions of any size for benchmarks:
 //
 //	go run ./cmd/samplegen --force                       # the shipped samples
 //	go run ./cmd/samplegen --venue hyperliquid --frames 1000000 --out /tmp/big
@@ -13,6 +14,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,13 +48,13 @@ func newRootCmd(runF func(*options) error) *cobra.Command {
   samplegen --venue hyperliquid --frames 1000000 --fast-hashes --out /tmp/bench`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch venue {
-			case "all":
-				o.venues = []string{"polymarket", "hyperliquid"}
-			case "polymarket", "hyperliquid":
+			switch {
+			case venue == "all":
+				o.venues = samplegen.Venues()
+			case slices.Contains(samplegen.Venues(), venue):
 				o.venues = []string{venue}
 			default:
-				return cli.FlagErrorf("--venue must be polymarket, hyperliquid or all, not %q", venue)
+				return cli.FlagErrorf("--venue must be %s, not %q", venueChoice(), venue)
 			}
 			if o.duration < 0 || o.frames < 0 {
 				return cli.FlagErrorf("--duration and --frames must not be negative")
@@ -64,7 +67,7 @@ func newRootCmd(runF func(*options) error) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&venue, "venue", "all", "polymarket, hyperliquid or all")
+	f.StringVar(&venue, "venue", "all", venueChoice())
 	f.StringVar(&o.out, "out", filepath.Join("datasets", "samples"), "parent directory: each venue goes to OUT/<venue>")
 	f.Uint64Var(&o.seed, "seed", samplegen.ShippedSeed, "PRNG seed")
 	f.DurationVar(&o.duration, "duration", 0, "session length in generated time (default 10m unless --frames)")
@@ -74,6 +77,9 @@ func newRootCmd(runF func(*options) error) *cobra.Command {
 	f.BoolVar(&o.direct, "direct", false, "append the generated records to the dataset directly instead of recording the session through the real recorder against a loopback test exchange (what the shipped samples are); the default with --frames or --fast-hashes, for big benchmark sessions")
 	return cmd
 }
+
+// venueChoice lists the venues with a sample generator, and all.
+func venueChoice() string { return strings.Join(samplegen.Venues(), ", ") + " or all" }
 
 func run(o *options) error {
 	for _, v := range o.venues {

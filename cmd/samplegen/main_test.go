@@ -11,6 +11,7 @@ import (
 
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/internal/samplegen"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -108,7 +109,15 @@ func TestRefusals(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(other, "mine.txt")); err != nil {
 		t.Fatal("--force deleted a directory that is not a dataset")
 	}
-	if code, _, _ := execSamplegen(t, "--venue", "kraken"); code != cli.ExitUsage {
-		t.Fatalf("bad venue: exit %d", code)
+	code, _, stderr = execSamplegen(t, "--venue", "no-such-venue")
+	if choice := strings.Join(samplegen.Venues(), ", ") + " or all"; code != cli.ExitUsage || !strings.Contains(stderr, "--venue must be "+choice) {
+		t.Fatalf("bad venue: exit %d: %s", code, stderr)
+	}
+	// The help lists the venues with a generator, from the registry.
+	_, help, _ := execSamplegen(t, "--help")
+	for _, v := range samplegen.Venues() {
+		if !strings.Contains(help, v+",") && !strings.Contains(help, v+" or all") {
+			t.Errorf("--help does not list %s:\n%s", v, help)
+		}
 	}
 }

@@ -84,11 +84,10 @@ var nameSwitch = regexp.MustCompile(`(==|!=|\bcase)\s*("polymarket"|"hyperliquid
 
 // TestOneSwitchOnVenueNames greps the tree: outside a venue's own package
 // and the registry, no code compares with or switches on a venue's name.
-// The sample generator (internal/samplegen, cmd/samplegen) writes each
-// venue's synthetic sessions and is the one other exception.
+// Each venue's sample generator sits in its folder (venue/<name>/sample).
 func TestOneSwitchOnVenueNames(t *testing.T) {
 	dir := root(t)
-	allowed := []string{"venue/polymarket/", "venue/hyperliquid/", "venue/registry/", "internal/samplegen/", "cmd/samplegen/", "internal/layering/"}
+	allowed := []string{"venue/polymarket/", "venue/hyperliquid/", "venue/registry/", "internal/layering/"}
 	files := 0
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -162,7 +161,7 @@ func imports(t *testing.T, deps bool) map[string][]string {
 // event core, exports, the backtester) get the driver with the data
 // (feed.Event.Driver, Replayer.Drivers).
 func TestRegistryImporters(t *testing.T) {
-	allowed := map[string]bool{"cmd/capture": true, "cmd/replay": true, "cmd/samplegen": true, "replayer": true,
+	allowed := map[string]bool{"cmd/capture": true, "cmd/replay": true, "replayer": true,
 		"replayer/serve": true, "recorder": true, "recorder/fakeexchange": true, "internal/samplegen": true}
 	pkgs := imports(t, false)
 	for _, must := range []string{"replayer/export", "backtest", "feed/engine"} {
@@ -196,6 +195,23 @@ func TestRecorderAndReplayerApart(t *testing.T) {
 			if d == module+p[1] || strings.HasPrefix(d, module+p[1]+"/") {
 				t.Errorf("%s depends on %s", p[0], strings.TrimPrefix(d, module))
 			}
+		}
+	}
+}
+
+// TestReplayLinksNoRecorder asserts that the shipped replay binary does not
+// link the recorder, the test exchange or the sample recording harness
+// (replay bench measures with package bench, whose generated-input
+// fingerprint lives in its runner).
+func TestReplayLinksNoRecorder(t *testing.T) {
+	deps, ok := imports(t, true)["cmd/replay"]
+	if !ok {
+		t.Fatal("package cmd/replay not listed")
+	}
+	for _, d := range deps {
+		switch strings.TrimPrefix(d, module) {
+		case "recorder", "recorder/fakeexchange", "internal/samplegen":
+			t.Errorf("cmd/replay depends on %s", strings.TrimPrefix(d, module))
 		}
 	}
 }

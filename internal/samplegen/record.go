@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,7 +19,7 @@ import (
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/recorder"
 	"github.com/tapedeck/tapedeck/recorder/fakeexchange"
-	"github.com/tapedeck/tapedeck/venue/registry"
+	"github.com/tapedeck/tapedeck/venue"
 )
 
 // Record makes a sample the way a real capture is made: the generated
@@ -51,7 +50,11 @@ import (
 // until the clock is at the session's reconnect, and the dataset seals
 // blocks by size only.
 func Record(ctx context.Context, venueName string, opts Options, dir string) (*Summary, error) {
-	m, err := Manifest(venueName, opts)
+	m, sp, err := manifest(venueName, opts)
+	if err != nil {
+		return nil, err
+	}
+	drv, _, err := generator(venueName)
 	if err != nil {
 		return nil, err
 	}
@@ -59,31 +62,16 @@ func Record(ctx context.Context, venueName string, opts Options, dir string) (*S
 	if _, err := Generate(venueName, opts, &gen); err != nil {
 		return nil, err
 	}
-	sc, err := scriptOf(gen.recs)
+	sc, err := scriptOf(drv, gen.recs)
 	if err != nil {
 		return nil, err
 	}
-	cfg := fakeexchange.Config{Venue: venueName, Scripted: true, Books: sc.books}
-	spec := recorder.Spec{Venue: venueName, Instruments: m.Instruments}
-	switch venueName {
-	case "hyperliquid":
-		spec.Endpoint = HyperliquidEndpoint
-		spec.Channels = []string{"l2Book", "bbo", "trades", "activeAssetCtx", "allMids"}
-		if cfg.Meta, err = hlMeta(); err != nil {
-			return nil, err
-		}
-		cfg.SpotMeta = []byte(`{"universe":[],"tokens":[]}`)
-	default:
-		spec.Endpoint = PolymarketEndpoint
-	}
+	cfg := fakeexchange.Config{Venue: venueName, Scripted: true, Books: sc.books, Docs: sp.Listings}
+	spec := recorder.Spec{Venue: venueName, Instruments: m.Instruments, Endpoint: sp.Endpoint, Channels: sp.Channels}
 	if len(sc.pongAfter) == 0 { // a session too short for a heartbeat of its own
 		sc.pongAfter = []int64{defaultPongAfter}
 	}
 	if sc.pong == nil { // the venue's answer, from its driver's server side
-		drv, err := registry.Lookup(venueName)
-		if err != nil {
-			return nil, err
-		}
 		ans := drv.Server().NewSession().Handle(drv.Client().Facts().PingFrame, false).Answers
 		if len(ans) == 0 {
 			return nil, fmt.Errorf("samplegen: the %s server answers no ping", venueName)
@@ -270,23 +258,6 @@ const RecordedNote = " RECORDED by the real recorder (package recorder, as captu
 	"heartbeat (the venue's ping interval from each connect), disconnect and reconnect records and the clean closes " +
 	"are the recorder's."
 
-// hlMeta is the Hyperliquid meta document the exchange lists: the
-// generator's coins with their real size decimals and the maximum leverage
-// the venue listed them with (perps only).
-func hlMeta() ([]byte, error) {
-	type asset struct {
-		Name        string `json:"name"`
-		SzDecimals  uint8  `json:"szDecimals"`
-		MaxLeverage int    `json:"maxLeverage"`
-	}
-	lev := map[string]int{"BTC": 40, "DYDX": 20, "HYPE": 10}
-	var u []asset
-	for _, c := range hlCoinSpecs() {
-		u = append(u, asset{c.coin, c.szDec, lev[c.coin]})
-	}
-	return json.Marshal(map[string]any{"universe": u, "marginTables": []any{}})
-}
-
 // collector keeps a copy of every generated record.
 type collector struct{ recs []datasets.Record }
 
@@ -315,7 +286,7 @@ type step struct {
 // session.
 type script struct {
 	steps          []step
-	books          map[string][]byte // Polymarket REST summary by token id
+	books          map[string][]byte // REST book snapshots by instrument
 	startNs, endNs int64
 	pong           []byte  // the venue's answer to a ping
 	pongAfter      []int64 // the session's ping-to-pong latencies, in order
@@ -325,12 +296,22 @@ type script struct {
 // of its own (about the generator's median).
 const defaultPongAfter = 10 * int64(time.Millisecond)
 
-// isPing and isPong recognise the generated heartbeats of both venues.
-func isPing(p []byte) bool { return string(p) == "PING" || string(p) == `{"method":"ping"}` }
-func isPong(p []byte) bool { return string(p) == "PONG" || string(p) == `{"channel":"pong"}` }
+// heartbeat returns the recognisers of the venue's heartbeats: its
+// client's ping frame and the frames its Scan classifies as pongs.
+func heartbeat(drv venue.Driver) (isPing, isPong func([]byte) bool) {
+	cp := drv.Client()
+	ping := cp.Facts().PingFrame
+	isPing = func(p []byte) bool { return len(ping) > 0 && bytes.Equal(p, ping) }
+	isPong = func(p []byte) bool {
+		c, _ := cp.Scan(p, func(_, _ []byte) {})
+		return c == venue.FramePong
+	}
+	return isPing, isPong
+}
 
-func scriptOf(recs []datasets.Record) (*script, error) {
+func scriptOf(drv venue.Driver, recs []datasets.Record) (*script, error) {
 	sc := &script{books: map[string][]byte{}}
+	isPing, isPong := heartbeat(drv)
 	var pingAt int64
 	for _, r := range recs {
 		if sc.startNs == 0 {
@@ -354,13 +335,12 @@ func scriptOf(recs []datasets.Record) (*script, error) {
 			}
 			sc.steps = append(sc.steps, step{kind: stepFrame, t: r.WallNs, payload: r.Payload})
 		case datasets.KindRESTResponse:
-			var b struct {
-				AssetID string `json:"asset_id"`
+			// A REST book snapshot, served for the instrument it is of.
+			ins, err := drv.Instruments(r.Payload)
+			if err != nil || len(ins) != 1 || ins[0].Instrument == "" {
+				return nil, fmt.Errorf("samplegen: a REST body that is not one instrument's book (%v): %.80s", err, r.Payload)
 			}
-			if err := json.Unmarshal(r.Payload, &b); err != nil || b.AssetID == "" {
-				return nil, fmt.Errorf("samplegen: a REST summary without asset_id: %.80s", r.Payload)
-			}
-			sc.books[b.AssetID] = r.Payload
+			sc.books[ins[0].Instrument] = r.Payload
 		}
 	}
 	return sc, nil

@@ -33,6 +33,7 @@ func TestRecordIsARealCapture(t *testing.T) {
 			if v == "hyperliquid" {
 				opts.Duration = 7*time.Minute + 10*time.Second // (7:00)
 			}
+			_, isPong := beats(t, v)
 			var gen collector
 			if _, err := Generate(v, opts, &gen); err != nil {
 				t.Fatal(err)
@@ -84,7 +85,7 @@ func TestRecordIsARealCapture(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m.Host != "generated" || (m.Endpoint != PolymarketEndpoint && m.Endpoint != HyperliquidEndpoint) || !m.Clean {
+			if want, _ := Manifest(v, opts); m.Host != "generated" || m.Endpoint != want.Endpoint || !m.Clean {
 				t.Errorf("manifest %+v", m)
 			}
 		})
@@ -144,6 +145,16 @@ func sameFiles(t *testing.T, a, b string) {
 	}
 }
 
+// beats returns the heartbeat recognisers of the named venue.
+func beats(t testing.TB, v string) (isPing, isPong func([]byte) bool) {
+	t.Helper()
+	drv, err := registry.Lookup(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return heartbeat(drv)
+}
+
 // checkHeartbeats checks the heartbeats of a recorded session: the
 // recorder's pings at the venue's interval from each connect, each answered
 // by at most one pong, all but the last answered. It returns the pongs.
@@ -154,6 +165,7 @@ func checkHeartbeats(t *testing.T, venueName string, recs []datasets.Record) int
 		t.Fatal(err)
 	}
 	every := int64(drv.Client().Facts().PingInterval)
+	isPing, isPong := heartbeat(drv)
 	var next int64
 	pings, pongs, open := 0, 0, 0
 	for _, r := range recs {
@@ -243,7 +255,7 @@ func TestRecordVenueTimingNoFalseHeals(t *testing.T) {
 	}{{"clean", 0}, {"corrupted level", 100 * time.Second}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			opts := Options{Seed: ShippedSeed, corruptAfter: tc.corrupt}
+			opts := Options{Seed: ShippedSeed, CorruptAfter: tc.corrupt}
 			dir := filepath.Join(t.TempDir(), "polymarket")
 			if _, err := Record(context.Background(), "polymarket", opts, dir); err != nil {
 				t.Fatal(err)
@@ -278,7 +290,7 @@ func TestRecordVenueTimingNoFalseHeals(t *testing.T) {
 				}
 				return
 			}
-			corrupted := pmMarketSpecs()[0].tokens[0] // the first market's first token
+			corrupted := Instruments("polymarket")[0] // the first market's first token
 			if kinds[datasets.KindIntegrity] == 0 || kinds[datasets.KindResubscribe] == 0 {
 				t.Fatalf("the corrupted level was not caught: records by kind %v", kinds)
 			}

@@ -74,8 +74,9 @@ type Config struct {
 	Summary Template
 	// Meta and SpotMeta are the Hyperliquid info responses.
 	Meta, SpotMeta []byte
-	// Docs are further REST listing documents by the name the venue's
-	// driver asks for (venue.RESTDocs.Listing), for other venues.
+	// Docs are REST listing documents by the name the venue's driver asks
+	// for (venue.RESTDocs.Listing): other venues', and those of Markets,
+	// Meta and SpotMeta when they are nil.
 	Docs map[string][]byte
 	// BadCoins close the socket abruptly (1006, no message) when subscribed,
 	// as Hyperliquid does for an unknown coin.
@@ -682,18 +683,22 @@ func appendFrameHeader(b []byte, n int) []byte {
 }
 
 // listingDoc answers the REST listing documents from the Config: the
-// Gamma market list, Hyperliquid's meta and spotMeta.
+// Gamma market list, Hyperliquid's meta and spotMeta, else Docs.
 func (s *Server) listingDoc(name string) []byte {
 	markets, meta, spot := s.listing()
+	var doc []byte
 	switch name {
 	case "markets":
-		return markets
+		doc = markets
 	case "meta":
-		return meta
+		doc = meta
 	case "spotMeta":
-		return spot
+		doc = spot
 	}
-	return s.cfg.Docs[name]
+	if doc == nil {
+		doc = s.cfg.Docs[name]
+	}
+	return doc
 }
 
 // bookDoc is the token's entry in Books, else the Summary template for it,

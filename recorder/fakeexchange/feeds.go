@@ -90,7 +90,7 @@ func PolymarketConfig() Config {
 // confirms mismatches and marks those books not valid (which is what a test
 // of the heals wants). A test of something else whose books must stay valid
 // serves them without hashes, which no check claims anything about. The
-// generated sessions (internal/samplegen) hash every book as the venue does.
+// generated sessions (venue/<venue>/sample) hash every book as the venue does.
 func WithoutHashes(cfg Config) Config {
 	cfg.Snapshot.Frame = blankHashes(cfg.Snapshot.Frame)
 	cfg.Summary.Frame = blankHashes(cfg.Summary.Frame)

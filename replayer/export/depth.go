@@ -49,10 +49,12 @@ type depthTable struct {
 	intervalNs int64
 	byExchange bool // BucketExchange
 	counts     bool
+	hashes     bool // the venue's books carry hashes: hash_* columns
 
 	cExch, cLocal, cVenue, cInst int
 	cLevel0, perLevel            int // column of bid_price_0 and columns per level
-	cFlags                       int // first of the flag columns (flagNames)
+	cFlags                       int // first of the flag columns (t.flagNames())
+	cEstimated                   int // the last flag column
 	nBids, nAsks                 int // level counts of the two sides
 
 	insts  instIndex[depthInst]
@@ -70,8 +72,18 @@ func newDepthTable(levels int, intervalNs int64, byExchange bool) *depthTable {
 
 var flagNames = [...]string{"book_valid", "after_gap", "crossed", "hash_checked", "hash_ok", "hash_mismatch", "hash_unverifiable", "estimated"}
 
-func (t *depthTable) columns(b *columnar.Batch, _ string, counts bool) {
-	t.counts = counts
+// flagNames are the table's flag columns: the hash verdicts only for a
+// venue whose books carry hashes (venue.Capabilities.BookHashes).
+func (t *depthTable) flagNames() []string {
+	if t.hashes {
+		return flagNames[:]
+	}
+	return []string{flagNames[0], flagNames[1], flagNames[2], flagNames[7]}
+}
+
+func (t *depthTable) columns(b *columnar.Batch, caps venue.Capabilities) {
+	t.counts, t.hashes = caps.LevelCounts, caps.BookHashes
+	counts := t.counts
 	t.cExch = b.Add("exchange_ts_ns", columnar.Timestamp, true)
 	t.cLocal = b.Add("local_ts_ns", columnar.Timestamp, false)
 	t.cVenue = b.Add("venue", columnar.String, false)
@@ -93,8 +105,8 @@ func (t *depthTable) columns(b *columnar.Batch, _ string, counts bool) {
 	}
 	t.perLevel = (b.Columns() - t.cLevel0) / t.levels
 	t.cFlags = b.Columns()
-	for _, f := range flagNames {
-		b.Add(f, columnar.Bool, false)
+	for _, f := range t.flagNames() {
+		t.cEstimated = b.Add(f, columnar.Bool, false)
 	}
 }
 
@@ -252,11 +264,13 @@ func (t *depthTable) row(s *Sink, in *depthInst, exch, local int64, bids, asks [
 	b.Bool(t.cFlags, f.valid)
 	b.Bool(t.cFlags+1, f.afterGap)
 	b.Bool(t.cFlags+2, f.crossed)
-	b.Bool(t.cFlags+3, f.hashChecked)
-	b.Bool(t.cFlags+4, f.hashOK)
-	b.Bool(t.cFlags+5, f.hashMismatch)
-	b.Bool(t.cFlags+6, f.hashUnverifiable)
-	b.Bool(t.cFlags+7, f.estimated)
+	if t.hashes {
+		b.Bool(t.cFlags+3, f.hashChecked)
+		b.Bool(t.cFlags+4, f.hashOK)
+		b.Bool(t.cFlags+5, f.hashMismatch)
+		b.Bool(t.cFlags+6, f.hashUnverifiable)
+	}
+	b.Bool(t.cEstimated, f.estimated)
 	return s.endRow()
 }
 
@@ -277,7 +291,7 @@ func (t *depthTable) csvFields(quality bool) []columnar.CSVField {
 			csvField("bids["+n+"].amount", bid+1, columnar.CSVSize))
 	}
 	if quality {
-		for i, name := range flagNames {
+		for i, name := range t.flagNames() {
 			f = append(f, csvField(name, t.cFlags+i, columnar.CSVBool))
 		}
 	}

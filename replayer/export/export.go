@@ -38,15 +38,18 @@ const (
 	// change (WithEveryEvent) or the state at the end of every interval bucket
 	// in which the book changed (WithInterval), like Tardis' book_snapshot_N.
 	// Columns per level i (0 is the best): bid_price_i, bid_size_i,
-	// [bid_count_i,] ask_price_i, ask_size_i, [ask_count_i] (counts for
-	// Hyperliquid, which reports orders per level; null where the side has no
-	// level i), then the flags book_valid, after_gap, crossed (best bid above
-	// best ask in this very state, which Polymarket books are briefly inside a
-	// match), hash_checked, hash_ok, hash_mismatch, hash_unverifiable (a
-	// venue hash verdict was given since the previous row of the book / every
-	// one was ok / one was a confirmed mismatch / one could not be decided:
-	// see venue/polymarket NOTES.md, "Hash verdicts"), estimated (Hyperliquid
-	// book merged with bbo since its last full snapshot).
+	// [bid_count_i,] ask_price_i, ask_size_i, [ask_count_i] (counts where
+	// the venue reports orders per level, venue.Capabilities.LevelCounts:
+	// Hyperliquid; null where the side has no level i), then the flags
+	// book_valid, after_gap, crossed (best bid above best ask in this very
+	// state, which Polymarket books are briefly inside a match),
+	// [hash_checked, hash_ok, hash_mismatch, hash_unverifiable] (only where
+	// the venue's books carry hashes, venue.Capabilities.BookHashes:
+	// Polymarket; a venue hash verdict was given since the previous row of
+	// the book / every one was ok / one was a confirmed mismatch / one could
+	// not be decided: see venue/polymarket NOTES.md, "Hash verdicts"),
+	// estimated (Hyperliquid book merged with bbo since its last full
+	// snapshot).
 	TableDepth Table = iota + 1
 	// TableBookChanges is one row per level change (is_snapshot, side "bid" or
 	// "ask", price, size with 0 deleting the level, [count]): the shape of

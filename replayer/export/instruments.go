@@ -68,7 +68,7 @@ func newInstrumentsTable() *instrumentsTable {
 	return &instrumentsTable{insts: map[string]*instHistory{}, names: interned{}}
 }
 
-func (t *instrumentsTable) columns(b *columnar.Batch, _ string, _ bool) {
+func (t *instrumentsTable) columns(b *columnar.Batch, _ venue.Capabilities) {
 	t.cExch = b.Add("exchange_ts_ns", columnar.Timestamp, true)
 	t.cLocal = b.Add("local_ts_ns", columnar.Timestamp, false)
 	t.cUntil = b.Add("valid_until_ns", columnar.Timestamp, true)

@@ -317,8 +317,8 @@ func WithEncoders(n int) Option {
 }
 
 // WithQualityColumns appends tapedeck's quality columns (book_valid,
-// after_gap, crossed, hash_checked, hash_ok, hash_mismatch,
-// hash_unverifiable, estimated; quotes: book_valid,
+// after_gap, crossed, [hash_checked, hash_ok, hash_mismatch,
+// hash_unverifiable where the venue has book hashes,] estimated; quotes: book_valid,
 // source, with the venue's own quote rows; trades: backfill, with the
 // backfill trades the plain layout leaves out) after the Tardis layout of a
 // FormatTardis depth, quotes or trades table. Parquet, Arrow and FormatCSV

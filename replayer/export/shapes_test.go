@@ -2,9 +2,11 @@ package export
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
@@ -94,5 +96,54 @@ func TestBestBidAskAndRejectRows(t *testing.T) {
 	}
 	if rejected != 1 {
 		t.Fatalf("%d rejected rows: %v", rejected, ev.rows)
+	}
+}
+
+// capsOf records the capabilities of the driver the events carry.
+type capsOf struct{ caps *venue.Capabilities }
+
+func (c capsOf) OnEvent(e *replayer.Event) error {
+	if e.Driver != nil && c.caps != nil {
+		*c.caps = e.Driver.Capabilities()
+	}
+	return nil
+}
+
+// The depth table's hash verdict columns follow the venue's capabilities:
+// present, in every format and in the Tardis quality columns, for a venue
+// whose books carry hashes, absent for one whose books do not (with no
+// column left empty or false forever).
+func TestHashColumnsFollowCapabilities(t *testing.T) {
+	hashCols := []string{"hash_checked", "hash_ok", "hash_mismatch", "hash_unverifiable"}
+	seen := map[bool]bool{}
+	for _, ds := range testDatasets {
+		t.Run(ds.name, func(t *testing.T) {
+			var caps venue.Capabilities
+			var pq, tardis bytes.Buffer
+			ps := sinkTo(t, &pq, TableDepth, FormatParquet, WithLevels(2))
+			ts := sinkTo(t, &tardis, TableDepth, FormatTardis, WithLevels(2), WithQualityColumns())
+			replay(t, ds.paths(t), capsOf{&caps}, ps, ts)
+			for _, s := range []*Sink{ps, ts} {
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			seen[caps.BookHashes] = true
+			p := readArrowTable(t, FormatParquet, pq.Bytes())
+			c := readCSV(t, tardis.Bytes())
+			for _, cols := range [][]string{p.cols, c.cols} {
+				for _, h := range hashCols {
+					if slices.Contains(cols, h) != caps.BookHashes {
+						t.Errorf("book hashes %v: column %s present %v in %v", caps.BookHashes, h, !caps.BookHashes, cols)
+					}
+				}
+				if !slices.Contains(cols, "estimated") || !slices.Contains(cols, "crossed") {
+					t.Errorf("flags missing: %v", cols)
+				}
+			}
+		})
+	}
+	if !seen[true] || !seen[false] {
+		t.Fatalf("the test datasets cover book hashes %v only", seen)
 	}
 }

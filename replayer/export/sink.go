@@ -9,6 +9,7 @@ import (
 
 	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/replayer"
+	"github.com/tapedeck/tapedeck/venue"
 )
 
 // Sink writes one table in one format. It implements replayer.Subscriber;
@@ -38,8 +39,9 @@ type Sink struct {
 
 // tableImpl is one table: it declares its columns and turns events into rows.
 type tableImpl interface {
-	// columns adds the table's columns to b once the venue is known.
-	columns(b *columnar.Batch, venue string, counts bool)
+	// columns adds the table's columns to b once the venue is known: which
+	// columns there are follows from what its data carries.
+	columns(b *columnar.Batch, caps venue.Capabilities)
 	// onEvent appends the rows for e, calling s.endRow after each.
 	onEvent(s *Sink, e *replayer.Event) error
 	// finish appends rows still pending at the end (sampled depth buckets).
@@ -221,7 +223,7 @@ func (s *Sink) Rows() uint64 {
 func (s *Sink) start() error {
 	s.started = true
 	var b columnar.Batch
-	s.impl.columns(&b, s.cfg.venue, s.cfg.caps.LevelCounts)
+	s.impl.columns(&b, s.cfg.caps)
 	f, lay := columnar.CSV, columnar.Layout{Table: s.table.String(), FormatName: s.format.String(),
 		Metadata: s.metadata(), Scale: s.cfg.scale, Exact: s.cfg.exact, Shared: s.cfg.shared}
 	switch s.format {

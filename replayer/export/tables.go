@@ -148,8 +148,8 @@ type changesInst struct {
 	loss     bool       // a loss since the last rows
 }
 
-func (t *changesTable) columns(b *columnar.Batch, _ string, counts bool) {
-	t.counts, t.names, t.insts = counts, interned{}, instIndex[changesInst]{}
+func (t *changesTable) columns(b *columnar.Batch, caps venue.Capabilities) {
+	t.counts, t.names, t.insts = caps.LevelCounts, interned{}, instIndex[changesInst]{}
 	t.cExch = b.Add("exchange_ts_ns", columnar.Timestamp, true)
 	t.cLocal = b.Add("local_ts_ns", columnar.Timestamp, false)
 	t.cVenue = b.Add("venue", columnar.String, false)
@@ -158,7 +158,7 @@ func (t *changesTable) columns(b *columnar.Batch, _ string, counts bool) {
 	t.cSide = b.Add("side", columnar.String, false)
 	t.cPrice = b.Add("price", columnar.Price, false)
 	t.cSize = b.Add("size", columnar.Size, false)
-	if counts {
+	if t.counts {
 		t.cCount = b.Add("count", columnar.Int32, false)
 	}
 }
@@ -367,7 +367,7 @@ type tradesTable struct {
 	names                        interned
 }
 
-func (t *tradesTable) columns(b *columnar.Batch, _ string, _ bool) {
+func (t *tradesTable) columns(b *columnar.Batch, _ venue.Capabilities) {
 	t.names = interned{}
 	t.cExch = b.Add("exchange_ts_ns", columnar.Timestamp, true)
 	t.cLocal = b.Add("local_ts_ns", columnar.Timestamp, false)
@@ -446,7 +446,7 @@ type quoteState struct {
 
 func newQuotesTable() *quotesTable { return &quotesTable{} }
 
-func (t *quotesTable) columns(b *columnar.Batch, _ string, _ bool) {
+func (t *quotesTable) columns(b *columnar.Batch, _ venue.Capabilities) {
 	t.names = interned{}
 	t.cExch = b.Add("exchange_ts_ns", columnar.Timestamp, true)
 	t.cLocal = b.Add("local_ts_ns", columnar.Timestamp, false)
@@ -560,7 +560,7 @@ type eventsTable struct {
 // verdictCounts are a book's hash verdict counters at its last event.
 type verdictCounts struct{ mismatch, unverifiable uint64 }
 
-func (t *eventsTable) columns(b *columnar.Batch, _ string, _ bool) {
+func (t *eventsTable) columns(b *columnar.Batch, _ venue.Capabilities) {
 	t.names = interned{}
 	t.verdicts = instIndex[verdictCounts]{}
 	t.cLocal = b.Add("local_ts_ns", columnar.Timestamp, false)

@@ -26,13 +26,17 @@ type conn struct {
 	ctrl   chan outMsg // answers to the client (acks, pongs), written first
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex // guards sess, started, subs and inBytes
-	sess    venue.ServerSession
-	trade   venue.TradingSession // trading mode: the venue's user channels, post requests
-	unhub   func()               // trading mode: stops the hub's forwarding
-	started bool
-	subs    int   // subscriptions held (Added minus Removed)
-	inBytes int64 // bytes of client frames so far
+	mu    sync.Mutex // guards sess, started, subs and inBytes
+	sess  venue.ServerSession
+	trade venue.TradingSession // trading mode: the venue's user channels, post requests
+	// Trading mode, deterministic: the client acknowledges the recorded
+	// frames it has handled (lockstepMsg).
+	lockstep atomic.Bool
+	acks     atomic.Int64
+	unhub    func() // trading mode: stops the hub's forwarding
+	started  bool
+	subs     int   // subscriptions held (Added minus Removed)
+	inBytes  int64 // bytes of client frames so far
 
 	queued atomic.Int64 // bytes of recorded frames in out
 
@@ -112,6 +116,9 @@ func (c *conn) readLoop() {
 			return
 		}
 		c.mu.Unlock()
+		if c.trade != nil && typ == websocket.TextMessage && c.lockstepMsg(msg) {
+			continue
+		}
 		if c.trade != nil && typ == websocket.TextMessage {
 			// Outside c.mu: the trading session takes the hub's lock, and
 			// the hub calls Forward (which takes c.mu) under it.
@@ -155,6 +162,28 @@ func (c *conn) readLoop() {
 			go c.replay()
 		}
 	}
+}
+
+// Lockstep messages of a trading server's client (deterministic mode):
+// "tapedeck:lockstep" says the client will acknowledge every recorded frame
+// it is sent, "tapedeck:ack" acknowledges one (and implies the former).
+const (
+	msgLockstep = "tapedeck:lockstep"
+	msgAck      = "tapedeck:ack"
+)
+
+// lockstepMsg handles a lockstep message, reporting whether msg was one.
+func (c *conn) lockstepMsg(msg []byte) bool {
+	switch string(msg) {
+	case msgAck:
+		c.acks.Add(1)
+	case msgLockstep:
+	default:
+		return false
+	}
+	c.lockstep.Store(true)
+	c.s.hub.Wake()
+	return true
 }
 
 // overLimit closes a client that went over a limit (1008 and the reason).
@@ -451,6 +480,10 @@ func (h hubClient) Forward(payload []byte, binary bool) bool {
 		typ = websocket.BinaryMessage
 	}
 	return c.send(typ, payload, true)
+}
+
+func (h hubClient) Acked() (int64, bool) {
+	return h.c.acks.Load(), h.c.lockstep.Load()
 }
 
 func (h hubClient) Flushed() bool {

@@ -41,6 +41,10 @@ let gotFrame;
 const firstFrame = new Promise((r) => (gotFrame = r));
 market.onmessage = () => gotFrame();
 await new Promise((r) => (market.onopen = r));
+// Lockstep, acknowledging nothing: the deterministic replay stays at the
+// first frame except while an order, cancel or modify waits for the
+// simulator, so every step sees the book the one before left.
+market.send("tapedeck:lockstep");
 market.send(JSON.stringify({ assets_ids: [token], type: "market" }));
 await firstFrame;
 

@@ -5,6 +5,8 @@ import (
 
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/hyperliquid/sample"
+	"github.com/tapedeck/tapedeck/venue/venuesample"
 )
 
 // Name is the venue's name in dataset manifests and on the command line.
@@ -26,6 +28,10 @@ func (driver) NewDecoder(venue.DecoderOptions) venue.Decoder { return NewDecoder
 func (driver) Capabilities() venue.Capabilities {
 	return venue.Capabilities{LevelCounts: true, Trading: Trading}
 }
+
+// SampleGenerator makes the venue's synthetic sessions (the shipped
+// samples, benchmark inputs); cmd/samplegen finds it with venuesample.Of.
+func (driver) SampleGenerator() venuesample.Generator { return sample.Generator }
 
 func (driver) Endpoints() venue.Endpoints {
 	return venue.Endpoints{WebSocket: WSEndpoint, Discovery: InfoEndpoint, ServePath: "/ws"}

@@ -237,14 +237,14 @@ type instrument struct {
 	everHashed bool
 
 	// The open timestamp batch of price changes, and the hash of its last
-	// entry (the venue hashes the book after the batch), decoded.
+	// entry (the venue hashes the book after the batch).
 	batchOpen  bool
 	batchTs    int64 // ms
 	topKnown   bool  // the batch's last entry gave a usable best_bid/best_ask
 	bestBid    int64 // 0 = side empty
 	bestAsk    int64
 	batchHash  bool
-	batchSum   [sha1.Size]byte
+	batchRaw   [2 * sha1.Size]byte // the batch's hash as sent (hex), decoded when judged
 	batchTsTxt []byte
 }
 

@@ -5,6 +5,8 @@ import (
 
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/polymarket/sample"
+	"github.com/tapedeck/tapedeck/venue/venuesample"
 )
 
 // Name is the venue's name in dataset manifests and on the command line.
@@ -30,6 +32,10 @@ func (driver) NewDecoder(o venue.DecoderOptions) venue.Decoder {
 func (driver) Capabilities() venue.Capabilities {
 	return venue.Capabilities{BookHashes: true, TopOfBook: true, Markets: true, Trading: Trading}
 }
+
+// SampleGenerator makes the venue's synthetic sessions (the shipped
+// samples, benchmark inputs); cmd/samplegen finds it with venuesample.Of.
+func (driver) SampleGenerator() venuesample.Generator { return sample.Generator }
 
 func (driver) Endpoints() venue.Endpoints {
 	return venue.Endpoints{WebSocket: MarketEndpoint, Discovery: GammaEndpoint, Books: CLOBEndpoint, ServePath: "/ws/market"}

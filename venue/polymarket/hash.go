@@ -225,7 +225,7 @@ type hashCache struct {
 	gen   uint64 // book.Generation the sides reflect
 	ver   uint64 // changes whenever the serialized bytes may have changed
 	side  [2]sideCache
-	spare sideCache // rebuild target, swapped in to compare old and new bytes
+	spare sideCache // scratch for a rebuild: the entries past the unchanged ones
 
 	// The hash input after the asks and the fields it was written from.
 	tail    []byte
@@ -263,10 +263,9 @@ func (c *hashCache) sync(b *book.Book, tmp *[]book.Level) {
 	}
 	changed := !c.valid
 	for s := book.Bid; s <= book.Ask; s++ {
-		if c.spare.fill(b, s, tmp, &c.side[s]) {
+		if c.side[s].refill(b, s, tmp, &c.spare) {
 			changed = true
 		}
-		c.side[s], c.spare = c.spare, c.side[s]
 	}
 	if changed {
 		c.ver++
@@ -292,48 +291,106 @@ func (c *hashCache) afterSet(b *book.Book, g0 uint64, side book.Side, price, siz
 	c.ver++
 }
 
-// fill serializes side of b into s, copying the entries of levels that old
-// holds with the same price and size instead of formatting them again: a
-// snapshot mostly repeats the book it replaces, and a sampled hash check
-// (WithHashSampling) rebuilds a side after a few level changes. Both are in
-// storage order (bids ascending, asks descending), so one merge walk finds
-// every reusable entry. It reports whether s differs from old.
-func (s *sideCache) fill(b *book.Book, side book.Side, tmp *[]book.Level, old *sideCache) (changed bool) {
-	lv := b.Top(side, (*tmp)[:0], -1)
+// refill brings s, a serialization of some earlier state of side, up to
+// date with b, and reports whether its bytes changed. Entries are in storage
+// order (bids ascending, asks descending: worst first), and between two checks
+// a book mostly changes near its top, so the entries before the first level
+// that differs stay where they are (about three quarters of a side on the
+// shipped sample); the rest are moved to scratch and merged with b's levels,
+// copying the entries of unchanged levels instead of formatting them again
+// (a snapshot mostly repeats the book it replaces).
+func (s *sideCache) refill(b *book.Book, side book.Side, tmp *[]book.Level, scratch *sideCache) bool {
+	lv := b.Top(side, (*tmp)[:0], -1) // best first
 	*tmp = lv
-	// Room for the levels and some to insert, in one allocation per slice:
-	// growing by appends cost a replay of the shipped sample 0.05
-	// allocations per frame.
-	n := len(lv) + len(lv)/4 + 8
-	s.buf = slices.Grow(s.buf[:0], n*entryBytes)
-	s.prices = slices.Grow(s.prices[:0], n)
-	s.sizes = slices.Grow(s.sizes[:0], n)
-	s.ends = slices.Grow(s.ends[:0], n)
-	changed = len(lv) != len(old.prices)
-	bid := side == book.Bid
-	j := 0 // the first entry of old not yet passed
+	k := 0
+	for k < len(lv) && k < len(s.prices) && lv[len(lv)-1-k].Price == s.prices[k] && lv[len(lv)-1-k].Size == s.sizes[k] {
+		k++
+	}
+	if k == len(lv) && k == len(s.prices) {
+		return false
+	}
+	if cap(s.prices) < len(lv) {
+		// Room for the levels and some to insert, in one allocation per
+		// slice: growing by appends cost a replay of the shipped sample
+		// 0.05 allocations per frame.
+		n := len(lv) + len(lv)/4 + 8
+		s.grow(n)
+		scratch.grow(n)
+	}
+	var from int32
+	if k > 0 {
+		from = s.ends[k-1]
+	}
+	scratch.buf = append(scratch.buf[:0], s.buf[from:]...)
+	scratch.prices = append(scratch.prices[:0], s.prices[k:]...)
+	scratch.sizes = append(scratch.sizes[:0], s.sizes[k:]...)
+	scratch.ends = append(scratch.ends[:0], s.ends[k:]...)
+	for e := scratch.ends; len(e) > 0; e = e[1:] {
+		e[0] -= from
+	}
+	s.buf, s.prices, s.sizes, s.ends = s.buf[:from], s.prices[:k], s.sizes[:k], s.ends[:k]
+	s.merge(lv[:len(lv)-k], side == book.Bid, scratch)
+	return true
+}
+
+// grow makes room for n entries.
+func (s *sideCache) grow(n int) {
+	s.buf = slices.Grow(s.buf, n*entryBytes-len(s.buf))
+	s.prices = slices.Grow(s.prices, n-len(s.prices))
+	s.sizes = slices.Grow(s.sizes, n-len(s.sizes))
+	s.ends = slices.Grow(s.ends, n-len(s.ends))
+}
+
+// merge appends lv's levels (best first) in storage order, copying the
+// entries old holds with the same price and size: both are in storage order,
+// so one walk finds every reusable entry, and consecutive ones go in one copy.
+func (s *sideCache) merge(lv []book.Level, bid bool, old *sideCache) {
+	j := 0          // the first entry of old not yet passed
+	run, lo := 0, 0 // old[lo:lo+run] matches the entries last met, not copied yet
 	for i := len(lv) - 1; i >= 0; i-- {
-		k := len(s.prices)
 		p, z := lv[i].Price, lv[i].Size
 		for j < len(old.prices) && (bid && old.prices[j] < p || !bid && old.prices[j] > p) {
 			j++
 		}
 		if j < len(old.prices) && old.prices[j] == p && old.sizes[j] == z {
-			lo := int32(0)
-			if j > 0 {
-				lo = old.ends[j-1]
+			if run > 0 && lo+run == j {
+				run++
+				continue
 			}
-			s.buf = append(s.buf, old.buf[lo:old.ends[j]]...)
-			changed = changed || j != k
-		} else {
-			s.buf = appendEntry(s.buf, p, z)
-			changed = true
+			s.copyRun(old, lo, run)
+			run, lo = 1, j
+			continue
 		}
+		s.copyRun(old, lo, run)
+		run = 0
+		s.buf = appendEntry(s.buf, p, z)
 		s.prices = append(s.prices, p)
 		s.sizes = append(s.sizes, z)
 		s.ends = append(s.ends, int32(len(s.buf)))
 	}
-	return changed
+	s.copyRun(old, lo, run)
+}
+
+// copyRun appends old's entries lo to lo+n, all at once: between two checks
+// of a sampled book most levels are unchanged, in a few long runs, and
+// copying them entry by entry was most of a rebuild.
+func (s *sideCache) copyRun(old *sideCache, lo, n int) {
+	if n == 0 {
+		return
+	}
+	var from int32
+	if lo > 0 {
+		from = old.ends[lo-1]
+	}
+	shift := int32(len(s.buf)) - from
+	s.buf = append(s.buf, old.buf[from:old.ends[lo+n-1]]...)
+	s.prices = append(s.prices, old.prices[lo:lo+n]...)
+	s.sizes = append(s.sizes, old.sizes[lo:lo+n]...)
+	k := len(s.ends)
+	s.ends = append(s.ends, old.ends[lo:lo+n]...)
+	for e := s.ends[k:]; len(e) > 0; e = e[1:] {
+		e[0] += shift
+	}
 }
 
 // entryBytes is the length of a typical entry, `{"price":"0.52","size":"1234.5"},`.

@@ -16,6 +16,7 @@ package polymarket
 // "Trades", "User channel") and the client's sources.
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -24,6 +25,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"net/http"
 	"strconv"
@@ -36,10 +38,29 @@ import (
 	"github.com/tapedeck/tapedeck/venue/internal/ethsig"
 )
 
-// TradingAPI implements venue.TradingServer.
-func (driver) TradingAPI() venue.TradingAPI { return tradingAPI{} }
+// TradingAPI implements venue.TradingServer: each call is a new API, whose
+// handler and sessions share their API keys and order ids, and nothing
+// else does.
+func (driver) TradingAPI() venue.TradingAPI { return &tradingAPI{} }
 
-type tradingAPI struct{}
+// tradingAPI is one server's CLOB: its state lives as long as the server
+// holds it.
+type tradingAPI struct {
+	mu sync.Mutex
+	c  *clob
+}
+
+// clobOf returns the API's CLOB over ex, created on first use. An API
+// serves one exchange: a call with another starts afresh (the old one's
+// keys are not carried over).
+func (t *tradingAPI) clobOf(ex venue.Exchange, opt venue.TradingOptions) *clob {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.c == nil || t.c.ex != ex {
+		t.c = newClob(ex, opt)
+	}
+	return t.c
+}
 
 const (
 	maxBody       = 1 << 20
@@ -71,6 +92,7 @@ type clob struct {
 	keys   map[string]*creds            // by API key
 	orders map[string]orderRef          // order hash → account and simulator id
 	hashes map[string]map[uint64]string // account → simulator id → order hash
+	neg    map[string]bool              // token → neg-risk, once the recording said
 }
 
 type orderRef struct {
@@ -79,29 +101,11 @@ type orderRef struct {
 }
 
 func newClob(ex venue.Exchange, opt venue.TradingOptions) *clob {
-	return &clob{ex: ex, opt: opt, keys: map[string]*creds{}, orders: map[string]orderRef{}, hashes: map[string]map[uint64]string{}}
+	return &clob{ex: ex, opt: opt, keys: map[string]*creds{}, orders: map[string]orderRef{}, hashes: map[string]map[uint64]string{}, neg: map[string]bool{}}
 }
 
-// shared clobs: the REST handler and the WebSocket sessions of one
-// exchange share their API keys.
-var (
-	clobsMu sync.Mutex
-	clobs   = map[venue.Exchange]*clob{}
-)
-
-func clobOf(ex venue.Exchange, opt venue.TradingOptions) *clob {
-	clobsMu.Lock()
-	defer clobsMu.Unlock()
-	c := clobs[ex]
-	if c == nil {
-		c = newClob(ex, opt)
-		clobs[ex] = c
-	}
-	return c
-}
-
-func (tradingAPI) Handler(ex venue.Exchange, opt venue.TradingOptions) http.Handler {
-	c := clobOf(ex, opt)
+func (t *tradingAPI) Handler(ex venue.Exchange, opt venue.TradingOptions) http.Handler {
+	c := t.clobOf(ex, opt)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /time", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, c.ex.NowNs()/1e9)
@@ -110,15 +114,23 @@ func (tradingAPI) Handler(ex venue.Exchange, opt venue.TradingOptions) http.Hand
 	mux.HandleFunc("POST /books", c.postBooks)
 	mux.HandleFunc("GET /tick-size", c.tickSize)
 	mux.HandleFunc("GET /neg-risk", func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := c.instrument(r.URL.Query().Get("token_id")); !ok {
+		token := r.URL.Query().Get("token_id")
+		if _, ok := c.instrument(token); !ok {
 			writeErr(w, http.StatusNotFound, "market not found")
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"neg_risk": false})
+		writeJSON(w, http.StatusOK, map[string]any{"neg_risk": c.negRisk(token)})
 	})
-	mux.HandleFunc("GET /fee-rate", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"base_fee": 0})
-	})
+	feeRate := func(w http.ResponseWriter, token string) {
+		in, ok := c.instrument(token)
+		if !ok {
+			writeErr(w, http.StatusNotFound, "market not found")
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"base_fee": feeBps(in)})
+	}
+	mux.HandleFunc("GET /fee-rate", func(w http.ResponseWriter, r *http.Request) { feeRate(w, r.URL.Query().Get("token_id")) })
+	mux.HandleFunc("GET /fee-rate/{token_id}", func(w http.ResponseWriter, r *http.Request) { feeRate(w, r.PathValue("token_id")) })
 	mux.HandleFunc("GET /midpoint", func(w http.ResponseWriter, r *http.Request) {
 		in, ok := c.instrument(r.URL.Query().Get("token_id"))
 		if !ok || in.Mid == 0 {
@@ -174,6 +186,53 @@ func (c *clob) instrument(token string) (venue.SimInstrument, bool) {
 	return venue.SimInstrument{}, false
 }
 
+// feeBps is a token's base fee as the venue states it (GET /fee-rate's
+// base_fee, the feeRateBps a client signs into its orders): the taker rate
+// the simulator charges its fills, from the recording (the market's listing,
+// its trades' fee_rate_bps) or the user's --fee-rate, in basis points.
+func feeBps(in venue.SimInstrument) int64 {
+	if !in.FeeKnown || in.TakerFeeRate <= 0 {
+		return 0
+	}
+	return int64(math.Round(in.TakerFeeRate * 1e4))
+}
+
+// negRisk is what the recording says of a token's market being neg-risk
+// (its listings and book summaries, latest last); false when it says
+// nothing, as for most markets.
+func (c *clob) negRisk(token string) bool {
+	c.mu.Lock()
+	neg, known := c.neg[token]
+	c.mu.Unlock()
+	if known {
+		return neg
+	}
+	for _, body := range c.ex.Recorded() {
+		if !bytes.Contains(body, []byte(token)) {
+			continue
+		}
+		facts, _ := InstrumentFacts(body)
+		for i := range facts {
+			if f := &facts[i]; f.Instrument == token && f.NegRisk != venue.FlagUnknown {
+				neg, known = f.NegRisk == venue.FlagTrue, true
+			}
+		}
+	}
+	if known {
+		// A market's neg-risk never changes: remember what was said (one
+		// entry per instrument the simulator knows).
+		c.mu.Lock()
+		c.neg[token] = neg
+		c.mu.Unlock()
+	}
+	return neg
+}
+
+func (c *clob) instrumentOrZero(token string) venue.SimInstrument {
+	in, _ := c.instrument(token)
+	return in
+}
+
 func tickOf(in venue.SimInstrument) int64 {
 	if in.Tick > 0 {
 		return in.Tick
@@ -208,7 +267,8 @@ func (c *clob) summary(token string) (map[string]any, bool) {
 	ts := strconv.FormatInt(exNs/1e6, 10)
 	minSize := dec(max(in.MinSize, Trading.MinSize), Scale.SizeDecimals)
 	tick := dec(tickOf(in), Scale.PriceDecimals)
-	hash := BookHash(nil, HashFields{Market: in.Market, AssetID: token, Timestamp: ts, MinOrderSize: minSize, TickSize: tick}, b)
+	neg := c.negRisk(token)
+	hash := BookHash(nil, HashFields{Market: in.Market, AssetID: token, Timestamp: ts, MinOrderSize: minSize, TickSize: tick, NegRisk: neg}, b)
 	side := func(ls []book.Level) []map[string]string {
 		out := make([]map[string]string, len(ls))
 		for i, l := range ls { // worst first, best last, as the venue lists
@@ -217,7 +277,7 @@ func (c *clob) summary(token string) (map[string]any, bool) {
 		return out
 	}
 	return map[string]any{"market": in.Market, "asset_id": token, "timestamp": ts, "hash": string(hash),
-		"bids": side(bids), "asks": side(asks), "min_order_size": minSize, "tick_size": tick, "neg_risk": false}, true
+		"bids": side(bids), "asks": side(asks), "min_order_size": minSize, "tick_size": tick, "neg_risk": neg}, true
 }
 
 func (c *clob) getBook(w http.ResponseWriter, r *http.Request) {
@@ -783,7 +843,7 @@ func (c *clob) tradeJSON(k *creds, f venue.SimFill, market string) map[string]an
 	}
 	return map[string]any{"id": fmt.Sprintf("%s-%d", k.key[:8], f.Seq), "taker_order_id": c.hashOf(k.key, f.OrderID),
 		"market": market, "asset_id": f.Instrument, "side": side, "size": dec(f.Size, Scale.SizeDecimals),
-		"fee_rate_bps": "0", "price": dec(f.Price, Scale.PriceDecimals), "status": "CONFIRMED", "match_time": ts,
+		"fee_rate_bps": strconv.FormatInt(feeBps(c.instrumentOrZero(f.Instrument)), 10), "price": dec(f.Price, Scale.PriceDecimals), "status": "CONFIRMED", "match_time": ts,
 		"last_update": ts, "outcome": "", "bucket_index": 0, "owner": k.key, "maker_address": k.address,
 		"maker_orders": []any{}, "transaction_hash": fmt.Sprintf("0x%064x", f.Seq), "trader_side": trader}
 }
@@ -828,8 +888,8 @@ func passphraseOf(seed [32]byte) string {
 	return hex.EncodeToString(h[:16])
 }
 
-func (tradingAPI) NewSession(ex venue.Exchange, opt venue.TradingOptions, push func([]byte)) venue.TradingSession {
-	return &userSession{c: clobOf(ex, opt), push: push}
+func (t *tradingAPI) NewSession(ex venue.Exchange, opt venue.TradingOptions, push func([]byte)) venue.TradingSession {
+	return &userSession{c: t.clobOf(ex, opt), push: push}
 }
 
 // userSession is the user channel of one WebSocket connection: after an

@@ -28,7 +28,9 @@ import (
 // 2 (py-clob-client order_builder/builder.py ROUNDING_CONFIG: tick 0.01 →
 // price 2, size 2, amount 4; the same table in NautilusTrader's Polymarket
 // guide, "Precision limits"); a market BUY's dollars are rounded to 2
-// decimals and the shares it buys to at most 4. The venue's refusals:
+// decimals and the share amount it signs (the least it accepts) to at
+// most 4; the match spends the whole amount (the venue reports a $5
+// market BUY as making 5). The venue's refusals:
 // "invalid amounts, the buy orders maker amount supports a max accuracy
 // of 4 decimals, taker amount a max of 2 decimals" (py-clob-client issue
 // 305), "… the sell orders maker amount supports a max accuracy of 2
@@ -48,8 +50,8 @@ var Trading = &venue.Trading{
 	Tick:             100,     // 0.01 at 4 price decimals
 	MinSize:          5000000, // 5 shares at 6 size decimals
 	// Sizes in hundredths of a share at every tick size, a market BUY's
-	// dollars in cents and the shares it buys in at most 4 decimals, a
-	// marketable BUY worth $1 at least (the size rules above).
+	// dollars in cents (the share amount it signs in at most 4 decimals),
+	// a marketable BUY worth $1 at least (the size rules above).
 	SizeDecimals:        2,
 	DollarDecimals:      2,
 	DollarShareDecimals: 4,

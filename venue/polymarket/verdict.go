@@ -46,16 +46,19 @@ func (d *Decoder) checkHash(in *instrument, ts, want []byte, tsMs int64) {
 }
 
 func (d *Decoder) snapshotHash(in *instrument, ts, want []byte, tsMs int64) {
-	var sum [sha1.Size]byte
-	if !in.hashable() || !decodeHash40(&sum, want) {
+	if !in.hashable() || len(want) != len(in.batchRaw) {
 		return
 	}
 	if d.opts.hashEvery == 0 || d.due(in, tsMs, false) {
-		d.stats.HashSeen++
-		d.judge(in, ts, &sum, tsMs)
+		var sum [sha1.Size]byte
+		if decodeHash40(&sum, want) {
+			d.stats.HashSeen++
+			d.judge(in, ts, &sum, tsMs)
+		}
 		return
 	}
-	in.batchHash, in.batchSum, in.batchTs = true, sum, tsMs
+	in.batchHash, in.batchTs = true, tsMs
+	copy(in.batchRaw[:], want)
 	in.batchTsTxt = append(in.batchTsTxt[:0], ts...)
 	if !in.inPending {
 		in.inPending = true
@@ -68,7 +71,10 @@ func (d *Decoder) snapshotHash(in *instrument, ts, want []byte, tsMs int64) {
 // so the last one stands for them all.
 func (d *Decoder) batchEntryHash(in *instrument, h []byte) {
 	if d.opts.hashCheck && in.minOrder > 0 { // inlined, as checkHash
-		in.batchHash = decodeHash40(&in.batchSum, h)
+		// Copied, decoded only if judged: sampling judges few batches.
+		if in.batchHash = len(h) == len(in.batchRaw); in.batchHash {
+			copy(in.batchRaw[:], h)
+		}
 	}
 }
 
@@ -78,9 +84,12 @@ func (d *Decoder) judgeBatch(in *instrument, force bool) {
 	if !in.hashable() || !in.book.Valid() && !in.hashBad {
 		return
 	}
+	// Decoded only when judged: sampling passes most over. A hash of 40
+	// characters that are not all hex digits is seen but never judged.
 	d.stats.HashSeen++
-	if d.due(in, in.batchTs, force) {
-		d.judge(in, in.batchTsTxt, &in.batchSum, in.batchTs)
+	var sum [sha1.Size]byte
+	if d.due(in, in.batchTs, force) && decodeHash40(&sum, in.batchRaw[:]) {
+		d.judge(in, in.batchTsTxt, &sum, in.batchTs)
 	}
 }
 

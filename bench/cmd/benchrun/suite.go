@@ -162,7 +162,7 @@ func (e *env) newReport(samples map[string]map[string][]float64, f *suiteFlags, 
 	r.Commit = bench.Commit(e.root)
 	r.Count = count
 	r.Benchtime = f.Benchtime
-	suite, err := bench.SuiteFingerprint(e.root, f.Frames)
+	suite, err := suiteFingerprint(e.root, f.Frames)
 	if err != nil {
 		return nil, err
 	}

@@ -61,11 +61,18 @@ type waiter struct {
 	kind reqKind
 }
 
-// placing is one Place call in progress.
+// placing is one Place, Cancel or Modify call in progress. Its fields are
+// guarded by the hub's lock.
 type placing struct {
-	res  []venue.SimOrder
-	left int
-	done chan struct{}
+	h      *Hub
+	res    []venue.SimOrder
+	left   int
+	done   chan struct{}
+	parked bool // counted in h.awaiting rather than h.busy
+}
+
+func newPlacing(h *Hub, n int) *placing {
+	return &placing{h: h, res: make([]venue.SimOrder, n), left: n, done: make(chan struct{})}
 }
 
 func (p *placing) set(i int, o venue.SimOrder) {
@@ -76,7 +83,34 @@ func (p *placing) set(i int, o venue.SimOrder) {
 	p.left--
 	if p.left == 0 {
 		close(p.done)
+		p.unpark()
 	}
+}
+
+// park counts the request as waiting on the replay (deterministic mode:
+// a settling replay may go on) until its answer is there; called with the
+// hub's lock held, after the request was queued.
+func (p *placing) park() {
+	if p.left == 0 || p.parked {
+		return
+	}
+	p.parked = true
+	p.h.awaiting.Add(1)
+	p.h.busy.Add(-1)
+	p.h.Wake()
+}
+
+// unpark counts the request as in progress again: its answer is there (or
+// its caller gave up), and a settling replay waits until it is sent.
+// Called with the hub's lock held.
+func (p *placing) unpark() {
+	if !p.parked {
+		return
+	}
+	p.parked = false
+	// busy first: a settling replay never sees neither.
+	p.h.busy.Add(1)
+	p.h.awaiting.Add(-1)
 }
 
 func newAccount(h *Hub, id string) *account {
@@ -280,11 +314,12 @@ func (a *account) ID() string { return a.id }
 
 // Place implements venue.Account.
 func (a *account) Place(ctx context.Context, reqs []venue.SimOrderRequest) []venue.SimOrder {
-	p := &placing{res: make([]venue.SimOrder, len(reqs)), left: len(reqs), done: make(chan struct{})}
+	p := newPlacing(a.h, len(reqs))
 	if len(reqs) == 0 {
 		return nil
 	}
 	h := a.h
+	h.noteLate()
 	h.lock()
 	for i, r := range reqs {
 		switch {
@@ -299,6 +334,7 @@ func (a *account) Place(ctx context.Context, reqs []venue.SimOrderRequest) []ven
 			a.inbox = append(a.inbox, request{kind: reqSubmit, req: r, w: waiter{p: p, i: i, kind: reqSubmit}})
 		}
 	}
+	p.park()
 	h.mu.Unlock()
 	out := a.await(ctx, p)
 	for i := range out {
@@ -314,14 +350,13 @@ func (a *account) Place(ctx context.Context, reqs []venue.SimOrderRequest) []ven
 func (a *account) await(ctx context.Context, p *placing) []venue.SimOrder {
 	h := a.h
 	h.Start()
-	h.busy.Add(-1)
-	defer h.busy.Add(1)
 	select {
 	case <-p.done:
 	case <-ctx.Done():
 	}
 	h.lock()
 	defer h.mu.Unlock()
+	p.unpark()
 	return append([]venue.SimOrder(nil), p.res...)
 }
 
@@ -330,8 +365,9 @@ func (a *account) Cancel(ctx context.Context, ids []uint64) []string {
 	if len(ids) == 0 {
 		return nil
 	}
+	a.h.noteLate()
 	out := make([]string, len(ids))
-	p := &placing{res: make([]venue.SimOrder, len(ids)), left: len(ids), done: make(chan struct{})}
+	p := newPlacing(a.h, len(ids))
 	a.h.lock()
 	ectx := a.eng.Context()
 	for i, id := range ids {
@@ -350,6 +386,7 @@ func (a *account) Cancel(ctx context.Context, ids []uint64) []string {
 		}
 		a.inbox = append(a.inbox, request{kind: reqCancel, id: id, w: waiter{p: p, i: i, kind: reqCancel}})
 	}
+	p.park()
 	a.h.mu.Unlock()
 	for i, o := range a.await(ctx, p) {
 		switch {
@@ -366,6 +403,7 @@ func (a *account) Cancel(ctx context.Context, ids []uint64) []string {
 
 // Modify implements venue.Account.
 func (a *account) Modify(ctx context.Context, id uint64, price, size int64) (venue.SimOrder, string) {
+	a.h.noteLate()
 	a.h.lock()
 	o := a.eng.Context().Order(id)
 	why := ""
@@ -381,8 +419,9 @@ func (a *account) Modify(ctx context.Context, id uint64, price, size int64) (ven
 		a.h.mu.Unlock()
 		return venue.SimOrder{}, why
 	}
-	p := &placing{res: make([]venue.SimOrder, 1), left: 1, done: make(chan struct{})}
+	p := newPlacing(a.h, 1)
 	a.inbox = append(a.inbox, request{kind: reqAmend, id: id, price: price, size: size, w: waiter{p: p, kind: reqAmend}})
+	p.park()
 	a.h.mu.Unlock()
 	return a.await(ctx, p)[0], ""
 }

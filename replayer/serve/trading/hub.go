@@ -24,10 +24,13 @@ type Options struct {
 	Speed  replayer.Speed
 	MaxGap time.Duration // replayer.WithMaxGap (0: replayer.DefaultMaxGap)
 	// Deterministic: after each recorded frame forwarded to a client, the
-	// replay waits until every such client's socket has taken it and no API
-	// request has arrived or been in progress (other than orders waiting
-	// for the replay itself) for Settle of wall time. A bot that reacts
-	// within Settle gets the same fills on every run.
+	// replay waits for the bots before the next record reaches the
+	// simulators (settle has the rule): for a client that acknowledges the
+	// frames it has handled (Client.Acked), until it has; for one that
+	// does not, until its socket has taken the frame and the API has been
+	// quiet for Settle of wall time. A bot that acknowledges gets the same
+	// fills on every run whatever the load; one that does not, if it reacts
+	// within Settle.
 	Deterministic bool
 	Settle        time.Duration // default DefaultSettle
 	// Backtest is every account's simulator configuration (models, fees,
@@ -63,6 +66,10 @@ type Client interface {
 	Forward(payload []byte, binary bool) bool
 	// Flushed reports whether everything queued has been written.
 	Flushed() bool
+	// Acked returns how many forwarded frames the client has acknowledged
+	// having handled, and whether it acknowledges at all (deterministic
+	// mode waits for its acknowledgements instead of a quiet window).
+	Acked() (n int64, lockstep bool)
 }
 
 // Hub is one shared replay of a recording driving one simulated exchange
@@ -72,21 +79,23 @@ type Hub struct {
 	paths []string
 	opt   Options
 
-	mu       sync.Mutex
-	waiters  atomic.Int64 // goroutines waiting for mu
-	market   *backtest.Engine
-	accounts map[string]*account
-	list     []*account
-	clients  map[Client]struct{}
-	recorded []recordedREST
-	preview  [][]byte              // REST bodies recorded before the first frame, read at NewHub
-	books    map[string]*book.Book // borrowed from the replayer; read under mu
-	exNs     map[string]int64
-	facts    map[string]instFact // what an account opened later must know
-	seen     []string            // instruments in first-seen order
-	nowNs    int64
-	lastRec  [2]uint64 // dataset, seq of the last record seen
-	ended    bool
+	mu        sync.Mutex
+	waiters   atomic.Int64 // goroutines waiting for mu
+	market    *backtest.Engine
+	accounts  map[string]*account
+	list      []*account
+	clients   map[Client]int64 // → frames forwarded to it
+	recorded  []recordedREST
+	preview   [][]byte              // REST bodies recorded before the first frame, read at NewHub
+	books     map[string]*book.Book // borrowed from the replayer; read under mu
+	exNs      map[string]int64
+	facts     map[string]instFact // what an account opened later must know
+	seen      []string            // instruments in first-seen order
+	nowNs     int64
+	lastRec   [2]uint64 // dataset, seq of the last record seen
+	owed      bool      // deterministic mode: a frame was forwarded; wait for the bots before the next record
+	owedQuiet bool      // and a client that does not acknowledge got it
+	ended     bool
 
 	startOnce sync.Once
 	startCh   chan struct{}
@@ -95,6 +104,8 @@ type Hub struct {
 	runErr    error
 
 	busy     atomic.Int64 // API requests in progress, not waiting on the replay
+	awaiting atomic.Int64 // API requests waiting on the replay
+	wake     chan struct{}
 	settling atomic.Bool  // deterministic mode: the replay waits for the bots
 	late     atomic.Int64 // deterministic mode: requests that came while the replay ran
 	activity atomic.Int64 // wall ns of the last API request start or end
@@ -144,7 +155,7 @@ func NewHub(paths []string, opt Options) (*Hub, error) {
 		return nil, err
 	}
 	h := &Hub{paths: append([]string(nil), paths...), opt: opt, accounts: map[string]*account{},
-		clients: map[Client]struct{}{}, books: map[string]*book.Book{}, exNs: map[string]int64{}, facts: map[string]instFact{},
+		clients: map[Client]int64{}, wake: make(chan struct{}, 1), books: map[string]*book.Book{}, exNs: map[string]int64{}, facts: map[string]instFact{},
 		startCh: make(chan struct{}), done: make(chan struct{}), base: time.Now()}
 	h.market = backtest.NewEngine(noop{}, opt.Backtest)
 	h.preview = previewREST(h.paths)
@@ -233,6 +244,19 @@ func (h *Hub) Run(ctx context.Context) (*replayer.Summary, error) {
 
 // onEvent runs on the replay goroutine with mu held.
 func (h *Hub) onEvent(ev *feed.Event) error {
+	rec := [2]uint64{uint64(ev.Dataset), ev.Seq}
+	newRec := rec != h.lastRec
+	h.lastRec = rec
+	if newRec && h.owed {
+		// The bots have seen the whole of the last record forwarded: wait
+		// for them before this one reaches the simulators, so what they
+		// sent meanwhile is submitted at its first event.
+		quiet := h.owedQuiet
+		h.owed, h.owedQuiet = false, false
+		h.mu.Unlock()
+		h.settle(quiet)
+		h.lock()
+	}
 	if ev.RecvNs > h.nowNs {
 		h.nowNs = ev.RecvNs
 	}
@@ -258,23 +282,21 @@ func (h *Hub) onEvent(ev *feed.Event) error {
 	for _, a := range h.list {
 		_ = a.eng.OnEvent(ev)
 	}
-	rec := [2]uint64{uint64(ev.Dataset), ev.Seq}
-	forwarded := false
-	if ev.Kind == datasets.KindFrame && rec != h.lastRec {
-		h.lastRec = rec
-		for c := range h.clients {
+	if ev.Kind == datasets.KindFrame && newRec {
+		for c, n := range h.clients {
 			if c.Forward(ev.Payload, false) {
-				forwarded = true
+				h.clients[c] = n + 1
+				h.owed = h.opt.Deterministic
+				if _, lockstep := c.Acked(); !lockstep {
+					h.owedQuiet = h.owed
+				}
 			}
 		}
 	}
-	switch {
-	case forwarded && h.opt.Deterministic:
-		h.mu.Unlock()
-		h.settle()
-		h.lock()
-	case h.waiters.Load() > 0:
-		// An API request waits: let it in between two events.
+	if !h.opt.Deterministic && h.waiters.Load() > 0 {
+		// An API request waits: let it in between two events. (In
+		// deterministic mode requests come in while the replay waits for
+		// the bots, between two records.)
 		h.mu.Unlock()
 		runtime.Gosched()
 		h.lock()
@@ -295,51 +317,87 @@ func (h *Hub) keepREST(ev *feed.Event) {
 	h.recorded = append(h.recorded, r)
 }
 
-// settle waits until the clients have taken what was forwarded and the
-// API has been quiet for Settle (deterministic mode).
-func (h *Hub) settle() {
+// settle waits for the bots after a record was forwarded (deterministic
+// mode): quiet is whether a client that does not acknowledge got it.
+//
+// The rule: no API request may be in progress (requests waiting for the
+// simulator — orders, cancels, modifies, which it processes at the next
+// record — excepted), and every client that got a frame must be done with
+// it: a client that acknowledges (Client.Acked) has acknowledged every
+// frame forwarded to it, or is blocked on the replay (a request waits for
+// the simulator and none is in progress: the bot that sent it cannot go
+// on before the replay does); a client that does not has taken everything
+// queued, and the API has been quiet for Settle since the record.
+func (h *Hub) settle(quiet bool) {
 	h.settling.Store(true)
 	defer h.settling.Store(false)
 	start := time.Since(h.base)
+	var t *time.Timer
+	if quiet {
+		t = time.NewTimer(h.opt.Settle)
+		defer t.Stop()
+	}
 	for {
-		time.Sleep(time.Millisecond / 2)
-		if h.busy.Load() > 0 {
-			continue
-		}
-		now := time.Since(h.base)
-		last := time.Duration(h.activity.Load())
-		if now-start < h.opt.Settle || now-last < h.opt.Settle {
-			continue
-		}
-		h.lock()
-		flushed := true
-		for c := range h.clients {
-			if !c.Flushed() {
-				flushed = false
-				break
-			}
-		}
-		h.mu.Unlock()
-		if flushed {
+		wait, ok := h.ready(quiet, start)
+		if ok {
 			return
 		}
+		if t == nil {
+			<-h.wake
+			continue
+		}
+		t.Reset(max(wait, time.Millisecond/2))
+		select {
+		case <-h.wake:
+			if !t.Stop() {
+				<-t.C
+			}
+		case <-t.C:
+		}
+	}
+}
+
+// ready reports whether settle may end, or how long the quiet window has
+// left.
+func (h *Hub) ready(quiet bool, start time.Duration) (time.Duration, bool) {
+	busy := h.busy.Load()
+	if busy > 0 {
+		return h.opt.Settle, false
+	}
+	if quiet {
+		now := time.Since(h.base)
+		last := time.Duration(h.activity.Load())
+		if w := max(start, last) + h.opt.Settle - now; w > 0 {
+			return w, false
+		}
+	}
+	blocked := h.awaiting.Load() > 0
+	h.lock()
+	defer h.mu.Unlock()
+	for c, sent := range h.clients {
+		if n, lockstep := c.Acked(); lockstep {
+			if n < sent && !blocked {
+				return 0, false
+			}
+		} else if quiet && !c.Flushed() {
+			return 0, false
+		}
+	}
+	return 0, h.busy.Load() == 0
+}
+
+// Wake tells a settling replay that something it waits for happened (a
+// client acknowledged a frame).
+func (h *Hub) Wake() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
 	}
 }
 
 // Begin and End bracket an API request (deterministic mode waits for
 // requests in progress).
 func (h *Hub) Begin() {
-	if h.opt.Deterministic && !h.settling.Load() {
-		select {
-		case <-h.startCh:
-			select {
-			case <-h.done:
-			default:
-				h.late.Add(1)
-			}
-		default:
-		}
-	}
 	h.busy.Add(1)
 	h.activity.Store(int64(time.Since(h.base)))
 }
@@ -348,24 +406,44 @@ func (h *Hub) Begin() {
 func (h *Hub) End() {
 	h.activity.Store(int64(time.Since(h.base)))
 	h.busy.Add(-1)
+	h.Wake()
 }
 
-// Late counts the API requests of deterministic mode that arrived while
-// the replay was running rather than waiting for the bots: each is a bot
-// that took longer than Settle to react, and a run whose fills may differ
-// from the next (raise Settle).
+// noteLate counts an order, cancel or modify that came while the
+// deterministic replay ran rather than waited for the bots.
+func (h *Hub) noteLate() {
+	if !h.opt.Deterministic || h.settling.Load() {
+		return
+	}
+	select {
+	case <-h.startCh:
+		select {
+		case <-h.done:
+		default:
+			h.late.Add(1)
+		}
+	default:
+	}
+}
+
+// Late counts the orders, cancels and modifies of deterministic mode that
+// arrived while the replay was running rather than waiting for the bots:
+// each is a bot that broke the lockstep rule (see settle), or one that does
+// not acknowledge and took longer than Settle to react — a run whose fills
+// may differ from the next.
 func (h *Hub) Late() int64 { return h.late.Load() }
 
 // AddClient forwards recorded frames to c from now on; the returned func
 // stops it.
 func (h *Hub) AddClient(c Client) (remove func()) {
 	h.lock()
-	h.clients[c] = struct{}{}
+	h.clients[c] = 0
 	h.mu.Unlock()
 	return func() {
 		h.lock()
 		delete(h.clients, c)
 		h.mu.Unlock()
+		h.Wake()
 	}
 }
 
@@ -448,8 +526,9 @@ func (h *Hub) Instruments() []venue.SimInstrument {
 		ctx := h.market.Context()
 		for _, in := range ctx.Instruments() {
 			mid, _ := in.Mid()
+			rate, _, known := ctx.TakerFeeRate(in.ID)
 			out = append(out, venue.SimInstrument{ID: in.ID, Market: in.Market, Tick: in.Tick, MinSize: in.MinSize,
-				SzDecimals: in.SzDecimals, Mid: mid, Resolved: in.Resolved})
+				SzDecimals: in.SzDecimals, Mid: mid, Resolved: in.Resolved, TakerFeeRate: rate, FeeKnown: known})
 		}
 	}
 	return out

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -313,7 +315,10 @@ func TestPolymarketSDKTrades(t *testing.T) {
 		Taking, Making string
 	}
 	decode(t, steps["fok"], &fok)
-	if !fok.Success || fok.Status != "matched" || fok.Making != "5" {
+	// $5 buys the shares the client asked for (5 / price, rounded down to
+	// the tick's amount decimals): a hair under $5 unless the price divides.
+	spent, err := strconv.ParseFloat(fok.Making, 64)
+	if !fok.Success || fok.Status != "matched" || err != nil || spent > 5 || spent < 4.99 {
 		t.Errorf("FOK %s", steps["fok"])
 	}
 	var trades struct {
@@ -331,8 +336,8 @@ func TestPolymarketSDKTrades(t *testing.T) {
 			!strings.Contains(refused, "not enough balance / allowance")) {
 		t.Errorf("refused %s", steps["refused"])
 	}
-	if !strings.Contains(string(steps["balance"]), `"balance":"995000000"`) {
-		t.Errorf("balance %s: $1000 less the $5 FOK", steps["balance"])
+	if want := fmt.Sprintf(`"balance":"%d"`, 1000_000000-int64(math.Round(spent*1e6))); !strings.Contains(string(steps["balance"]), want) {
+		t.Errorf("balance %s: $1000 less the FOK's %s", steps["balance"], fok.Making)
 	}
 	var user struct {
 		Events []struct{ Event_type, Type, ID, Status string }

@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"crypto/sha256"
@@ -12,38 +12,25 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tapedeck/tapedeck/bench"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/samplegen"
-	"github.com/tapedeck/tapedeck/venue"
 )
 
-// EnvFrames names the environment variable that scales the generated inputs:
-// the number of frames of the generated sessions behind the stream, replay,
-// export, dataset and scale scenarios.
-const EnvFrames = "TAPEDECK_BENCH_FRAMES"
-
-// DefaultFrames is the size of the generated inputs when EnvFrames is unset,
-// small enough to keep make bench short; use 1000000 or more for big runs.
-const DefaultFrames = 100_000
-
-// GenSeed is the generator seed of every generated input (the seed of the
-// shipped samples).
-const GenSeed = 1
-
-// SuiteFingerprint returns the SHA-256 of what defines the suite: the
+// suiteFingerprint returns the SHA-256 of what defines the suite: the
 // scenario sources (bench/*_test.go under root), their stored inputs
 // (bench/testdata, except the recorded reports in testdata/reports, and the
 // shipped samples in datasets/samples, which BenchmarkReplay replays), and
 // the generated inputs themselves, that is every record the generator
-// yields for each venue at the given size (0 means DefaultFrames). Hashing
+// yields for each venue with one (in registry order) at the given size (0 means DefaultFrames). Hashing
 // the generated records rather than the generator's sources means an edit
 // that does not change the inputs keeps a baseline valid, and one that does,
 // does not. The gate and runner code (bench/*.go, bench/cmd) is not part of
 // the suite. Two reports with different suite fingerprints measured
 // different things.
-func SuiteFingerprint(root string, frames int64) (string, error) {
+func suiteFingerprint(root string, frames int64) (string, error) {
 	if frames <= 0 {
-		frames = DefaultFrames
+		frames = bench.DefaultFrames
 	}
 	var files []string
 	dir := filepath.Join(root, "bench")
@@ -84,9 +71,9 @@ func SuiteFingerprint(root string, frames int64) (string, error) {
 		writeField(h, []byte(f))
 		writeField(h, b)
 	}
-	for _, v := range []string{venue.Polymarket, venue.Hyperliquid} {
-		writeField(h, []byte(fmt.Sprintf("generated %s seed %d frames %d", v, GenSeed, frames)))
-		if _, err := samplegen.Generate(v, samplegen.Options{Seed: GenSeed, Frames: frames, FastHashes: true}, hashAppender{h}); err != nil {
+	for _, v := range samplegen.Venues() {
+		writeField(h, []byte(fmt.Sprintf("generated %s seed %d frames %d", v, bench.GenSeed, frames)))
+		if _, err := samplegen.Generate(v, samplegen.Options{Seed: bench.GenSeed, Frames: frames, FastHashes: true}, hashAppender{h}); err != nil {
 			return "", fmt.Errorf("bench: suite fingerprint: generate %s: %w", v, err)
 		}
 	}
