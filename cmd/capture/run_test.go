@@ -413,7 +413,7 @@ func TestRunMetrics(t *testing.T) {
 }
 
 // buildCapture builds the capture binary into a temporary directory.
-func buildCapture(t *testing.T) string {
+func buildCapture(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
