@@ -46,7 +46,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"event_type":"book","asset_id":"1","bids":[{"price":".5","size":"1"}, {"price":"0.40","size":"2.000000"}],"asks":[]}`))
 	base := readLines(f, "real/polypy_hash_vector_ws_2025-10.ndjson")[0]
 	newDecoder := func() *Decoder {
-		d := NewDecoder(WithInstrumentInfo(InstrumentInfo{AssetID: pyAsset, MinOrderSize: "5", TickSize: "0.01"}))
+		d := NewDecoder(withInstrumentInfo(instrumentInfo{AssetID: pyAsset, MinOrderSize: "5", TickSize: "0.01"}))
 		var out venue.Frame
 		if err := d.Decode(base, 0, &out); err != nil {
 			f.Fatal(err)
