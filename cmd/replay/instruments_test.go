@@ -370,12 +370,11 @@ func readFile(t *testing.T, p string) []byte {
 	return b
 }
 
-// TestInstrumentsFromHyperliquidCapture: the meta and spotMeta bodies a
-// capture stores give its coins' rows (szDecimals, the size increment and
-// price decimals they imply, maxLeverage, delisting, a spot pair's base and
-// quote tokens), equal to the recorded bodies as DuckDB reads the export;
-// coins the universe lists but the capture did not record get none.
-func TestInstrumentsFromHyperliquidCapture(t *testing.T) {
+// hlMetaCapture captures a perpetual and a spot pair's books from the test
+// exchange, with the meta and spotMeta bodies a capture stores, and returns
+// the dataset and the coins; it skips in -short.
+func hlMetaCapture(t *testing.T) (string, []string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("captures from the test exchange and runs node; skipped in -short")
 	}
@@ -384,6 +383,16 @@ func TestInstrumentsFromHyperliquidCapture(t *testing.T) {
 	coins := []string{"BTC", "@107"}
 	dir := captureFrom(t, s, recorder.Spec{Venue: "hyperliquid", Instruments: coins, Channels: []string{"l2Book"}},
 		func() bool { return sentContaining(s, `"channel":"l2Book"`) >= 4 })
+	return dir, coins
+}
+
+// TestInstrumentsFromHyperliquidCapture: the meta and spotMeta bodies a
+// capture stores give its coins' rows (szDecimals, the size increment and
+// price decimals they imply, maxLeverage, delisting, a spot pair's base and
+// quote tokens), equal to the recorded bodies as DuckDB reads the export;
+// coins the universe lists but the capture did not record get none.
+func TestInstrumentsFromHyperliquidCapture(t *testing.T) {
+	dir, coins := hlMetaCapture(t)
 
 	type want map[string]string
 	wants := map[string]want{}
@@ -455,14 +464,7 @@ func TestInstrumentsFromHyperliquidCapture(t *testing.T) {
 // (BASE-QUOTE-SPOT, raw symbol @N, price precision 8 − szDecimals), as
 // DuckDB reads the files.
 func TestNautilusHyperliquidDefinitions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("captures from the test exchange and runs node; skipped in -short")
-	}
-	s := fakeexchange.New(fakeexchange.HyperliquidConfig())
-	defer s.Close()
-	coins := []string{"BTC", "@107"}
-	dir := captureFrom(t, s, recorder.Spec{Venue: "hyperliquid", Instruments: coins, Channels: []string{"l2Book"}},
-		func() bool { return sentContaining(s, `"channel":"l2Book"`) >= 4 })
+	dir, _ := hlMetaCapture(t)
 	cat := filepath.Join(t.TempDir(), "catalog")
 	if code, _, errs := execReplay(t, "export", dir, "--format", "nautilus", "--out", cat); code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
