@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -843,8 +844,23 @@ func TestExportNautilusCatalog(t *testing.T) {
 	if code, errs := run("--to", "+5m"); code == cli.ExitOK || !strings.Contains(errs, "exists (use -f/--force") {
 		t.Fatalf("again: exit %d: %s", code, errs)
 	}
+	contents := func() map[string]string {
+		m := map[string]string{}
+		for _, f := range files() {
+			b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m[f] = string(b)
+		}
+		return m
+	}
+	before := contents()
 	if code, errs := run("--to", "+5m", "--force"); code != cli.ExitOK {
 		t.Fatalf("forced: exit %d: %s", code, errs)
+	}
+	if !maps.Equal(before, contents()) {
+		t.Fatal("the same export twice wrote different files")
 	}
 	if code, errs := run("--from", "+2m"); code == cli.ExitOK || !strings.Contains(errs, "overlaps") {
 		t.Fatalf("overlapping: exit %d: %s", code, errs)

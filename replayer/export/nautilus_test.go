@@ -151,26 +151,31 @@ var nautWant = map[string][]string{
 
 var nautPath = regexp.MustCompile(`^data/([a-z_]+)/([^/]+)/(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{9}Z)_(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{9}Z)\.parquet$`)
 
-// nautRawDec decodes a little-endian two's complement raw value (hex) at
-// 10^-16 into an integer at prec decimals, failing when it has more.
+// nautRawDec decodes a little-endian two's complement raw value (hex), 16
+// bytes at 10^-16 or 8 at 10^-9, into an integer at prec decimals, failing
+// when it has more.
 func nautRawDec(t *testing.T, h string, prec uint8) int64 {
 	t.Helper()
 	b, err := hex.DecodeString(h)
-	if err != nil || len(b) != 16 {
-		t.Fatalf("raw %q: want 16 bytes", h)
+	if err != nil || (len(b) != 16 && len(b) != 8) {
+		t.Fatalf("raw %q: want 16 or 8 bytes", h)
 	}
-	be := make([]byte, 16)
+	fixed := int64(16)
+	if len(b) == 8 {
+		fixed = 9
+	}
+	be := make([]byte, len(b))
 	for i := range b {
-		be[15-i] = b[i]
+		be[len(b)-1-i] = b[i]
 	}
 	v := new(big.Int).SetBytes(be)
-	if b[15]&0x80 != 0 {
-		v.Sub(v, new(big.Int).Lsh(big.NewInt(1), 128))
+	if b[len(b)-1]&0x80 != 0 {
+		v.Sub(v, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
 	}
-	div := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(16-prec)), nil)
+	div := new(big.Int).Exp(big.NewInt(10), big.NewInt(fixed-int64(prec)), nil)
 	q, r := new(big.Int).QuoRem(v, div, new(big.Int))
 	if r.Sign() != 0 {
-		t.Fatalf("raw %s is not a multiple of 10^%d: Nautilus would round it at precision %d", v, 16-prec, prec)
+		t.Fatalf("raw %s is not a multiple of 10^%d: Nautilus would round it at precision %d", v, fixed-int64(prec), prec)
 	}
 	return q.Int64()
 }
@@ -203,9 +208,18 @@ func TestNautilusSamples(t *testing.T) {
 				t.Errorf("problems: %q", p)
 			}
 			files := nautRead(t, dir)
-			checkNautilus(t, v, files, tr, tl)
+			checkNautilus(t, v, 16, files, tr, tl)
 		})
 	}
+	// Standard precision: 8-byte integers at 10^-9, the same books.
+	t.Run("hyperliquid standard", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("a second export of the sample; skipped in -short")
+		}
+		dir, tr, tl, _ := nautExport(t, []string{filepath.Join("..", "..", "datasets", "samples", venue.Hyperliquid)}, 0, 0,
+			WithNautilusPrecision(NautilusStandard))
+		checkNautilus(t, venue.Hyperliquid, 8, nautRead(t, dir), tr, tl)
+	})
 }
 
 // A window of the recording (the replay reads it all, for the definitions):
@@ -240,13 +254,13 @@ func TestNautilusWindow(t *testing.T) {
 					}
 				}
 			}
-			checkNautilus(t, v, files, tr, tl)
+			checkNautilus(t, v, 16, files, tr, tl)
 		})
 	}
 }
 
 // checkNautilus checks a catalog read back by DuckDB against the truth.
-func checkNautilus(t *testing.T, v string, files map[string]nautFile, tr *truth, tl *tradeLog) {
+func checkNautilus(t *testing.T, v string, width int, files map[string]nautFile, tr *truth, tl *tradeLog) {
 	t.Helper()
 	insts := map[string]*catInst{}
 	get := func(id string) *catInst {
@@ -276,8 +290,8 @@ func checkNautilus(t *testing.T, v string, files map[string]nautFile, tr *truth,
 			if c.Converted != nil {
 				s += " " + fmt.Sprint(c.Converted)
 			}
-			if c.Type == "FIXED_LEN_BYTE_ARRAY" && fmt.Sprint(c.TypeLength) != "16" {
-				t.Errorf("%s: %s is %v bytes, want 16", path, c.Name, c.TypeLength)
+			if c.Type == "FIXED_LEN_BYTE_ARRAY" && fmt.Sprint(c.TypeLength) != strconv.Itoa(width) {
+				t.Errorf("%s: %s is %v bytes, want %d", path, c.Name, c.TypeLength, width)
 			}
 			got = append(got, s)
 		}
