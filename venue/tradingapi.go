@@ -178,6 +178,10 @@ type SimFill struct {
 	ExchangeNs int64
 	RecvNs     int64
 	Position   int64 // the instrument's position before the fill
+	// ClosedPnl is the profit the fill realized on the position it reduced
+	// (money, fees not included): the closed size × (fill price − average
+	// entry price), negated for a short; 0 for a fill that opens or adds.
+	ClosedPnl int64
 }
 
 // SimState is an account's money and positions.

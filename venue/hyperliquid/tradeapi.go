@@ -470,7 +470,7 @@ func (t *trader) fillJSON(f venue.SimFill) map[string]any {
 	}
 	hash := fmt.Sprintf("0x%064x", f.Seq)
 	return map[string]any{"coin": f.Instrument, "px": px(f.Price), "sz": px(f.Size), "side": side(f.Buy), "time": ms,
-		"startPosition": px(f.Position), "dir": dir, "closedPnl": "0.0", "hash": hash, "oid": f.OrderID,
+		"startPosition": px(f.Position), "dir": dir, "closedPnl": money(f.ClosedPnl), "hash": hash, "oid": f.OrderID,
 		"crossed": !f.Maker, "fee": money(f.Fee), "tid": f.Seq, "feeToken": "USDC", "builderFee": nil}
 }
 
