@@ -199,6 +199,10 @@ type SimPosition struct {
 	Mark       int64
 	Value      int64 // money: size × mark
 	Upnl       int64 // money
+	// LiqPx is the mark at which the simulator liquidates the account
+	// (backtest.Context.LiquidationPrice); 0 none (not cross-margined, or
+	// no positive price reaches the maintenance margin).
+	LiqPx int64
 }
 
 // SimUpdate is one change an account's watchers see: an order (Fill nil)

@@ -151,8 +151,15 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, drv: drv, up: websocket.Upgrader{ReadBufferSize: 16 << 10, WriteBufferSize: 64 << 10,
 		CheckOrigin: func(*http.Request) bool { return true }}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/ws", s.serveWS)
-	mux.HandleFunc("/ws/market", s.serveWS)
+	// The WebSocket at both shipped venues' paths (tests dial them) and at
+	// the venue's own (Endpoints.ServePath).
+	paths := []string{"/ws", "/ws/market"}
+	if p := drv.Endpoints().ServePath; p != "" && !slices.Contains(paths, p) {
+		paths = append(paths, p)
+	}
+	for _, p := range paths {
+		mux.HandleFunc(p, s.serveWS)
+	}
 	// The venue's REST API (discovery, book snapshots) is its driver's too.
 	mux.Handle("/", drv.Server().REST(venue.RESTDocs{Listing: s.listingDoc, Book: s.bookDoc, BookRequest: s.bookRequest}))
 	s.http = httptest.NewServer(mux)

@@ -525,6 +525,9 @@ func (a *account) State() venue.SimState {
 		sc := in.Scale
 		val := backtest.Notional(mark, in.Position, sc.PriceDecimals, sc.SizeDecimals)
 		p := venue.SimPosition{Instrument: in.ID, Size: in.Position, Mark: mark, Value: val}
+		if liq, ok := ctx.LiquidationPrice(in.ID); ok {
+			p.LiqPx = liq
+		}
 		if e := a.entry[in.ID]; e != nil && e.size != 0 {
 			p.EntryPx = int64(math.Round(e.cost / e.size))
 			p.Upnl = val - backtest.Notional(p.EntryPx, in.Position, sc.PriceDecimals, sc.SizeDecimals)
