@@ -229,3 +229,34 @@ func (e *Engine) checkMargin(r *venueRules) {
 		e.fill(in, o, o.Price, o.Size, Taker, 0)
 	}
 }
+
+// LiquidationPrice is the mark of instrument at which the account's value
+// would fall to the maintenance margin of its cross-margin venue, every
+// other mark unchanged: where the simulator liquidates the account (see
+// Balances and margin in the package doc), as a venue's liquidationPx
+// says. ok false when the instrument is not held on a cross-margin venue or
+// no positive price reaches the maintenance margin.
+func (c *Context) LiquidationPrice(instrument string) (int64, bool) {
+	e := c.e
+	in := e.lookup(instrument)
+	if in == nil || in.Position == 0 || in.rules == nil || !in.rules.t.CrossMargin {
+		return 0, false
+	}
+	_, maint := e.marginUsed(in.rules)
+	share := in.rules.t.MaintenanceShare
+	pos, mark, sc := float64(in.Position), float64(markOf(in)), in.Scale
+	f := math.Pow10(CashDecimals - int(sc.PriceDecimals) - int(sc.SizeDecimals)) // cash per price unit per size unit
+	k := share / float64(leverage(in))
+	// This position's maintenance at the mark, as marginUsed counts it.
+	own := math.Round(float64(Notional(markOf(in), abs64(in.Position), sc.PriceDecimals, sc.SizeDecimals)/leverage(in)) * share)
+	// value(P) = equity + pos·(P − mark)·f; maintenance(P) = others + |pos|·P·f·k.
+	den := f * (pos - math.Abs(pos)*k)
+	if den == 0 {
+		return 0, false
+	}
+	p := (float64(maint) - own - float64(e.equityNow()) + pos*mark*f) / den
+	if !(p > 0) || p > math.MaxInt64/2 {
+		return 0, false
+	}
+	return int64(math.Round(p)), true
+}

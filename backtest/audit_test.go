@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
@@ -336,5 +337,44 @@ func TestAmendKeepsTheSizeRules(t *testing.T) {
 	tp.pmTrade(pmYes, "SELL", "0.40", "120")
 	if o := tp.e.order(id); o.Filled != tp.sz("7.5") || tp.e.cash != cash(t, "997") {
 		t.Fatalf("filled %d cash %d", o.Filled, tp.e.cash)
+	}
+}
+
+// takeLog records what Context.Take offers a seller of YES at every event.
+type takeLog struct {
+	script
+	seen []string
+}
+
+func (s *takeLog) OnEvent(ctx *Context, ev *feed.Event) {
+	if p, n, ok := ctx.Take(pmYes, Sell); ok {
+		s.seen = append(s.seen, fmtDec(p, 4)+":"+fmtDec(n, 6))
+	}
+	s.script.OnEvent(ctx, ev)
+}
+
+// Item 4 inside one frame: the venue's batch shows the aggressor resting
+// (a bid at 0.45 over the 0.42 ask) and its match in the same message. The
+// strategy received the whole message at once: Take offers the book after
+// it (the 0.40 bid) at every one of its events, never the crossed state
+// between them, even for an instrument the strategy trades.
+func TestTakeNeverOffersACrossedStateInsideAFrame(t *testing.T) {
+	s := &takeLog{}
+	tp := newTape(t, venue.Polymarket, s, Config{Cash: cash(t, "1000")})
+	tp.pmBook(pmYes, "0.40:100", "0.42:80")
+	tp.pmBook(pmNo, "0.58:80", "0.60:100")
+	tp.submit(&s.script, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.30"), Size: tp.sz("10"), TIF: GTC}) // traded: its book is kept per event
+	s.seen = nil
+	tp.frame(`{"event_type":"price_change","market":"` + pmMarket + `","timestamp":"` + tp.ms() + `","price_changes":[` +
+		`{"asset_id":"` + pmYes + `","price":"0.45","size":"50","side":"BUY"},` +
+		`{"asset_id":"` + pmYes + `","price":"0.45","size":"0","side":"BUY"},` +
+		`{"asset_id":"` + pmYes + `","price":"0.42","size":"30","side":"SELL"}]}`)
+	if len(s.seen) != 3 {
+		t.Fatalf("Take at the frame's events: %v, want 3 offers", s.seen)
+	}
+	for _, x := range s.seen {
+		if x != "0.4:100" {
+			t.Fatalf("Take offered %v inside the frame, want 0.40 × 100 each time", s.seen)
+		}
 	}
 }

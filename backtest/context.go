@@ -20,7 +20,9 @@ type Context struct{ e *Engine }
 func (c *Context) Now() int64 { return c.e.nowNs }
 
 // Instrument returns the simulator's state of an instrument (book, tick,
-// minimum size, position), or nil if none was seen.
+// minimum size, rules), or nil if none was seen. Its Position and Funding
+// are the exchange's, ahead of the reports: a strategy's own view is
+// Context.Position, Cash and Fills (see the package doc).
 func (c *Context) Instrument(id string) *Instrument { return c.e.lookup(id) }
 
 // Instruments returns every instrument seen, in first-seen order.
@@ -255,7 +257,7 @@ func (c *Context) Available(instrument string, side Side, limit int64) int64 {
 		opp = book.Bid
 	}
 	var n int64
-	for _, l := range c.e.levels(in, opp, false) {
+	for _, l := range c.e.levels(in, opp, true) {
 		if !better(side, l.Price, limit) {
 			break
 		}
@@ -276,7 +278,7 @@ func (c *Context) Take(instrument string, side Side) (price, size int64, ok bool
 	if side == Sell {
 		opp = book.Bid
 	}
-	for _, l := range c.e.levels(in, opp, false) {
+	for _, l := range c.e.levels(in, opp, true) {
 		if n := l.Size - in.takenAt(opp, l.Price); n > 0 {
 			return l.Price, n, true
 		}

@@ -174,6 +174,7 @@ type Engine struct {
 	// back no orders or fills (ManyOptions.SummaryOnly): the summary's
 	// figures come from curve and markSums, which every run keeps.
 	summaryOnly bool
+	listing     *listing // the REST body being delivered, read once for every engine of a RunMany
 	curve       curve
 	markSums    markoutSums
 	markHi      []int // by index in Config.MarkoutsNs: the first index of the same horizon

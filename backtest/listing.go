@@ -2,9 +2,11 @@ package backtest
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/feed"
+	"github.com/tapedeck/tapedeck/venue"
 )
 
 // restBody reads what a recorded REST body states about instruments, as
@@ -20,7 +22,7 @@ func (e *Engine) restBody(ev *feed.Event) {
 	if r == nil || r.drv == nil {
 		return
 	}
-	facts, err := r.drv.Instruments(ev.Payload)
+	facts, err := e.listing.read(r.drv, ev.Payload)
 	if err != nil {
 		e.problem(fmt.Errorf("backtest: recorded REST body (seq %d, recv %d): %w", ev.Seq, ev.RecvNs, err))
 	}
@@ -116,4 +118,24 @@ func (e *Engine) warmupREST(ven string, rec *datasets.Record) {
 	}
 	e.restBody(&feed.Event{Venue: ven, Seq: rec.Seq, RecvNs: rec.WallNs, Kind: rec.Kind, Payload: rec.Payload,
 		Scale: r.drv.Scale(), Channel: feed.ChannelControl})
+}
+
+// listing reads a recorded REST body's instrument facts. RunMany hands
+// every engine the same listing for one body, so the body is read once
+// for all the runs of a replay, not once per run (the facts are only read).
+type listing struct {
+	body  []byte
+	once  sync.Once
+	facts []venue.Instrument
+	err   error
+}
+
+// read returns d's facts of body, shared when l is the listing of this
+// very body (same bytes), read on the spot otherwise.
+func (l *listing) read(d venue.Driver, body []byte) ([]venue.Instrument, error) {
+	if l == nil || len(body) == 0 || len(l.body) != len(body) || &l.body[0] != &body[0] {
+		return d.Instruments(body)
+	}
+	l.once.Do(func() { l.facts, l.err = d.Instruments(body) })
+	return l.facts, l.err
 }

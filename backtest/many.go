@@ -72,7 +72,9 @@ func RunMany(ctx context.Context, paths []string, specs []Spec, mo ManyOptions) 
 	// What REST bodies before a window state holds in it for every engine,
 	// as in Run.
 	warm := func(ven string, rec *datasets.Record) {
+		l := &listing{body: rec.Payload}
 		for _, e := range engines {
+			e.listing = l
 			e.warmupREST(ven, rec)
 		}
 	}
@@ -146,6 +148,13 @@ func newFanout(engines []*Engine, workers int) *fanout {
 // OnEvent implements feed.Subscriber. An engine isolates its strategy's
 // panics itself, so one run's failure never stops the others.
 func (f *fanout) OnEvent(ev *feed.Event) error {
+	if ev.Kind == datasets.KindRESTResponse && ev.Control != nil {
+		// Every engine reads the body's listing (Engine.restBody): once.
+		l := &listing{body: ev.Payload}
+		for _, e := range f.engines {
+			e.listing = l
+		}
+	}
 	if len(f.start) > 0 {
 		f.done.Add(len(f.start))
 		for _, ch := range f.start {

@@ -144,11 +144,22 @@ func TestMarketMakerOnHyperliquidSample(t *testing.T) {
 // Determinism: the same data, strategy and parameters give the same digest
 // and byte-identical outputs.
 func TestDeterminism(t *testing.T) {
+	for _, c := range []struct {
+		path string
+		p    Params
+	}{{pmSample, Params{"spread": "0.02"}}, {hlSample, Params{"size": "0.01", "instrument": "BTC"}}} {
+		determinism(t, c.path, c.p)
+	}
+}
+
+// determinism runs mm twice on a sample, margin, latency and queue model
+// on: the same summary and byte-identical tables.
+func determinism(t *testing.T, path string, p Params) {
 	out := func() ([]byte, map[string][]byte) {
 		cfg := Config{Cash: 1000e10, Latency: ConstantLatency{EntryNs: 2e6, AckNs: 1e6, CancelNs: 2e6}, FeeRate: 0.02}
 		q, _ := ParseQueueModel("power:2")
 		cfg.Queue = q
-		res := runBuiltin(t, pmSample, "mm", Params{"spread": "0.02"}, cfg)
+		res := runBuiltin(t, path, "mm", p, cfg)
 		files := writeAll(t, res, t.TempDir(), columnar.Options{})
 		j, err := json.Marshal(res.Summary)
 		if err != nil {

@@ -93,12 +93,11 @@ func (Noop) OnEvent(*Context, *feed.Event) {}
 type MM struct {
 	Spread, Size, Skew, MaxPos float64
 	Only                       string
-	quotes                     map[*Instrument]*[2]uint64 // bid, ask order ids (by pointer: ids are 77 digits on Polymarket)
-	cancelling                 map[uint64]bool            // cancels sent, not yet answered
+	quotes                     map[*Instrument]*[2]mmQuote // bid, ask (by pointer: ids are 77 digits on Polymarket)
 }
 
 func newMM(p Params) (Strategy, error) {
-	m := &MM{Only: p["instrument"], quotes: map[*Instrument]*[2]uint64{}, cancelling: map[uint64]bool{}}
+	m := &MM{Only: p["instrument"], quotes: map[*Instrument]*[2]mmQuote{}}
 	var err error
 	for _, f := range []struct {
 		k string
@@ -150,7 +149,7 @@ func (m *MM) OnEvent(ctx *Context, e *feed.Event) {
 	}
 	q := m.quotes[in]
 	if q == nil {
-		q = new([2]uint64)
+		q = new([2]mmQuote)
 		m.quotes[in] = q
 	}
 	m.quote(ctx, in, &q[0], Buy, in.ID, bid, size, inv < m.MaxPos && bid > 0)
@@ -163,20 +162,26 @@ func (m *MM) OnEvent(ctx *Context, e *feed.Event) {
 	m.quote(ctx, in, &q[1], Sell, in.ID, ask, size, inv > -m.MaxPos)
 }
 
-func (m *MM) quote(ctx *Context, in *Instrument, id *uint64, side Side, inst string, price, size int64, want bool) {
-	if o := ctx.Order(*id); o != nil && !o.Status.Done() {
+// mmQuote is one of MM's quotes: its order's id and whether a cancel of
+// it was sent and not yet answered.
+type mmQuote struct {
+	id         uint64
+	cancelling bool
+}
+
+func (m *MM) quote(ctx *Context, in *Instrument, q *mmQuote, side Side, inst string, price, size int64, want bool) {
+	if o := ctx.Order(q.id); o != nil && !o.Status.Done() {
 		if want && o.Price == price && o.Side == side && o.Instrument == inst {
 			return
 		}
 		// Cancel only what the venue has acknowledged: a cancel racing
 		// its order would be refused.
-		if o.Status == StatusOpen && !m.cancelling[*id] && ctx.Cancel(*id) == nil {
-			m.cancelling[*id] = true
+		if o.Status == StatusOpen && !q.cancelling && ctx.Cancel(q.id) == nil {
+			q.cancelling = true
 		}
 		return // requote once the cancel is through
 	}
-	delete(m.cancelling, *id)
-	*id = 0
+	*q = mmQuote{}
 	if !want || price <= 0 {
 		return
 	}
@@ -184,7 +189,7 @@ func (m *MM) quote(ctx *Context, in *Instrument, id *uint64, side Side, inst str
 		return
 	}
 	tif, post := in.PostOnly()
-	*id, _ = ctx.Submit(OrderRequest{Instrument: inst, Side: side, Price: price, Size: size, TIF: tif, PostOnly: post, Tag: "mm"})
+	q.id, _ = ctx.Submit(OrderRequest{Instrument: inst, Side: side, Price: price, Size: size, TIF: tif, PostOnly: post, Tag: "mm"})
 }
 
 // Complement buys both outcome tokens of a Polymarket market with FOK

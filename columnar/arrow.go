@@ -51,6 +51,14 @@ func (cw *Writer) arrowType(c *column) arrow.DataType {
 		return arrow.FixedWidthTypes.Boolean
 	case String:
 		return arrow.BinaryTypes.String
+	case Uint8:
+		return arrow.PrimitiveTypes.Uint8
+	case Uint64:
+		return arrow.PrimitiveTypes.Uint64
+	case FixedBytes:
+		return &arrow.FixedSizeBinaryType{ByteWidth: c.width}
+	case Binary:
+		return arrow.BinaryTypes.Binary
 	case Price:
 		if cw.lay.Exact {
 			return &arrow.Decimal128Type{Precision: DecimalPrecision, Scale: int32(cw.lay.Scale.PriceDecimals)}
@@ -93,7 +101,7 @@ func newRecordBuilder(cw *Writer) *recordBuilder {
 			rb.dec[i] = make([]decimal128.Num, 0, rows)
 		case k == Price || k == Size:
 			rb.f64[i] = make([]float64, 0, rows)
-		case k == String:
+		case k == String || k == Binary:
 			rb.offs[i] = make([]int32, 0, rows+1)
 		}
 	}
@@ -116,8 +124,24 @@ func (rb *recordBuilder) build(b *Batch) arrow.Record {
 		dt := rb.schema.Field(i).Type
 		var bufs []*memory.Buffer
 		switch c.kind {
-		case Int64, Timestamp:
+		case Int64, Timestamp, Uint64:
+			// A Uint64 column holds the bits in i64: the same bytes.
 			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(c.i64[:n]))}
+		case Uint8:
+			data := resizeBytes(rb.data[i], n)
+			for r, v := range c.i64[:n] {
+				data[r] = uint8(v)
+			}
+			rb.data[i] = data
+			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(data)}
+		case FixedBytes:
+			// A null is width zero bytes, as Arrow lays out fixed-size binary.
+			data := resizeBytes(rb.data[i], n*c.width)
+			for r, v := range c.s[:n] {
+				copy(data[r*c.width:], v)
+			}
+			rb.data[i] = data
+			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(data)}
 		case Int32:
 			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.i32[:n]))}
 		case Bool:
@@ -131,7 +155,7 @@ func (rb *recordBuilder) build(b *Batch) arrow.Record {
 				}
 			}
 			bufs = []*memory.Buffer{validity, memory.NewBufferBytes(bb)}
-		case String:
+		case String, Binary:
 			offs := rb.offs[i][:0]
 			data := rb.data[i][:0]
 			offs = append(offs, 0)

@@ -12,6 +12,7 @@ type column struct {
 	kind     ColumnType
 	nullable bool
 	decimals uint8 // Decimal: the column's scale
+	width    int   // FixedBytes: bytes per value
 
 	// Exactly one of these holds the values, with room for a full batch;
 	// rows [0, batch.rows) are filled.
@@ -55,6 +56,19 @@ type Batch struct {
 	arena []byte
 }
 
+// bytesKind reports whether a column of type t holds its values in s.
+func bytesKind(t ColumnType) bool { return t == String || t == FixedBytes || t == Binary }
+
+// wideKind reports whether a column of type t holds its values in i64 (a
+// Uint8 or Uint64 its bits).
+func wideKind(t ColumnType) bool {
+	switch t {
+	case Int64, Timestamp, Price, Size, Decimal, Uint8, Uint64:
+		return true
+	}
+	return false
+}
+
 // Add declares a column of type t and returns its index.
 func (b *Batch) Add(name string, t ColumnType, nullable bool) int {
 	b.cols = append(b.cols, column{name: name, kind: t, nullable: nullable, levelOf: -1})
@@ -84,6 +98,9 @@ func (b *Batch) SetScale(col int, decimals uint8) { b.cols[col].decimals = decim
 // (default 0): CSV has no empty integer cells, which pandas would read as
 // float64 (and a ns time inexactly). Parquet and Arrow hold the null.
 func (b *Batch) SetNullInt(col int, v int64) { b.cols[col].nullInt = v }
+
+// SetWidth sets the bytes of each value of FixedBytes column col.
+func (b *Batch) SetWidth(col int, width int) { b.cols[col].width = width }
 
 // Columns returns the number of columns declared.
 func (b *Batch) Columns() int { return len(b.cols) }
@@ -115,10 +132,10 @@ func (b *Batch) SetBook(id int32) { b.books[b.rows] = id }
 func (b *Batch) grow(n int) {
 	wide, narrow := 0, 0
 	for i := range b.cols {
-		switch b.cols[i].kind {
-		case Int64, Timestamp, Price, Size, Decimal:
+		switch k := b.cols[i].kind; {
+		case wideKind(k):
 			wide++
-		case Int32:
+		case k == Int32:
 			narrow++
 		}
 	}
@@ -127,16 +144,16 @@ func (b *Batch) grow(n int) {
 	arena32 := make([]int32, narrow*(n+pad/4))
 	for i := range b.cols {
 		c := &b.cols[i]
-		switch c.kind {
-		case Int64, Timestamp, Price, Size, Decimal:
+		switch k := c.kind; {
+		case wideKind(k):
 			c.i64 = arena[:n:n]
 			arena = arena[n+pad/8:]
-		case Int32:
+		case k == Int32:
 			c.i32 = arena32[:n:n]
 			arena32 = arena32[n+pad/4:]
-		case Bool:
+		case k == Bool:
 			c.b = make([]bool, n)
-		case String:
+		case bytesKind(k):
 			c.s = make([]string, n)
 		}
 		if c.nullable && c.levelOf < 0 {
@@ -203,15 +220,15 @@ func (b *Batch) emptyLike(n int) Batch {
 func (b *Batch) rowBytes() int {
 	n := 0
 	for i := range b.cols {
-		switch b.cols[i].kind {
-		case Int64, Timestamp, Price, Size, Decimal:
+		switch k := b.cols[i].kind; {
+		case wideKind(k):
 			n += 8 + 8 // the value and its float64/decimal form at flush
-		case Int32:
+		case k == Int32:
 			n += 4
-		case Bool:
+		case k == Bool:
 			n++
-		case String:
-			n += 16 + 16 // the string header and its copy at flush
+		case bytesKind(k):
+			n += 16 + 16 + b.cols[i].width // the string header and its copy at flush
 		}
 		if b.cols[i].nullable && b.cols[i].levelOf < 0 {
 			n++
@@ -226,7 +243,7 @@ func (b *Batch) rowBytes() int {
 func (b *Batch) reset() {
 	// Strings would keep their backing memory alive; values are overwritten.
 	for i := range b.cols {
-		if b.cols[i].kind == String {
+		if bytesKind(b.cols[i].kind) {
 			clear(b.cols[i].s[:b.rows])
 		}
 	}
@@ -235,7 +252,8 @@ func (b *Batch) reset() {
 }
 
 // Int64 sets an Int64, Timestamp (ns since the epoch), Price, Size or
-// Decimal (fixed-point) column of the row.
+// Decimal (fixed-point) column of the row; a Uint8 or Uint64 column to
+// uint8(v) or uint64(v).
 func (b *Batch) Int64(col int, v int64) {
 	c := &b.cols[col]
 	c.i64[b.rows] = v
@@ -272,7 +290,7 @@ func (b *Batch) String(col int, v string) {
 	}
 }
 
-// StringBytes sets a String column to a copy of v, kept in the batch's
+// StringBytes sets a String, FixedBytes or Binary column to a copy of v, kept in the batch's
 // arena until it is written, so that a row costs no allocation. A full
 // arena is replaced, not grown: strings already set keep pointing into the
 // old one.
@@ -289,12 +307,12 @@ func (b *Batch) StringBytes(col int, v []byte) {
 // through its side's count instead).
 func (b *Batch) Null(col int) {
 	c := &b.cols[col]
-	switch c.kind {
-	case String:
+	switch k := c.kind; {
+	case bytesKind(k):
 		c.s[b.rows] = ""
-	case Bool:
+	case k == Bool:
 		c.b[b.rows] = false
-	case Int32:
+	case k == Int32:
 		c.i32[b.rows] = 0
 	default:
 		c.i64[b.rows] = 0

@@ -3,6 +3,7 @@ package columnar
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"io"
 	"strconv"
 	"strings"
@@ -25,6 +26,8 @@ const (
 	CSVConst                 // always Text
 	CSVQuoted                // a string always quoted: ids that look like numbers stay text
 	CSVDecimal               // exact decimal text at the column's own decimals
+	CSVUint                  // the bits of an int64 column as an unsigned decimal (Uint8, Uint64)
+	CSVHex                   // bytes as lower-case hex (FixedBytes, Binary)
 )
 
 // CSVField is one CSV column of a Layout: its header and how to print
@@ -58,6 +61,10 @@ func ownFields(b *Batch) []CSVField {
 			how = CSVDecimal
 		case Bool:
 			how = CSVBool
+		case Uint8, Uint64:
+			how = CSVUint
+		case FixedBytes, Binary:
+			how = CSVHex
 		}
 		f[i] = CSVField{Header: c.name, Col: i, How: how, Alt: -1}
 	}
@@ -150,6 +157,10 @@ func (c *csvWriter) appendField(dst []byte, b *Batch, f CSVField, r int) []byte 
 		return strconv.AppendBool(dst, cl.b[r])
 	case CSVDecimal:
 		return appendDecimal(dst, cl.i64[r], cl.decimals)
+	case CSVUint:
+		return strconv.AppendUint(dst, uint64(cl.i64[r]), 10)
+	case CSVHex:
+		return hex.AppendEncode(dst, []byte(cl.s[r]))
 	}
 	return dst
 }

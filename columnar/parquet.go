@@ -274,6 +274,14 @@ func parquetSchema(as *arrow.Schema, props *parquet.WriterProperties) (*schema.S
 			pt, lt = parquet.Types.Int64, schema.NewIntLogicalType(64, true)
 		case *arrow.Int32Type:
 			pt, lt = parquet.Types.Int32, schema.NewIntLogicalType(32, true)
+		case *arrow.Uint8Type:
+			pt, lt = parquet.Types.Int32, schema.NewIntLogicalType(8, false)
+		case *arrow.Uint64Type:
+			pt, lt = parquet.Types.Int64, schema.NewIntLogicalType(64, false)
+		case *arrow.FixedSizeBinaryType:
+			pt, length = parquet.Types.FixedLenByteArray, t.ByteWidth
+		case *arrow.BinaryType:
+			pt = parquet.Types.ByteArray
 		case *arrow.BooleanType:
 			pt = parquet.Types.Boolean
 		case *arrow.StringType:
@@ -429,7 +437,7 @@ func (p *parquetWriter) encodeColumn(b *Batch, i int, sc *pqScratch, c *pqChunk)
 	descr := p.schema.Column(i)
 	stats := p.props.StatisticsEnabledFor(descr.Path())
 	switch col.kind {
-	case Int64, Timestamp:
+	case Int64, Timestamp, Uint64:
 		v := col.i64[:n]
 		p.pages(c, sc, n, p.page/8, def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {
 			for r := from; r < to; r++ {
@@ -455,6 +463,37 @@ func (p *parquetWriter) encodeColumn(b *Batch, i int, sc *pqScratch, c *pqChunk)
 			for r := from; r < to; r++ {
 				if def == nil || def[r] != 0 {
 					dst = binary.LittleEndian.AppendUint32(dst, uint32(v[r]))
+				}
+			}
+			return dst
+		})
+	case Uint8:
+		// INT32 physical: 4 little-endian bytes a value.
+		v := col.i64[:n]
+		p.pages(c, sc, n, p.page/4, def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {
+			for r := from; r < to; r++ {
+				if def == nil || def[r] != 0 {
+					dst = binary.LittleEndian.AppendUint32(dst, uint32(uint8(v[r])))
+				}
+			}
+			return dst
+		})
+	case FixedBytes, Binary:
+		// PLAIN: FIXED_LEN_BYTE_ARRAY values back to back; BYTE_ARRAY a
+		// 4-byte length before each (no dictionary: binary values are mostly
+		// distinct).
+		v, w := col.s[:n], col.width
+		per := max(1, p.page/64)
+		if w > 0 {
+			per = max(1, p.page/w)
+		}
+		p.pages(c, sc, n, per, def, parquet.Encodings.Plain, func(dst []byte, from, to, _, _ int) []byte {
+			for r := from; r < to; r++ {
+				if def == nil || def[r] != 0 {
+					if w == 0 {
+						dst = binary.LittleEndian.AppendUint32(dst, uint32(len(v[r])))
+					}
+					dst = append(dst, v[r]...)
 				}
 			}
 			return dst

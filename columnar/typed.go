@@ -14,7 +14,7 @@ import (
 type ColumnType uint8
 
 // The column types, as Parquet and Arrow store them and as CSV prints them.
-// A typed table (NewTypedTable) has the first five.
+// A typed table (NewTypedTable) has all but Int32, Price and Size.
 const (
 	// Int64: Arrow int64, Parquet INT64; CSV decimal digits.
 	Int64 ColumnType = iota + 1
@@ -44,10 +44,26 @@ const (
 	// decimal text.
 	Price
 	Size
+	// Uint8: Arrow uint8, Parquet INT32 with the INT(8, unsigned) logical
+	// type (converted type UINT_8); CSV decimal digits.
+	Uint8
+	// Uint64: Arrow uint64, Parquet INT64 with INT(64, unsigned) (UINT_64);
+	// CSV decimal digits.
+	Uint64
+	// FixedBytes: Column.Width bytes a value: Arrow fixed_size_binary(Width),
+	// Parquet FIXED_LEN_BYTE_ARRAY(Width) with no logical type, PLAIN (the
+	// values back to back); CSV lower-case hex.
+	FixedBytes
+	// Binary: bytes of any length: Arrow binary, Parquet BYTE_ARRAY with no
+	// logical type, PLAIN; CSV lower-case hex.
+	Binary
 )
 
 var columnTypeNames = [...]string{Int64: "int64", String: "string", Bool: "bool", Timestamp: "timestamp", Decimal: "decimal",
-	Int32: "int32", Price: "price", Size: "size"}
+	Int32: "int32", Price: "price", Size: "size", Uint8: "uint8", Uint64: "uint64", FixedBytes: "fixed_bytes", Binary: "binary"}
+
+// MaxFixedWidth bounds Column.Width.
+const MaxFixedWidth = 1 << 10
 
 // String returns the type's name.
 func (t ColumnType) String() string {
@@ -64,6 +80,9 @@ type Column struct {
 	// Scale is the number of decimals of a Decimal column, at most
 	// book.MaxDecimals; it must be 0 for the other types.
 	Scale uint8
+	// Width is the bytes of each value of a FixedBytes column, 1 to
+	// MaxFixedWidth; it must be 0 for the other types.
+	Width int
 	// Nullable columns may hold a null (TypedTable.Null): an empty CSV
 	// field, but 0 in an Int64 or Timestamp column (no empty integer cells).
 	Nullable bool
@@ -104,8 +123,9 @@ type TypedTable struct {
 
 // NewTypedTable returns a TypedTable writing schema sc in format f to w.
 // It refuses (ErrOption) options out of range, Snappy for Arrow, an empty
-// or duplicate column name, a type beyond Decimal and a scale on a
-// non-decimal column or beyond book.MaxDecimals. The header (Parquet magic,
+// or duplicate column name, a type a typed table has not (Int32, Price,
+// Size), a width off FixedBytes or none on it, and a scale on a non-decimal
+// column or beyond book.MaxDecimals. The header (Parquet magic,
 // CSV header line) is written here.
 func NewTypedTable(w io.Writer, sc TypedSchema, f Format, o Options) (*TypedTable, error) {
 	if sc.Name == "" {
@@ -122,15 +142,21 @@ func NewTypedTable(w io.Writer, sc TypedSchema, f Format, o Options) (*TypedTabl
 			return nil, fmt.Errorf("%w: table %s: column %d has no name", ErrOption, sc.Name, i)
 		case seen[c.Name]:
 			return nil, fmt.Errorf("%w: table %s: two columns named %s", ErrOption, sc.Name, c.Name)
-		case c.Type < Int64 || c.Type > Decimal:
-			return nil, fmt.Errorf("%w: table %s: column %s: unknown type %d", ErrOption, sc.Name, c.Name, c.Type)
+		case c.Type < Int64 || c.Type > Binary || (c.Type > Decimal && c.Type < Uint8):
+			return nil, fmt.Errorf("%w: table %s: column %s: no type %s in a typed table", ErrOption, sc.Name, c.Name, c.Type)
+		case (c.Type == FixedBytes) != (c.Width != 0):
+			return nil, fmt.Errorf("%w: table %s: column %s: a width on a %s column (FixedBytes needs one)", ErrOption, sc.Name, c.Name, c.Type)
+		case c.Width < 0 || c.Width > MaxFixedWidth:
+			return nil, fmt.Errorf("%w: table %s: column %s: width %d not in 1..%d", ErrOption, sc.Name, c.Name, c.Width, MaxFixedWidth)
 		case c.Type != Decimal && c.Scale != 0:
 			return nil, fmt.Errorf("%w: table %s: column %s: a scale on a %s column", ErrOption, sc.Name, c.Name, c.Type)
 		case c.Scale > book.MaxDecimals:
 			return nil, fmt.Errorf("%w: table %s: column %s: scale %d beyond %d", ErrOption, sc.Name, c.Name, c.Scale, book.MaxDecimals)
 		}
 		seen[c.Name] = true
-		b.SetScale(b.Add(c.Name, c.Type, c.Nullable), c.Scale)
+		col := b.Add(c.Name, c.Type, c.Nullable)
+		b.SetScale(col, c.Scale)
+		b.SetWidth(col, c.Width)
 	}
 	for k := range sc.Metadata {
 		if k == MetaTable || k == MetaDatasets || k == MetaExact {
@@ -209,6 +235,28 @@ func (t *TypedTable) Decimal(col int, v int64) { t.set64(col, Decimal, v) }
 func (t *TypedTable) set64(col int, typ ColumnType, v int64) {
 	if t.mark(col, typ) {
 		t.b.Int64(col, v)
+	}
+}
+
+// Uint8 sets column col (a Uint8 column) of the current row.
+func (t *TypedTable) Uint8(col int, v uint8) { t.set64(col, Uint8, int64(v)) }
+
+// Uint64 sets column col (a Uint64 column) of the current row.
+func (t *TypedTable) Uint64(col int, v uint64) { t.set64(col, Uint64, int64(v)) }
+
+// Bytes sets column col (a FixedBytes column, v exactly its Width long, or
+// a Binary column) to a copy of v.
+func (t *TypedTable) Bytes(col int, v []byte) {
+	typ := Binary
+	if col >= 0 && col < len(t.schema.Columns) && t.schema.Columns[col].Type == FixedBytes {
+		typ = FixedBytes
+		if w := t.schema.Columns[col].Width; len(v) != w && t.rowEr == nil {
+			t.rowEr = fmt.Errorf("columnar: table %s: column %s is %d bytes wide, set to %d", t.schema.Name, t.schema.Columns[col].Name, w, len(v))
+			return
+		}
+	}
+	if t.mark(col, typ) {
+		t.b.StringBytes(col, v)
 	}
 }
 

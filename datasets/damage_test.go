@@ -274,37 +274,51 @@ func TestDuplicatedOrSwappedSegments(t *testing.T) {
 // FuzzSkipDamaged feeds arbitrary bytes as a dataset's second segment to a
 // reader that steps over damage: it must not panic or loop, must return
 // records in strictly increasing seq order, and must stop only at the end
-// or with a *CorruptionError.
+// or with a *CorruptionError. The dataset is copied once per fuzzing
+// process; an input rewrites only the segment and the manifest (clean or
+// not), without fsync, so an input costs its read, not a copy of the
+// fixture and two fsyncs; seeds are small segments and inputs bounded (5
+// inputs in 20 s on a loaded host before).
 func FuzzSkipDamaged(f *testing.F) {
-	segs, _ := filepath.Glob(filepath.Join(fixtureDir, "*"+segmentExt))
-	if len(segs) == 0 {
-		f.Fatal("no seed segments in " + fixtureDir)
+	for _, seed := range fuzzSegments(f) {
+		f.Add(seed, false)
+		flipped := append([]byte(nil), seed...)
+		flipped[len(flipped)/2] ^= 1
+		f.Add(flipped, true)
+		f.Add(seed[:len(seed)*2/3], true)
 	}
-	seed, err := os.ReadFile(segs[0])
+	dir := filepath.Join(f.TempDir(), "ds")
+	if err := os.CopyFS(dir, os.DirFS(fixtureDir)); err != nil {
+		f.Fatal(err)
+	}
+	manifest := filepath.Join(dir, ManifestName)
+	clean, err := os.ReadFile(manifest)
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(seed, false)
-	flipped := append([]byte(nil), seed...)
-	flipped[len(flipped)/2] ^= 1
-	f.Add(flipped, true)
-	f.Add(seed[:len(seed)*2/3], true)
-	f.Fuzz(func(t *testing.T, data []byte, unclean bool) {
-		if len(data) > 1<<20 {
-			return
-		}
-		dir := filepath.Join(t.TempDir(), "ds")
-		if err := os.CopyFS(dir, os.DirFS(fixtureDir)); err != nil {
-			t.Fatal(err)
+	markUnclean(f, dir)
+	unclean, err := os.ReadFile(manifest)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, isUnclean bool) {
+		if len(data) > maxFuzzSegment {
+			return // block sizes are bounded by the file
 		}
 		var sh segmentHeader
 		if len(data) >= segmentHeaderSize && sh.unmarshal(data) == nil {
 			sh.Number = 2 // so that the header names its file
 			sh.marshal((*[segmentHeaderSize]byte)(data))
 		}
-		os.WriteFile(filepath.Join(dir, segmentName(2)), data, 0o644)
-		if unclean {
-			markUnclean(t, dir)
+		m := clean
+		if isUnclean {
+			m = unclean
+		}
+		if err := os.WriteFile(manifest, m, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, segmentName(2)), data, 0o644); err != nil {
+			t.Fatal(err)
 		}
 		r, err := Open(dir, WithSkipDamaged())
 		if err != nil {

@@ -25,7 +25,7 @@ func copyDataset(t *testing.T, src string) string {
 	return dst
 }
 
-func markUnclean(t *testing.T, dir string) {
+func markUnclean(t testing.TB, dir string) {
 	t.Helper()
 	m, err := ReadManifest(dir)
 	if err != nil {

@@ -289,5 +289,17 @@ func IndexInfo(location string) (*Info, error) {
 			info.Err = s.damage.Error()
 		}
 	}
+	// As a reader's missingTail: a closed (or recovered) dataset ends at
+	// the manifest's EndNs, so indexes that end before it mean its last
+	// segment (or more) is missing.
+	if m := info.Manifest; info.Err == "" && (m.Clean || m.Recovered) && m.EndNs != 0 && (info.Records == 0 || info.EndNs < m.EndNs) {
+		num := uint32(1)
+		if len(r.segs) > 0 {
+			num = r.segs[len(r.segs)-1].num + 1
+		}
+		info.Err = (&CorruptionError{File: r.st.Join(segmentName(num)), Err: fmt.Errorf(
+			"%w: the manifest's range ends at %d, the indexes at %d (segment %s or later is missing)",
+			ErrMissingRecords, m.EndNs, info.EndNs, segmentName(num))}).Error()
+	}
 	return info, nil
 }

@@ -48,14 +48,23 @@ func (r *Recorder) refresh(ctx context.Context) {
 	r.mu.Lock()
 	after := slices.Clone(r.instruments)
 	r.mu.Unlock()
+	// Sets, not slices.Contains: an all-markets listing has 10,000 and more
+	// instruments (1e8 comparisons a refresh).
+	had, has := make(map[string]bool, len(before)), make(map[string]bool, len(after))
+	for _, i := range before {
+		had[i] = true
+	}
+	for _, i := range after {
+		has[i] = true
+	}
 	var added, gone []string
 	for _, i := range after {
-		if !slices.Contains(before, i) {
+		if !had[i] {
 			added = append(added, i)
 		}
 	}
 	for _, i := range before {
-		if !slices.Contains(after, i) {
+		if !has[i] {
 			gone = append(gone, i)
 		}
 	}

@@ -28,10 +28,8 @@ type protocol struct {
 	disc    venue.Discoverer
 	listing venue.ListingWatcher
 	books   venue.BookFetcher
-	confl   venue.Conflicter
 	mirror  venue.Mirrorer
-	items   venue.ItemMapper
-	watch   venue.Watcher
+	chans   venue.ChannelItems
 }
 
 func newProtocol(p venue.ClientProtocol) protocol {
@@ -40,10 +38,8 @@ func newProtocol(p venue.ClientProtocol) protocol {
 	out.disc, _ = p.(venue.Discoverer)
 	out.listing, _ = p.(venue.ListingWatcher)
 	out.books, _ = p.(venue.BookFetcher)
-	out.confl, _ = p.(venue.Conflicter)
 	out.mirror, _ = p.(venue.Mirrorer)
-	out.items, _ = p.(venue.ItemMapper)
-	out.watch, _ = p.(venue.Watcher)
+	out.chans, _ = p.(venue.ChannelItems)
 	return out
 }
 
@@ -94,7 +90,7 @@ func (p protocol) BookResponse(req venue.Request, body []byte) ([]string, error)
 }
 
 func (p protocol) Conflicts(items []string, item string) bool {
-	return p.confl != nil && p.confl.Conflicts(items, item)
+	return p.chans != nil && p.chans.Conflicts(items, item)
 }
 
 // Mirror returns no REST bases for a venue whose API no mirror serves.
@@ -106,22 +102,22 @@ func (p protocol) Mirror(origin, wsPath string) venue.Endpoints {
 }
 
 func (p protocol) Items(channels, instruments []string) ([]string, error) {
-	if p.items == nil {
+	if p.chans == nil {
 		return instruments, nil
 	}
-	return p.items.Items(channels, instruments)
+	return p.chans.Items(channels, instruments)
 }
 
 func (p protocol) Subscriptions(channels, items []string) []string {
-	if p.items == nil {
+	if p.chans == nil {
 		return channels
 	}
-	return p.items.Subscriptions(channels, items)
+	return p.chans.Subscriptions(channels, items)
 }
 
 func (p protocol) WatchKey(item string) (channel, instrument string, steady bool) {
-	if p.watch == nil {
+	if p.chans == nil {
 		return "", item, false
 	}
-	return p.watch.WatchKey(item)
+	return p.chans.WatchKey(item)
 }

@@ -76,7 +76,7 @@ type Spec struct {
 	// few as the plan allows).
 	Conns int
 	// CLOBEndpoint is the Polymarket CLOB REST base URL the book summaries
-	// come from ("" = polymarket.CLOBEndpoint, or Endpoint's host when that
+	// come from ("" = the driver's Endpoints().Books, or Endpoint's host when that
 	// is not the public WebSocket). Ignored for Hyperliquid.
 	CLOBEndpoint string
 	// DisableRESTBooks turns off what Polymarket sessions do by default:

@@ -2,6 +2,7 @@ package replayer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -241,6 +242,64 @@ func BenchmarkReplaySamples(b *testing.B) {
 			b.SetBytes(int64(bytes))
 			b.ReportMetric(float64(frames)/b.Elapsed().Seconds(), "frames/s")
 			b.ReportMetric(float64(cpu)/float64(frames), "cpu-ns/frame")
+		})
+	}
+}
+
+// BenchmarkSampleDecode is the Polymarket decoder alone on the shipped
+// sample's frames and REST bodies, read once into memory, in each hash mode:
+// the difference between hash=sampled and hash=off is what sampled checks
+// cost per record, without the reading, decompression and engine work that
+// make BenchmarkReplaySamples noisy on a loaded host.
+func BenchmarkSampleDecode(b *testing.B) {
+	dir := "../datasets/samples/polymarket"
+	r, err := datasets.Open(dir)
+	if err != nil {
+		b.Skip(err)
+	}
+	type rec struct {
+		conn uint32
+		ns   int64
+		p    []byte
+	}
+	var recs []rec
+	for r.Next() {
+		if x := r.Record(); x.Kind == datasets.KindFrame || x.Kind == datasets.KindRESTResponse {
+			recs = append(recs, rec{x.Conn, x.WallNs, append([]byte(nil), x.Payload...)})
+		}
+	}
+	if err := errors.Join(r.Err(), r.Close()); err != nil {
+		b.Fatal(err)
+	}
+	drv, err := venueDriver(venue.Polymarket)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range []struct {
+		name string
+		o    venue.DecoderOptions
+	}{
+		{"hash=sampled", venue.DecoderOptions{HashCheck: true, HashEvery: DefaultHashEvery}},
+		{"hash=off", venue.DecoderOptions{}},
+	} {
+		b.Run(m.name, func(b *testing.B) {
+			var fr venue.Frame
+			cpu0 := cpuNs()
+			for range b.N {
+				decs := map[uint32]venue.Decoder{}
+				for _, x := range recs {
+					d := decs[x.conn]
+					if d == nil {
+						d = drv.NewDecoder(m.o)
+						decs[x.conn] = d
+					}
+					if err := d.Decode(x.p, x.ns, &fr); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			n := float64(b.N) * float64(len(recs))
+			b.ReportMetric(float64(cpuNs()-cpu0)/n, "cpu-ns/record")
 		})
 	}
 }

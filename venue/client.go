@@ -80,12 +80,6 @@ type BookFetcher interface {
 	BookResponse(req Request, body []byte) (missing []string, err error)
 }
 
-// Conflicter is a ClientProtocol with items that cannot share a connection
-// (Hyperliquid: two variants of one channel and coin).
-type Conflicter interface {
-	Conflicts(items []string, item string) bool
-}
-
 // Mirrorer is a ClientProtocol whose REST API a host other than the public
 // one can serve (a test exchange, a replay server, a private gateway).
 type Mirrorer interface {
@@ -95,25 +89,24 @@ type Mirrorer interface {
 	Mirror(origin, wsPath string) Endpoints
 }
 
-// ItemMapper is a ClientProtocol whose items are not its instruments
-// (Hyperliquid: a channel and a coin).
-type ItemMapper interface {
+// ChannelItems is a ClientProtocol whose items are channel subscriptions
+// of instruments rather than the instruments themselves (Hyperliquid: a
+// channel and a coin). Without it an item is an instrument: instruments are
+// the items, a manifest records the channels as subscribed, data is routed
+// by instrument, nothing flows steadily and any items share a connection.
+type ChannelItems interface {
 	// Items returns the items that carry instruments on channels, for
 	// instruments added to a running capture.
 	Items(channels, instruments []string) ([]string, error)
-	// Subscriptions lists what a manifest records as subscribed (without
-	// ItemMapper: the channels).
+	// Subscriptions lists what a manifest records as subscribed.
 	Subscriptions(channels, items []string) []string
-}
-
-// Watcher is a ClientProtocol that routes an item's data by channel too,
-// or has items that flow steadily.
-type Watcher interface {
 	// WatchKey returns the (channel, instrument) an item's data is routed
 	// by (as Scan reports it), and whether it flows steadily enough for the
-	// instrument watchdog to expect it (without Watcher: "", the item, not
-	// steady).
+	// instrument watchdog to expect it.
 	WatchKey(item string) (channel, instrument string, steady bool)
+	// Conflicts reports whether item cannot share a connection with items
+	// (two variants of one channel and instrument).
+	Conflicts(items []string, item string) bool
 }
 
 // ClientFacts are a client protocol's fixed limits and timings.

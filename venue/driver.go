@@ -1,14 +1,10 @@
 package venue
 
 import (
-	"errors"
 	"time"
 
 	"github.com/tapedeck/tapedeck/book"
 )
-
-// ErrUnknown means no driver is registered under a venue name.
-var ErrUnknown = errors.New("venue: unknown venue")
 
 // Driver is everything tapedeck knows about one venue, in one place: the
 // decoder and its scale, what its data can carry, where it lives, how to

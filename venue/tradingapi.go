@@ -178,6 +178,10 @@ type SimFill struct {
 	ExchangeNs int64
 	RecvNs     int64
 	Position   int64 // the instrument's position before the fill
+	// ClosedPnl is the profit the fill realized on the position it reduced
+	// (money, fees not included): the closed size × (fill price − average
+	// entry price), negated for a short; 0 for a fill that opens or adds.
+	ClosedPnl int64
 }
 
 // SimState is an account's money and positions.
@@ -195,6 +199,10 @@ type SimPosition struct {
 	Mark       int64
 	Value      int64 // money: size × mark
 	Upnl       int64 // money
+	// LiqPx is the mark at which the simulator liquidates the account
+	// (backtest.Context.LiquidationPrice); 0 none (not cross-margined, or
+	// no positive price reaches the maintenance margin).
+	LiqPx int64
 }
 
 // SimUpdate is one change an account's watchers see: an order (Fill nil)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -17,10 +19,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"github.com/tapedeck/tapedeck/backtest"
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/internal/statusweb"
 	"github.com/tapedeck/tapedeck/recorder"
+	"github.com/tapedeck/tapedeck/replayer/serve"
+	"github.com/tapedeck/tapedeck/replayer/serve/trading"
+	"github.com/tapedeck/tapedeck/venue"
 	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
@@ -143,11 +150,15 @@ type runOptions struct {
 	Live          bool
 	Heal          bool
 	Upload        uploadFlags
+	Trading       string
+	TradingCash   float64
 
 	Stdout, Stderr io.Writer
 	// ready, if set, is called with the metrics listener's address once
-	// recording has started (tests).
-	ready func(metricsAddr string)
+	// recording has started (tests); tradingReady with the --trading
+	// listener's.
+	ready        func(metricsAddr string)
+	tradingReady func(addr string)
 }
 
 func newRunCmd(runF func(*runOptions) error) *cobra.Command {
@@ -188,13 +199,32 @@ records), the same figures as JSON at /status.json (what "capture status
 --addr" reads), and Prometheus metrics at /metrics. The page is embedded and
 loads nothing from the network. The listener binds 127.0.0.1 when the host is
 empty; a host that is not loopback needs --listen-public and is logged as a
-warning. Logs are structured (--log-format text or json) on standard error.`,
+warning. Logs are structured (--log-format text or json) on standard error.
+
+--trading HOST:PORT paper-trades the live market: the venue's own trading API
+and market-data WebSocket (what "replay serve --trading" serves: Hyperliquid
+POST /info, /exchange, the WebSocket post method and user subscriptions;
+Polymarket's CLOB REST API and user channel) on that address, so a bot written
+against the venue's SDK trades unchanged against the books being recorded,
+with replay backtest's simulator: its queue model, fees, margin and rules,
+each account (signer, API key) starting with --trading-cash dollars. Nothing
+is sent to the venue: every order, cancel and query is answered on this
+machine. The WebSocket sends a client the live frames its subscriptions
+select, as recorded. An order reaches the simulated exchange at the first
+event received after it on this machine's clock (the venue's timestamps are
+another clock). The address binds 127.0.0.1 when the host is empty; one that
+is not loopback needs --listen-public. At the end each account's orders,
+fills and cash are logged. Needs --live (the default).`,
 		Example: `  # Two Polymarket tokens
   $ capture run --venue polymarket --instruments 72936048731589292555781174533757608024096898681344338816447372274344589246891,101155325224907042624192777106604175185803921887395325080529159889944296783944 --out pm-day
 
   # Hyperliquid fast books and top of book, with metrics
   $ capture run --venue hyperliquid --instruments BTC,ETH --channels l2Book+fast,bbo,trades --metrics-addr 127.0.0.1:9464 --out hl-day
   # then open http://127.0.0.1:9464/ or run: capture status --addr 127.0.0.1:9464
+
+  # Paper-trade Hyperliquid BTC with an unchanged SDK bot (HttpTransport apiUrl
+  # http://127.0.0.1:8765, WebSocketTransport url ws://127.0.0.1:8765/ws)
+  $ capture run --venue hyperliquid --instruments BTC --channels l2Book,trades --trading 127.0.0.1:8765 --out hl-paper
 
   # Every active Polymarket market, hourly segments, from a config file
   $ capture run --config capture.json --all-markets --rotate 1h --out pm-all`,
@@ -219,7 +249,9 @@ warning. Logs are structured (--log-format text or json) on standard error.`,
 	fs.DurationVar(&o.StallTimeout, "stall-timeout", recorder.DefaultStallTimeout, "replace a connection that carried no data for this long")
 	fs.Var(&o.InstStall, "instrument-stall-timeout", "replace a connection when one steady instrument (Hyperliquid l2Book) carried nothing for this long; 0 off (default: --stall-timeout on hyperliquid, off on polymarket)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve the status page (/), /status.json and Prometheus /metrics on `HOST:PORT` (an empty host is 127.0.0.1)")
-	fs.BoolVar(&o.ListenPublic, "listen-public", false, "allow a --metrics-addr that is not loopback (logged as a warning; every endpoint stays read-only)")
+	fs.BoolVar(&o.ListenPublic, "listen-public", false, "allow a --metrics-addr or --trading address that is not loopback (logged as a warning)")
+	fs.StringVar(&o.Trading, "trading", "", "paper trading: serve the venue's trading API and market-data WebSocket on `HOST:PORT` (an empty host is 127.0.0.1), answered by replay backtest's simulator against the live books")
+	fs.Float64Var(&o.TradingCash, "trading-cash", 1000, "--trading: starting cash of each account in dollars")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format on standard error: text or json")
 	fs.IntVar(&o.Queue, "queue", recorder.DefaultQueueFrames, "frames buffered between the sockets and the disk before dropping (each drop is recorded)")
 	fs.BoolVar(&o.Live, "live", true, "decode the recording while writing it, with the decoders and books replay uses, off the write path (live books, integrity records, healing)")
@@ -269,8 +301,20 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		if _, _, err := statusweb.CheckAddr(o.MetricsAddr, o.ListenPublic); err != nil {
 			return cli.FlagErrorf("--metrics-addr %q: %v", o.MetricsAddr, err)
 		}
-	} else if o.ListenPublic {
-		return cli.FlagErrorf("--listen-public needs --metrics-addr")
+	}
+	if o.Trading != "" {
+		if _, _, err := statusweb.CheckAddr(o.Trading, o.ListenPublic); err != nil {
+			return cli.FlagErrorf("--trading %q: %v", o.Trading, err)
+		}
+		if !o.Live {
+			return cli.FlagErrorf("--trading trades against the live books: it needs --live")
+		}
+		if !(o.TradingCash > 0) {
+			return cli.FlagErrorf("--trading-cash must be positive")
+		}
+	}
+	if o.ListenPublic && o.MetricsAddr == "" && o.Trading == "" {
+		return cli.FlagErrorf("--listen-public needs --metrics-addr or --trading")
 	}
 	return o.Upload.validate()
 }
@@ -342,6 +386,13 @@ func runCapture(ctx context.Context, o *runOptions) error {
 		go srv.Serve(ln)
 		log.Info("status page", "url", "http://"+metricsAddr+"/", "metrics", "http://"+metricsAddr+"/metrics")
 	}
+	if o.Trading != "" {
+		stopTrading, err := o.startTrading(ctx, rec, log)
+		if err != nil {
+			return failed(fmt.Errorf("--trading: %w", err))
+		}
+		defer stopTrading()
+	}
 	log.Info("recording", "out", o.Out, "connections", len(plan.Conns))
 	if o.ready != nil {
 		o.ready(metricsAddr)
@@ -375,4 +426,55 @@ func runCapture(ctx context.Context, o *runOptions) error {
 		return fmt.Errorf("run: %w", err)
 	}
 	return nil
+}
+
+// startTrading serves the venue's trading API over the live books (paper
+// trading): a live trading hub fed by the recorder's live engine, and the
+// venue's REST and WebSocket surface on --trading. The returned func stops
+// it and waits for its connections to end.
+func (o *runOptions) startTrading(ctx context.Context, rec *recorder.Recorder, log *slog.Logger) (func(), error) {
+	// Live, an order meets the first event received after it (plus the
+	// latency) on this machine's clock: the venue's timestamps are another
+	// clock, as far off as the two machines' skew.
+	hub, err := trading.NewLive(trading.Options{Backtest: backtest.Config{Cash: int64(math.Round(o.TradingCash * 1e10)), IgnoreExchangeTime: true}})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := serve.NewLive(o.Venue, hub, venue.TradingOptions{})
+	if err != nil {
+		return nil, err
+	}
+	hostPort, loop, err := statusweb.CheckAddr(o.Trading, o.ListenPublic)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", hostPort)
+	if err != nil {
+		return nil, err
+	}
+	if !loop {
+		log.Warn("the trading API listens beyond loopback: anyone who reaches the address can trade its simulated accounts", "addr", ln.Addr().String())
+	}
+	rec.Subscribe(feed.Key{}, hub.Live())
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(sctx, ln); err != nil {
+			log.Error("trading API", "err", err)
+		}
+	}()
+	addr := ln.Addr().String()
+	log.Info("paper trading", "http", "http://"+addr, "ws", "ws://"+addr)
+	if o.tradingReady != nil {
+		o.tradingReady(addr)
+	}
+	return func() {
+		cancel()
+		<-done
+		ids, res := hub.Results()
+		for i, r := range res {
+			log.Info("paper trading account", "account", ids[i], "orders", len(r.Orders), "fills", len(r.Fills), "end_cash", r.Summary.EndCash)
+		}
+	}, nil
 }

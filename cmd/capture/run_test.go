@@ -101,6 +101,14 @@ func TestRunFlags(t *testing.T) {
 				t.Errorf("live %v heal %v, want live on, heal off", o.Live, o.Heal)
 			}
 		}},
+		{"trading on loopback", []string{"--venue", "hyperliquid", "--instruments", "BTC", "--trading", ":8765", "--out", out}, "", func(t *testing.T, o *runOptions) {
+			if o.Trading != ":8765" || o.TradingCash != 1000 {
+				t.Errorf("trading %q cash %v", o.Trading, o.TradingCash)
+			}
+		}},
+		{"trading beyond loopback", []string{"--venue", "hyperliquid", "--instruments", "BTC", "--trading", "0.0.0.0:8765", "--out", out}, "--listen-public", nil},
+		{"trading without live books", []string{"--venue", "hyperliquid", "--instruments", "BTC", "--trading", "127.0.0.1:8765", "--live=false", "--out", out}, "needs --live", nil},
+		{"trading cash", []string{"--venue", "hyperliquid", "--instruments", "BTC", "--trading", "127.0.0.1:8765", "--trading-cash", "0", "--out", out}, "--trading-cash", nil},
 		{"live off", []string{"--venue", "polymarket", "--instruments", "1", "--live=false", "--out", out}, "", func(t *testing.T, o *runOptions) {
 			if o.Live {
 				t.Error("--live=false left the live engine on")
@@ -272,7 +280,7 @@ func TestRunExamples(t *testing.T) {
 	t.Chdir(dir)
 	os.WriteFile("capture.json", []byte(`{"venue":"polymarket","stall_timeout":"5m"}`), 0o644)
 	exs := capExamples(newRunCmd(nil).Example, "run")
-	if len(exs) != 3 {
+	if len(exs) != 4 {
 		t.Fatalf("%d run examples", len(exs))
 	}
 	for _, args := range exs {
@@ -281,7 +289,7 @@ func TestRunExamples(t *testing.T) {
 			s = hl
 		}
 		for i := range args {
-			if args[i-min(i, 1)] == "--metrics-addr" {
+			if a := args[i-min(i, 1)]; a == "--metrics-addr" || a == "--trading" {
 				args[i] = "127.0.0.1:0"
 			}
 		}
@@ -405,7 +413,7 @@ func TestRunMetrics(t *testing.T) {
 }
 
 // buildCapture builds the capture binary into a temporary directory.
-func buildCapture(t *testing.T) string {
+func buildCapture(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")

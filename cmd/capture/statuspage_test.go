@@ -64,9 +64,6 @@ func TestRunStatusPage(t *testing.T) {
 	if page := get("/"); !strings.Contains(page, "<title>tapedeck capture</title>") || strings.Contains(page, "http://") || strings.Contains(page, "https://") {
 		t.Errorf("status page: %.300s", page)
 	}
-	if m := get("/metrics"); !strings.Contains(m, "tapedeck_capture_frames_total") {
-		t.Errorf("metrics missing on the shared listener")
-	}
 	capWait(t, "BTC book on the status", func() bool {
 		var st statusweb.Status
 		if json.Unmarshal([]byte(get("/status.json")), &st) != nil || st.LiveStatus == nil {
@@ -74,6 +71,11 @@ func TestRunStatusPage(t *testing.T) {
 		}
 		return len(st.Conns) == 1 && st.Conns[0].State == "connected" && len(st.Instruments) == 1 && st.Instruments[0].BidPx != ""
 	})
+	// The per-connection series exist once the connection slot has started
+	// (ready fires before the recorder runs), which the status above shows.
+	if m := get("/metrics"); !strings.Contains(m, "tapedeck_capture_frames_total") {
+		t.Errorf("metrics missing on the shared listener")
+	}
 
 	code, js, errs := capExec(ctx, "status", "--addr", a, "--json")
 	var st statusweb.Status

@@ -33,7 +33,7 @@ func TestCLIErrors(t *testing.T) {
 	}{
 		{[]string{"frobnicate"}, cli.ExitUsage, q(`replay: unknown command "frobnicate" for "replay" (see 'replay --help')`)},
 		{[]string{"export", "--tabel", "x", ds}, cli.ExitUsage, q(`replay: unknown flag: --tabel (see 'replay export --help')`)},
-		{[]string{"export", ds, "--out", "x.parquet"}, cli.ExitUsage, q(`replay: export: --table is required (depth, book_changes, trades, quotes, events, instruments, raw), or --format hftbacktest (see 'replay export --help')`)},
+		{[]string{"export", ds, "--out", "x.parquet"}, cli.ExitUsage, q(`replay: export: --table is required (depth, book_changes, trades, quotes, events, instruments, raw), or --format hftbacktest or nautilus (see 'replay export --help')`)},
 		{[]string{"export", ds, "--table", "bogus", "--out", "x.parquet"}, cli.ExitUsage,
 			q(`replay: export: unknown --table "bogus" (want depth, book_changes, trades, quotes, events, instruments, raw) (see 'replay export --help')`)},
 		{[]string{"export", ds, "--table", "trades", "--out", existing}, cli.ExitUsage,

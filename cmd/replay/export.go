@@ -29,6 +29,7 @@ func newExportCmd(runF func(*exportOptions) error) *cobra.Command {
 		interval, from, to, compression string
 		snapshots, bucketTime, compress string
 		partitionBy, shard, shardBy     string
+		nautPrec                        string
 		levels                          int
 	)
 	cmd := &cobra.Command{
@@ -81,6 +82,25 @@ a depth-clear (the book is empty until the next snapshot), trades trade events
 opens with the book at 00:00 UTC, so a backtest can start on any day. Load it
 with np.load(path)['data'] or hftbacktest's BacktestAsset().data([...]).
 
+--format nautilus without --table writes NautilusTrader's own data catalog
+(ParquetDataCatalog, as of NautilusTrader ` + export.NautilusVersion + `) under --out DIR:
+data/order_book_deltas, quote_tick and trade_tick, a file per instrument
+(data/KIND/ID/FIRST_LAST.parquet, its ts_init range), and each instrument's
+definition (binary_option for Polymarket tokens, crypto_perpetual and
+currency_pair for Hyperliquid perpetuals and spot pairs), in Nautilus's
+schemas and metadata, prices and sizes as its fixed-point integers
+(--nautilus-precision high, the 128-bit mode of its Linux and macOS wheels, or
+standard, 64-bit). Ids are its adapters': CONDITION-TOKEN.POLYMARKET,
+COIN-USD-PERP.HYPERLIQUID, BASE-QUOTE-SPOT.HYPERLIQUID. A venue snapshot is a
+CLEAR and ADDs flagged F_SNAPSHOT, a level change an ADD, UPDATE or DELETE, a
+loss a CLEAR (the book is empty until the next snapshot); the last delta of
+each recorded message carries F_LAST. A quote is the top of the book after
+each message that changed it; trades keep the venue's id, or where it is longer
+than Nautilus takes (Polymarket's transaction hashes) the id Nautilus's
+Polymarket adapter derives. Open it with ParquetDataCatalog(DIR); use an
+L2_MBP book. Exports of other windows add to one catalog; a file overlapping
+an existing one is refused.
+
 Times are timestamp[ns, UTC] (Parquet TIMESTAMP(NANOS, UTC)). Prices and sizes
 are float64 (the nearest double of the exact decimal) unless --exact asks for
 decimal128 at the venue's scale; the scale and the source datasets are in the
@@ -98,8 +118,8 @@ writes another of Tardis' exchange ids (it refuses others). Tardis has no
 Polymarket: hftbacktest's converter reads Polymarket book_changes as they are
 (with --snapshots diff on Hyperliquid, whose every l2Book is a snapshot: its
 converter loses back-to-back snapshots), but NautilusTrader's Tardis loader
-rejects Polymarket's exchange and 66-character trade ids; --format hftbacktest
-needs no converter at all.
+rejects Polymarket's exchange and 66-character trade ids: for Nautilus use
+--format nautilus; --format hftbacktest needs no converter at all.
 
 --instrument (repeatable) keeps one instrument: a Polymarket token id or
 condition id (both outcomes), a Hyperliquid coin. --split-by instrument writes
@@ -128,6 +148,9 @@ byte-identical files.`,
   # hftbacktest's own .npz event arrays, one per instrument and day
   replay export datasets/samples/hyperliquid --format hftbacktest --out hbt
 
+  # NautilusTrader's catalog: deltas, quotes, trades and instruments
+  replay export datasets/samples/polymarket --format nautilus --out catalog
+
   # tick sizes (and their changes), minimum sizes, outcome pairs, neg-risk
   replay export datasets/samples/polymarket --table instruments --out instruments.parquet`,
 		Args: cli.AtLeastOne("DATASET"),
@@ -143,6 +166,13 @@ byte-identical files.`,
 				}
 				opts.Levels = levels
 			}
+			if nautPrec != "" {
+				p, err := export.ParseNautilusPrecision(nautPrec)
+				if err != nil {
+					return cli.FlagErrorf("--nautilus-precision: %v", err)
+				}
+				opts.NautilusPrecision = p
+			}
 			if err := opts.parse(f.Changed("interval"), interval, from, to, compression, snapshots, bucketTime, compress, partitionBy, shard, shardBy); err != nil {
 				return err
 			}
@@ -153,8 +183,9 @@ byte-identical files.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Table, "table", "", "table to write: depth, book_changes, trades, quotes, events, instruments, raw (required but with --format hftbacktest)")
-	f.StringVar(&opts.Format, "format", "", "parquet, arrow, csv or tardis (raw: ndjson, tardis, hftbacktest); hftbacktest without --table: its .npz event arrays under --out DIR; default from the --out extension (.csv is csv)")
+	f.StringVar(&opts.Table, "table", "", "table to write: depth, book_changes, trades, quotes, events, instruments, raw (required but with --format hftbacktest or nautilus)")
+	f.StringVar(&opts.Format, "format", "", "parquet, arrow, csv or tardis (raw: ndjson, tardis, hftbacktest); hftbacktest without --table: its .npz event arrays under --out DIR; nautilus without --table: NautilusTrader's catalog under --out DIR; default from the --out extension (.csv is csv)")
+	f.StringVar(&nautPrec, "nautilus-precision", "", "--format nautilus: high (128-bit integers, NautilusTrader's Linux and macOS wheels; the default) or standard (64-bit: its Windows wheels)")
 	f.IntVar(&levels, "levels", 25, "depth: levels per side")
 	f.StringVar(&interval, "interval", "", "depth: sample the book at the end of every bucket of this duration (e.g. 100ms, 1s)")
 	f.BoolVar(&opts.EveryEvent, "every-event", false, "depth: a row on every book change (the default)")

@@ -6,14 +6,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/klauspost/compress/zstd"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/datasets/interchange"
@@ -143,6 +147,18 @@ func TestExportFlags(t *testing.T) {
 		{name: "hftbacktest table", args: []string{ds, "--table", "trades", "--format", "hftbacktest", "--out", "hbt"}, wantErr: "no --table"},
 		{name: "hftbacktest levels", args: []string{ds, "--format", "hftbacktest", "--levels", "5", "--out", "hbt"}, wantErr: "--levels does not apply to --format hftbacktest"},
 		{name: "hftbacktest stdout", args: []string{ds, "--format", "hftbacktest", "--out", "-"}, wantErr: "--out DIR"},
+		{name: "nautilus", args: []string{ds, "--format", "nautilus", "--nautilus-precision", "standard", "--out", "cat"},
+			check: func(t *testing.T, o *exportOptions) {
+				if !o.Native() || o.Table != "" || o.NautilusPrecision != export.NautilusStandard {
+					t.Errorf("%+v", o)
+				}
+			}},
+		{name: "nautilus table", args: []string{ds, "--table", "trades", "--format", "nautilus", "--out", "cat"}, wantErr: "no --table"},
+		{name: "nautilus interval", args: []string{ds, "--format", "nautilus", "--interval", "1s", "--out", "cat"}, wantErr: "--interval does not apply to --format nautilus"},
+		{name: "nautilus stdout", args: []string{ds, "--format", "nautilus", "--out", "-"}, wantErr: "--out DIR"},
+		{name: "nautilus precision off nautilus", args: []string{ds, "--format", "hftbacktest", "--nautilus-precision", "high", "--out", "hbt"}, wantErr: "--nautilus-precision applies"},
+		{name: "nautilus precision on a table", args: []string{ds, "--table", "trades", "--nautilus-precision", "high", "--out", out}, wantErr: "--nautilus-precision applies"},
+		{name: "bad nautilus precision", args: []string{ds, "--format", "nautilus", "--nautilus-precision", "double", "--out", "cat"}, wantErr: "--nautilus-precision"},
 		{name: "tardis events", args: []string{ds, "--table", "events", "--format", "tardis", "--out", "x.csv"}, wantErr: "no Tardis layout"},
 		{name: "quality csv", args: []string{ds, "--table", "depth", "--quality-columns", "--out", "x.csv"}, wantErr: "--format tardis only"},
 		{name: "snapshots", args: []string{ds, "--table", "book_changes", "--snapshots", "diff", "--out", out},
@@ -775,4 +791,89 @@ func indexOf(s []string, v string) int {
 		}
 	}
 	return -1
+}
+
+// --format nautilus writes the catalog's tree; a second export of the same
+// rows is refused (the files exist) unless forced; an export of a later
+// window adds its own files beside the first's, and one overlapping them is
+// refused even forced. --nautilus-precision standard writes 8-byte raw
+// integers.
+func TestExportNautilusCatalog(t *testing.T) {
+	ds := expSample(t, venue.Hyperliquid)
+	dir := filepath.Join(t.TempDir(), "catalog")
+	run := func(args ...string) (int, string) {
+		t.Helper()
+		code, _, errs := execReplay(t, append([]string{"export", ds, "--format", "nautilus", "--out", dir}, args...)...)
+		return code, errs
+	}
+	if code, errs := run("--to", "+5m"); code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	files := func() []string {
+		var out []string
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				rel, _ := filepath.Rel(dir, p)
+				out = append(out, filepath.ToSlash(rel))
+			}
+			return nil
+		})
+		return out
+	}
+	first := files()
+	var deltas string
+	for _, f := range first {
+		if strings.HasPrefix(f, "data/order_book_deltas/BTC-USD-PERP.HYPERLIQUID/") {
+			deltas = f
+		}
+	}
+	if deltas == "" || !slices.Contains(first, "data/crypto_perpetual/BTC-USD-PERP.HYPERLIQUID/2025-10-23T00-38-00-000000000Z_2025-10-23T00-38-00-000000000Z.parquet") {
+		t.Fatalf("files %q", first)
+	}
+	if code, errs := run("--to", "+5m"); code == cli.ExitOK || !strings.Contains(errs, "exists (use -f/--force") {
+		t.Fatalf("again: exit %d: %s", code, errs)
+	}
+	contents := func() map[string]string {
+		m := map[string]string{}
+		for _, f := range files() {
+			b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m[f] = string(b)
+		}
+		return m
+	}
+	before := contents()
+	if code, errs := run("--to", "+5m", "--force"); code != cli.ExitOK {
+		t.Fatalf("forced: exit %d: %s", code, errs)
+	}
+	if !maps.Equal(before, contents()) {
+		t.Fatal("the same export twice wrote different files")
+	}
+	if code, errs := run("--from", "+2m"); code == cli.ExitOK || !strings.Contains(errs, "overlaps") {
+		t.Fatalf("overlapping: exit %d: %s", code, errs)
+	}
+	if code, errs := run("--from", "+5m"); code != cli.ExitOK {
+		t.Fatalf("later window: exit %d: %s", code, errs)
+	}
+	if n := len(files()); n <= len(first) {
+		t.Fatalf("%d files after the second window, %d before", n, len(first))
+	}
+	std := filepath.Join(t.TempDir(), "std")
+	if code, _, errs := execReplay(t, "export", ds, "--format", "nautilus", "--nautilus-precision", "standard", "--out", std); code != cli.ExitOK {
+		t.Fatalf("standard: exit %d: %s", code, errs)
+	}
+	ents, err := os.ReadDir(filepath.Join(std, "data", "order_book_deltas", "BTC-USD-PERP.HYPERLIQUID"))
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("%v %v", ents, err)
+	}
+	r, err := file.OpenParquetFile(filepath.Join(std, "data", "order_book_deltas", "BTC-USD-PERP.HYPERLIQUID", ents[0].Name()), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if c := r.MetaData().Schema.Column(2); c.Name() != "price" || c.TypeLength() != 8 {
+		t.Fatalf("column %s is %d bytes, want price in 8", c.Name(), c.TypeLength())
+	}
 }

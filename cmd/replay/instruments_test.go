@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/hex"
 	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/recorder"
 	"github.com/tapedeck/tapedeck/recorder/fakeexchange"
 )
@@ -367,12 +370,11 @@ func readFile(t *testing.T, p string) []byte {
 	return b
 }
 
-// TestInstrumentsFromHyperliquidCapture: the meta and spotMeta bodies a
-// capture stores give its coins' rows (szDecimals, the size increment and
-// price decimals they imply, maxLeverage, delisting, a spot pair's base and
-// quote tokens), equal to the recorded bodies as DuckDB reads the export;
-// coins the universe lists but the capture did not record get none.
-func TestInstrumentsFromHyperliquidCapture(t *testing.T) {
+// hlMetaCapture captures a perpetual and a spot pair's books from the test
+// exchange, with the meta and spotMeta bodies a capture stores, and returns
+// the dataset and the coins; it skips in -short.
+func hlMetaCapture(t *testing.T) (string, []string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("captures from the test exchange and runs node; skipped in -short")
 	}
@@ -381,6 +383,16 @@ func TestInstrumentsFromHyperliquidCapture(t *testing.T) {
 	coins := []string{"BTC", "@107"}
 	dir := captureFrom(t, s, recorder.Spec{Venue: "hyperliquid", Instruments: coins, Channels: []string{"l2Book"}},
 		func() bool { return sentContaining(s, `"channel":"l2Book"`) >= 4 })
+	return dir, coins
+}
+
+// TestInstrumentsFromHyperliquidCapture: the meta and spotMeta bodies a
+// capture stores give its coins' rows (szDecimals, the size increment and
+// price decimals they imply, maxLeverage, delisting, a spot pair's base and
+// quote tokens), equal to the recorded bodies as DuckDB reads the export;
+// coins the universe lists but the capture did not record get none.
+func TestInstrumentsFromHyperliquidCapture(t *testing.T) {
+	dir, coins := hlMetaCapture(t)
 
 	type want map[string]string
 	wants := map[string]want{}
@@ -442,5 +454,84 @@ func TestInstrumentsFromHyperliquidCapture(t *testing.T) {
 				t.Fatalf("%s %s: %q, the venue says nothing of it", c, col, got)
 			}
 		}
+	}
+}
+
+// TestNautilusHyperliquidDefinitions: from a capture's meta and spotMeta
+// bodies, --format nautilus defines a perpetual as Nautilus's Hyperliquid
+// adapter does (COIN-USD-PERP, price precision 6 − szDecimals, size
+// precision szDecimals, settled in USDC) and a spot pair as a currency pair
+// (BASE-QUOTE-SPOT, raw symbol @N, price precision 8 − szDecimals), as
+// DuckDB reads the files.
+func TestNautilusHyperliquidDefinitions(t *testing.T) {
+	dir, _ := hlMetaCapture(t)
+	cat := filepath.Join(t.TempDir(), "catalog")
+	if code, _, errs := execReplay(t, "export", dir, "--format", "nautilus", "--out", cat); code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var got struct {
+		Files map[string]struct {
+			Columns []string `json:"columns"`
+			Rows    [][]any  `json:"rows"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal(nodeScript(t, "nautilus_check.mjs", cat), &got); err != nil {
+		t.Fatal(err)
+	}
+	defs := map[string]map[string]string{} // kind/id → column → value
+	for p, f := range got.Files {
+		parts := strings.Split(p, "/")
+		if len(parts) != 4 || (parts[1] != "crypto_perpetual" && parts[1] != "currency_pair") {
+			continue
+		}
+		if len(f.Rows) != 1 {
+			t.Fatalf("%s: %d rows", p, len(f.Rows))
+		}
+		m := map[string]string{}
+		for i, c := range f.Columns {
+			m[c] = jsCell(f.Rows[0][i])
+		}
+		defs[parts[1]+"/"+parts[2]] = m
+	}
+	perp := defs["crypto_perpetual/BTC-USD-PERP.HYPERLIQUID"]
+	var spot map[string]string
+	for k, v := range defs {
+		if strings.HasPrefix(k, "currency_pair/") && v["raw_symbol"] == "@107" {
+			spot = v
+		}
+	}
+	if len(defs) != 2 || perp == nil || spot == nil {
+		t.Fatalf("definitions %v", defs)
+	}
+	want := func(d map[string]string, kv ...string) {
+		t.Helper()
+		for i := 0; i < len(kv); i += 2 {
+			if d[kv[i]] != kv[i+1] {
+				t.Errorf("%s %s = %q, want %q", d["id"], kv[i], d[kv[i]], kv[i+1])
+			}
+		}
+	}
+	// szDecimals as the meta bodies say, kept in info (the size precision
+	// is more where the data has more decimals).
+	szDec := func(d map[string]string) int {
+		b, err := hex.DecodeString(d["info"])
+		var info struct {
+			Sz *int `json:"sz_decimals"`
+		}
+		if err != nil || json.Unmarshal(b, &info) != nil || info.Sz == nil {
+			t.Fatalf("%s: info %q", d["id"], d["info"])
+		}
+		if p, _ := strconv.Atoi(d["size_precision"]); p < *info.Sz {
+			t.Errorf("%s: size precision %d below szDecimals %d", d["id"], p, *info.Sz)
+		}
+		return *info.Sz
+	}
+	sz := szDec(perp)
+	want(perp, "raw_symbol", "BTC", "base_currency", "BTC", "quote_currency", "USD", "settlement_currency", "USDC",
+		"is_inverse", "false", "price_precision", strconv.Itoa(6-sz), "multiplier", "1")
+	ssz := szDec(spot)
+	want(spot, "id", spot["base_currency"]+"-"+spot["quote_currency"]+"-SPOT.HYPERLIQUID", "price_precision", strconv.Itoa(8-ssz))
+	if spot["base_currency"] == "" || spot["quote_currency"] == "" || sz == 0 {
+		t.Fatalf("perp %v spot %v", perp, spot)
 	}
 }

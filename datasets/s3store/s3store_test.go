@@ -336,3 +336,31 @@ func TestUploadResumes(t *testing.T) {
 	}
 	sameRecords(t, readAll(t, "s3://tapes/up"), readAll(t, sample))
 }
+
+// TestCatalogMissingLastSegment: a remote ls (Catalog, from the indexes)
+// of a closed dataset whose last segment is gone says so, as every local
+// reader does: the manifest's range ends after the indexes (issue 30 item
+// 8). It listed it as complete before.
+func TestCatalogMissingLastSegment(t *testing.T) {
+	s3test.Start(t, "tapes")
+	dir := filepath.Join(t.TempDir(), "ds")
+	if err := os.CopyFS(dir, os.DirFS(sample)); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	last := segs[len(segs)-1]
+	os.Remove(last)
+	os.Remove(strings.TrimSuffix(last, ".seg") + ".idx")
+	upload(t, dir, "s3://tapes/cut/polymarket")
+	upload(t, sample, "s3://tapes/whole/polymarket")
+	infos, err := datasets.Catalog("s3://tapes")
+	if err != nil || len(infos) != 2 {
+		t.Fatalf("catalog: %v %+v", err, infos)
+	}
+	if in := infos[0]; !strings.Contains(in.Err, "missing") || !strings.Contains(in.Err, filepath.Base(last)) {
+		t.Errorf("%s: %q, want the missing segment named", in.Dir, in.Err)
+	}
+	if in := infos[1]; in.Err != "" {
+		t.Errorf("%s: %q", in.Dir, in.Err)
+	}
+}

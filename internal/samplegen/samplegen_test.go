@@ -323,7 +323,7 @@ func TestShippedSamples(t *testing.T) {
 			}
 			if kinds[datasets.KindConnect] != 2 || kinds[datasets.KindDisconnect] != 1 || kinds[datasets.KindReconnect] != 1 ||
 				kinds[datasets.KindCleanClose] != 2 || kinds[datasets.KindSent] == 0 || kinds[datasets.KindSubscribed] == 0 ||
-				kinds[datasets.KindRESTResponse] != 2 || kinds[datasets.KindNote] != 2 {
+				kinds[datasets.KindRESTResponse] != kinds[datasets.KindNote] { // a note names each REST request (a venue may make none)
 				t.Errorf("records by kind %v: not what a capture with one disconnect writes", kinds)
 			}
 			for k := range kinds {

@@ -84,6 +84,9 @@ type Config struct {
 	// Books are Polymarket CLOB REST book summaries by token id, served
 	// instead of Summary for the tokens they hold.
 	Books map[string][]byte
+	// CountOnly keeps no copy of the frames sent (Sent returns none;
+	// SentCount counts them), for soaks that send millions.
+	CountOnly bool
 	// Scripted makes the server send nothing of its own on the WebSocket:
 	// no data feed, no acknowledgements, pongs or errors, no initial dump.
 	// It still reads every client frame through the venue's server session
@@ -106,7 +109,8 @@ type Server struct {
 
 	hold    chan struct{} // non-nil while Hold is on; closed to release
 	stalled atomic.Bool
-	muted   sync.Map // instrument → true: no data for it (Mute)
+	burst   atomic.Int32 // data frames per tick of a connection (SetBurst; 0 = 1)
+	muted   sync.Map     // instrument → true: no data for it (Mute)
 	wg      sync.WaitGroup
 
 	bmu        sync.Mutex
@@ -147,8 +151,15 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, drv: drv, up: websocket.Upgrader{ReadBufferSize: 16 << 10, WriteBufferSize: 64 << 10,
 		CheckOrigin: func(*http.Request) bool { return true }}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/ws", s.serveWS)
-	mux.HandleFunc("/ws/market", s.serveWS)
+	// The WebSocket at both shipped venues' paths (tests dial them) and at
+	// the venue's own (Endpoints.ServePath).
+	paths := []string{"/ws", "/ws/market"}
+	if p := drv.Endpoints().ServePath; p != "" && !slices.Contains(paths, p) {
+		paths = append(paths, p)
+	}
+	for _, p := range paths {
+		mux.HandleFunc(p, s.serveWS)
+	}
 	// The venue's REST API (discovery, book snapshots) is its driver's too.
 	mux.Handle("/", drv.Server().REST(venue.RESTDocs{Listing: s.listingDoc, Book: s.bookDoc, BookRequest: s.bookRequest}))
 	s.http = httptest.NewServer(mux)
@@ -336,6 +347,10 @@ func (c *Conn) Subscriptions() []string {
 // still answered, as the frozen Polymarket channel did.
 func (s *Server) Stall(on bool) { s.stalled.Store(on) }
 
+// SetBurst makes every connection send n data frames at each tick of its
+// Interval (n <= 1: one), the bursts of a busy venue.
+func (s *Server) SetBurst(n int) { s.burst.Store(int32(min(max(n, 1), 1<<20))) }
+
 // Mute stops (true) or resumes (false) the data of one instrument (a token
 // id or coin) on every connection while the others flow, as a venue does for
 // a subscription it silently stopped serving.
@@ -425,7 +440,7 @@ func (c *Conn) write(frame []byte) bool {
 	// back (only writers, who hold wmu, append).
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	keep := !c.s.cfg.Flood
+	keep := !c.s.cfg.Flood && !c.s.cfg.CountOnly
 	c.mu.Lock()
 	if keep {
 		c.sent = append(c.sent, append([]byte(nil), frame...))
@@ -573,9 +588,11 @@ func (c *Conn) pump() {
 		if c.s.stalled.Load() {
 			continue
 		}
-		frame := c.nextFrame(pos, &next)
-		if frame != nil && !c.write(frame) {
-			return
+		for range max(c.s.burst.Load(), 1) {
+			frame := c.nextFrame(pos, &next)
+			if frame != nil && !c.write(frame) {
+				return
+			}
 		}
 	}
 }

@@ -184,10 +184,15 @@ const (
 	// and trades together, one file per instrument and day: written by an
 	// HftBacktest, not by a Sink (New refuses it).
 	FormatHftBacktest
+	// FormatNautilus is NautilusTrader's data catalog (ParquetDataCatalog):
+	// order book deltas, quotes, trades and instrument definitions, files
+	// per instrument under data/: written by a Nautilus, not by a Sink (New
+	// refuses it).
+	FormatNautilus
 )
 
 var formatNames = [...]string{FormatParquet: "parquet", FormatArrow: "arrow", FormatCSV: "csv", FormatTardis: "tardis",
-	FormatHftBacktest: "hftbacktest"}
+	FormatHftBacktest: "hftbacktest", FormatNautilus: "nautilus"}
 
 // String returns the format's name as the CLI spells it.
 func (f Format) String() string {
@@ -204,7 +209,7 @@ func ParseFormat(s string) (Format, error) {
 			return Format(f), nil
 		}
 	}
-	return 0, fmt.Errorf("export: unknown format %q (want parquet, arrow, csv, tardis, hftbacktest)", s)
+	return 0, fmt.Errorf("export: unknown format %q (want parquet, arrow, csv, tardis, hftbacktest, nautilus)", s)
 }
 
 // Metadata keys of every Arrow and Parquet table: enough to turn a float

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/tapedeck/tapedeck/book"
@@ -170,6 +171,24 @@ func (tr *truth) OnEvent(e *replayer.Event) error {
 	st.asks = levelsText(e.Book, book.Ask, tr.levels, e.Scale)
 	tr.states = append(tr.states, st)
 	return nil
+}
+
+// lastValid returns, in order, each instrument's last state at each receive
+// time where that state is valid: the books an export must rebuild as of
+// that time.
+func (tr *truth) lastValid() []state {
+	last := map[string]int{}
+	key := func(st *state) string { return st.instrument + "\x00" + strconv.FormatInt(st.recvNs, 10) }
+	for i := range tr.states {
+		last[key(&tr.states[i])] = i
+	}
+	var out []state
+	for i := range tr.states {
+		if st := &tr.states[i]; last[key(st)] == i && st.valid {
+			out = append(out, *st)
+		}
+	}
+	return out
 }
 
 func levelsText(b *book.Book, side book.Side, n int, sc book.Scale) [][3]string {

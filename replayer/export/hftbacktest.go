@@ -131,7 +131,7 @@ func NewHftBacktest(open func(venue, instrument, date string) (io.Writer, error)
 			return nil, err
 		}
 	}
-	if cfg.intervalNs != 0 || cfg.exact || cfg.quality || cfg.tardisExchange != "" || cfg.snapshots != 0 {
+	if cfg.intervalNs != 0 || cfg.exact || cfg.quality || cfg.tardisExchange != "" || cfg.snapshots != 0 || cfg.nautilus != 0 {
 		return nil, fmt.Errorf("%w: hftbacktest data takes instrument and shard options only", ErrOption)
 	}
 	return &HftBacktest{open: open, cfg: cfg, byName: map[string]*hbtInst{}, budget: hbtBudgetRows}, nil
@@ -335,20 +335,27 @@ func (h *HftBacktest) begin(in *hbtInst, snapshot bool) {
 	}
 }
 
+// newSpool creates the temporary file a native export's rows wait in until
+// its files are written, unlinked at once: nothing is left behind, whatever
+// ends the process.
+func newSpool(format string) (*os.File, *bufio.Writer, error) {
+	f, err := os.CreateTemp("", "tapedeck-"+format+"-*")
+	if err != nil {
+		return nil, nil, fmt.Errorf("export: %s spool: %w", format, err)
+	}
+	_ = os.Remove(f.Name())
+	return f, bufio.NewWriterSize(f, 1<<20), nil
+}
+
 // put spools one row of in.
 func (h *HftBacktest) put(in *hbtInst, r hbtEvent) {
 	if h.err != nil {
 		return
 	}
 	if h.spool == nil {
-		f, err := os.CreateTemp("", "tapedeck-hftbacktest-*")
-		if err != nil {
-			h.err = fmt.Errorf("export: hftbacktest spool: %w", err)
+		if h.spool, h.sw, h.err = newSpool("hftbacktest"); h.err != nil {
 			return
 		}
-		// Unlinked at once: nothing is left behind, whatever ends the process.
-		_ = os.Remove(f.Name())
-		h.spool, h.sw = f, bufio.NewWriterSize(f, 1<<20)
 	}
 	var b [hbtSpoolBytes]byte
 	binary.LittleEndian.PutUint32(b[0:], in.id)

@@ -99,16 +99,8 @@ func hbtCheck(t *testing.T, files map[string]hbtFile, tr *truth) (map[string]hbt
 		byKey[[2]string{f.instrument, f.date}] = p
 		expect[p] = []any{}
 	}
-	// The last state of each instrument at each receive time.
-	last := map[string]int{}
-	for i, st := range tr.states {
-		last[st.instrument+"\x00"+strconv.FormatInt(st.recvNs, 10)] = i
-	}
 	want := 0
-	for i, st := range tr.states {
-		if last[st.instrument+"\x00"+strconv.FormatInt(st.recvNs, 10)] != i || !st.valid {
-			continue
-		}
+	for _, st := range tr.lastValid() {
 		p, ok := byKey[[2]string{st.instrument, dayDate(st.recvNs)}]
 		if !ok {
 			t.Fatalf("%s at %d: no file for %s", st.instrument, st.recvNs, dayDate(st.recvNs))

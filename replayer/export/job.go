@@ -55,6 +55,8 @@ type Job struct {
 	ShardByTime bool             // shard K is the K-th of N equal time slices
 	ReadAhead   int              // blocks decompressed ahead per dataset (0: sequential)
 	Encoders    int              // WithEncoders; 0: one per core
+	// NautilusPrecision is --format nautilus's integer width (0: NautilusHigh).
+	NautilusPrecision NautilusPrecision
 
 	Stdout io.Writer // for Out "-"
 	Log    io.Writer // notes and warnings, one line each; nil: none
@@ -100,7 +102,7 @@ func nothingf(format string, a ...any) error {
 // ErrOption.
 func (j *Job) Validate() error {
 	if j.Table == "" && !j.Native() {
-		return optionf("export: --table is required (%s), or --format hftbacktest", strings.Join(tableAndRawNames(), ", "))
+		return optionf("export: --table is required (%s), or --format hftbacktest or nautilus", strings.Join(tableAndRawNames(), ", "))
 	}
 	if j.Out == "" {
 		return optionf("export: --out is required")
@@ -166,6 +168,12 @@ func (j *Job) validateTable() error {
 	ft, err := ParseFormat(j.Format)
 	if err != nil {
 		return optionf("--format: %v", err)
+	}
+	if ft == FormatNautilus {
+		return optionf("export: --format nautilus writes NautilusTrader's catalog (deltas, quotes, trades and instruments together) under --out DIR: no --table")
+	}
+	if j.NautilusPrecision != 0 {
+		return optionf("export: --nautilus-precision applies to --format nautilus only")
 	}
 	if ft == FormatHftBacktest {
 		return optionf("export: --format hftbacktest writes depth and trades together, one .npz per instrument and day: no --table (--table raw --format hftbacktest writes the recorded lines hftbacktest's Hyperliquid converter reads)")
@@ -311,7 +319,7 @@ func Run(ctx context.Context, j *Job) (res *Result, err error) {
 		}
 	}()
 	open := func(path string) (io.Writer, error) {
-		f, err := j.createOut(path, j.SplitBy != "")
+		f, err := j.createOut(path, j.SplitBy != "" || j.Native())
 		if err != nil {
 			return nil, err
 		}
@@ -427,7 +435,7 @@ func (j *Job) exportTable(ctx context.Context, open func(path string) (io.Writer
 		j.logf("export: shard %s by time covers [%s, %s): its books start empty there, each instrument's rows are exact from its first snapshot in the shard\n",
 			j.Shard, fmtNs(from), fmtNs(to))
 		ropts = append(ropts, replayer.WithWindow(from, to), replayer.WithWarmup(replayer.WarmupNone))
-	} else if (j.FromNs != 0 || j.ToNs != 0) && table != TableInstruments {
+	} else if (j.FromNs != 0 || j.ToNs != 0) && table != TableInstruments && format != FormatNautilus {
 		ropts = append(ropts, replayer.WithWindow(j.FromNs, j.ToNs))
 	}
 	// The sink is the only subscriber: once it cannot write (a full disk),
@@ -454,6 +462,10 @@ func (j *Job) exportTable(ctx context.Context, open func(path string) (io.Writer
 	var parts *partOut
 	if format == FormatHftBacktest {
 		if sink, err = j.hftBacktest(open); err != nil {
+			return err
+		}
+	} else if format == FormatNautilus {
+		if sink, err = j.nautilus(open); err != nil {
 			return err
 		}
 	} else if j.PartitionBy != nil {
@@ -533,7 +545,11 @@ func (j *Job) exportTable(ctx context.Context, open func(path string) (io.Writer
 		return err
 	}
 	res.Rows = sink.Rows()
-	if p, ok := sink.(interface{ Problems() []string }); ok {
+	if n, ok := sink.(*Nautilus); ok {
+		for _, line := range n.Problems() {
+			j.logf("warning: nautilus: %s\n", line)
+		}
+	} else if p, ok := sink.(interface{ Problems() []string }); ok {
 		for _, line := range p.Problems() {
 			j.logf("warning: instruments: facts left out: %s\n", line)
 		}

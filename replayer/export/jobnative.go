@@ -1,22 +1,25 @@
 package export
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tapedeck/tapedeck/datasets/interchange"
 	"github.com/tapedeck/tapedeck/replayer"
 )
 
 // Native reports whether the job writes another tool's own layout, a
-// directory of files the format defines (--format hftbacktest without a
-// --table), instead of one table.
+// directory of files the format defines (--format hftbacktest or nautilus
+// without a --table), instead of one table.
 func (j *Job) Native() bool {
-	return j.Table == "" && j.Format == FormatHftBacktest.String()
+	return j.Table == "" && (j.Format == FormatHftBacktest.String() || j.Format == FormatNautilus.String())
 }
 
 // validateNative checks a native-format job: Out is a directory, and the
@@ -38,8 +41,11 @@ func (j *Job) validateNative() error {
 		"--split-by": j.SplitBy != "", "--partition-by": j.PartitionBy != nil, "--shard-by time": j.ShardByTime,
 		"--compress": j.Compress != interchange.None || interchange.CompressionFromPath(j.Out) != interchange.None} {
 		if set {
-			return optionf("export: %s does not apply to %s (it writes the tool's own files, one per instrument and day)", name, f)
+			return optionf("export: %s does not apply to %s (it writes the tool's own files)", name, f)
 		}
+	}
+	if j.NautilusPrecision != 0 && j.Format != FormatNautilus.String() {
+		return optionf("export: --nautilus-precision applies to --format nautilus only")
 	}
 	return nil
 }
@@ -67,6 +73,108 @@ func (j *Job) hftBacktest(open func(path string) (io.Writer, error)) (*HftBackte
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	return h, nil
+}
+
+// nautilus is the subscriber of a --format nautilus job: NautilusTrader's
+// catalog under Out (data/KIND/ID/FIRST_LAST.parquet). A data file whose
+// name exists is refused without Force (a definition is replaced); a file
+// beside it whose time range overlaps its own is refused always (Nautilus
+// needs an instrument's files of a kind disjoint), so exports of other
+// windows add to one catalog.
+func (j *Job) nautilus(open func(path string) (io.Writer, error)) (*Nautilus, error) {
+	root := j.out()
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	opts := []Option{WithDatasets(j.Datasets...)}
+	if len(j.Instruments) > 0 {
+		opts = append(opts, WithInstruments(j.Instruments...))
+	}
+	if !j.Shard.Whole() {
+		opts = append(opts, WithShard(j.Shard))
+	}
+	if j.NautilusPrecision != 0 {
+		opts = append(opts, WithNautilusPrecision(j.NautilusPrecision))
+	}
+	if j.FromNs != 0 || j.ToNs != 0 {
+		// The replay reads it all: the definitions come from the REST
+		// bodies stored at the start of the recording.
+		opts = append(opts, WithWindow(j.FromNs, j.ToNs))
+	}
+	seen := map[string]bool{}
+	n, err := NewNautilus(func(kind, id string, first, last int64) (io.Writer, error) {
+		if id == "" || strings.ContainsFunc(id, func(r rune) bool { return r < ' ' || r == 0x7f || r == '\\' }) {
+			return nil, fmt.Errorf("export: nautilus: instrument id %q cannot name a directory", id)
+		}
+		dir := filepath.Join(root, filepath.FromSlash(NautilusDir(kind, id)))
+		name := NautilusFileName(first, last)
+		p := filepath.Join(dir, name)
+		if seen[p] {
+			return nil, fmt.Errorf("export: nautilus: two instruments map to %s", p)
+		}
+		seen[p] = true
+		// A definition is the instrument as of its first fact: an export of
+		// another window writes the same file, and replaces it.
+		def := kind != NautilusDeltasDir && kind != NautilusQuotesDir && kind != NautilusTradesDir
+		if err := nautDisjoint(dir, name, first, last, j.Force || def); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("export: %w", err)
+		}
+		return open(p)
+	}, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	return n, nil
+}
+
+// nautDisjoint checks that a file named name, of rows from first to last,
+// may be written in dir: the name not taken (unless force) and no other
+// catalog file's range overlapping.
+func nautDisjoint(dir, name string, first, last int64, force bool) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("export: %w", err)
+	}
+	for _, e := range ents {
+		if e.Name() == name {
+			if !force {
+				return fmt.Errorf("export: %s exists (use -f/--force to overwrite)", filepath.Join(dir, name))
+			}
+			continue
+		}
+		lo, hi, ok := nautFileRange(e.Name())
+		if ok && lo <= last && first <= hi {
+			return fmt.Errorf("export: %s overlaps the rows to write (%s): Nautilus needs an instrument's files disjoint in time; remove it or export another window",
+				filepath.Join(dir, e.Name()), name)
+		}
+	}
+	return nil
+}
+
+// nautFileRange parses a catalog file name (NautilusFileName).
+func nautFileRange(name string) (first, last int64, ok bool) {
+	base, isPq := strings.CutSuffix(name, ".parquet")
+	a, b, cut := strings.Cut(base, "_")
+	if !isPq || !cut {
+		return 0, 0, false
+	}
+	parse := func(s string) (int64, bool) {
+		// Go reads a fraction only after '.': the nanoseconds' '-' becomes one.
+		if len(s) != len("2006-01-02T15-04-05-000000000Z") || s[19] != '-' {
+			return 0, false
+		}
+		t, err := time.Parse("2006-01-02T15-04-05.000000000Z", s[:19]+"."+s[20:])
+		return t.UnixNano(), err == nil
+	}
+	first, ok1 := parse(a)
+	last, ok2 := parse(b)
+	return first, last, ok1 && ok2
 }
 
 // instrumentFiles returns a function opening the file of an instrument,

@@ -46,6 +46,18 @@ func ParseSnapshots(s string) (Snapshots, error) {
 	return 0, fmt.Errorf("export: unknown snapshots mode %q (want full, diff)", s)
 }
 
+// WithNautilusPrecision sets the width of a Nautilus's fixed-point integers
+// (default NautilusHigh). Only NewNautilus takes it.
+func WithNautilusPrecision(p NautilusPrecision) Option {
+	return func(c *config) error {
+		if p != NautilusHigh && p != NautilusStandard {
+			return fmt.Errorf("%w: nautilus precision %d", ErrOption, p)
+		}
+		c.nautilus = p
+		return nil
+	}
+}
+
 // WithSnapshots sets how book_changes writes venue snapshots (default
 // SnapshotsFull).
 func WithSnapshots(m Snapshots) Option {
@@ -168,6 +180,7 @@ type config struct {
 	exact          bool
 	out            columnar.Options // WithCompression, WithBatchRows, WithEncoders, WithDatasets
 	quality        bool             // CSV: append quality columns after the Tardis layout
+	nautilus       NautilusPrecision
 	venue          string
 	scale          book.Scale
 	haveScale      bool
@@ -383,8 +396,9 @@ func WithRecordedInstruments(ids ...string) Option {
 // some time of [fromNs, toNs) of receive time (0: unbounded): the row
 // current at fromNs and every change before toNs. The instruments table
 // needs the whole recording (its facts come from the REST bodies stored at
-// the start), so give the replay no window and this option instead. Other
-// tables reject it (ErrOption): window their replay.
+// the start), so give the replay no window and this option instead; so does
+// a Nautilus (NewNautilus), for its instruments' definitions. Other tables
+// reject it (ErrOption): window their replay.
 func WithWindow(fromNs, toNs int64) Option {
 	return func(c *config) error {
 		if fromNs < 0 || toNs < 0 || (toNs != 0 && toNs <= fromNs) {

@@ -70,6 +70,9 @@ func New(w io.Writer, t Table, f Format, opts ...Option) (*Sink, error) {
 	if f == FormatArrow && cfg.out.Compression == columnar.Snappy {
 		return nil, fmt.Errorf("%w: Arrow IPC has no snappy compression (use zstd or none)", ErrOption)
 	}
+	if cfg.nautilus != 0 {
+		return nil, fmt.Errorf("%w: a Nautilus precision applies to NewNautilus only", ErrOption)
+	}
 	if cfg.intervalNs != 0 && t != TableDepth {
 		return nil, fmt.Errorf("%w: an interval applies to the depth table only, not %s", ErrOption, t)
 	}

@@ -161,6 +161,35 @@ func New(paths []string, opts ...Option) (*Server, error) {
 	return s, nil
 }
 
+// NewLive returns a trading server over a live hub (trading.NewLive) fed
+// by a running capture of venueName: paper trading. The venue's trading
+// API answers from the hub's simulator, and every WebSocket client gets
+// the live frames its subscriptions select as the hub receives them; the
+// client limits, queue and subscribe-window options apply, the replay
+// options do not. Errors: ErrVenue for a venue without a simulated trading
+// API, an option error wrapping ErrOption.
+func NewLive(venueName string, hub *trading.Hub, api venue.TradingOptions, opts ...Option) (*Server, error) {
+	s := &Server{opts: defaults(), conns: map[*conn]struct{}{}}
+	for _, o := range opts {
+		if err := o(&s.opts); err != nil {
+			return nil, err
+		}
+	}
+	d, err := registry.Lookup(venueName)
+	if err != nil {
+		return nil, fmt.Errorf("%w %q", ErrVenue, venueName)
+	}
+	ts, ok := d.(venue.TradingServer)
+	if !ok {
+		return nil, fmt.Errorf("%w: no trading API is simulated for %s", ErrVenue, venueName)
+	}
+	s.venue, s.drv, s.hub, s.api = venueName, d, hub, ts.TradingAPI()
+	s.opts.trading = &tradingOpts{api: api}
+	s.rest = s.api.Handler(hub, api)
+	s.up = websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 32 << 10, CheckOrigin: func(*http.Request) bool { return true }}
+	return s, nil
+}
+
 // Hub returns the simulated exchange of a trading server (WithTrading),
 // nil otherwise. Its results (Hub.Results) are complete once Serve returned.
 func (s *Server) Hub() *trading.Hub { return s.hub }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/tapedeck/tapedeck/datasets"
+	"github.com/tapedeck/tapedeck/internal/jstest"
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
 	"github.com/tapedeck/tapedeck/venue/hyperliquid"
@@ -583,17 +584,7 @@ func TestServeListen(t *testing.T) {
 // (@nktkas/hyperliquid, tests/js) at the server and checks the books its
 // SubscriptionClient.l2Book delivers are the recorded ones.
 func TestServeHyperliquidSDK(t *testing.T) {
-	js, err := filepath.Abs("../tests/js")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(js, "node_modules", "@nktkas", "hyperliquid")); err != nil {
-		t.Skip("tests/js/node_modules missing: run `cd tests/js && npm ci` (make test does)")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not installed")
-	}
+	node, js, flags := jstest.Node(t, "@nktkas/hyperliquid")
 	frames := hlServeFrames(t)
 	ds := serveFramesDataset(t, venue.Hyperliquid, frames)
 	_, url := serveStart(t, []string{ds}, WithSpeed(10))
@@ -601,11 +592,7 @@ func TestServeHyperliquidSDK(t *testing.T) {
 		return strings.Contains(s, `"channel":"l2Book"`) && strings.Contains(s, `"coin":"BTC"`)
 	})
 
-	args := []string{filepath.Join(js, "hl_sdk_serve.mjs"), url, "BTC", fmt.Sprint(len(want))}
-	// Node 20 has the WebSocket client behind a flag; later versions have it on.
-	if exec.Command(node, "--experimental-websocket", "-e", "0").Run() == nil {
-		args = append([]string{"--experimental-websocket"}, args...)
-	}
+	args := append(flags, filepath.Join(js, "hl_sdk_serve.mjs"), url, "BTC", fmt.Sprint(len(want)))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, args...)

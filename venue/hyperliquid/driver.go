@@ -9,16 +9,13 @@ import (
 	"github.com/tapedeck/tapedeck/venue/venuesample"
 )
 
-// Name is the venue's name in dataset manifests and on the command line.
-const Name = venue.Hyperliquid
-
 // Driver is the Hyperliquid WebSocket API as the rest of tapedeck sees it;
 // venue/registry lists it.
 var Driver venue.Driver = driver{}
 
 type driver struct{}
 
-func (driver) Name() string      { return Name }
+func (driver) Name() string      { return venue.Hyperliquid }
 func (driver) Scale() book.Scale { return Scale }
 
 // NewDecoder returns a decoder with the default bounds; Hyperliquid
@@ -26,7 +23,7 @@ func (driver) Scale() book.Scale { return Scale }
 func (driver) NewDecoder(venue.DecoderOptions) venue.Decoder { return NewDecoder() }
 
 func (driver) Capabilities() venue.Capabilities {
-	return venue.Capabilities{LevelCounts: true, Trading: Trading}
+	return venue.Capabilities{LevelCounts: true, Trading: tradingRules}
 }
 
 // SampleGenerator makes the venue's synthetic sessions (the shipped
@@ -34,7 +31,7 @@ func (driver) Capabilities() venue.Capabilities {
 func (driver) SampleGenerator() venuesample.Generator { return sample.Generator }
 
 func (driver) Endpoints() venue.Endpoints {
-	return venue.Endpoints{WebSocket: WSEndpoint, Discovery: InfoEndpoint, ServePath: "/ws"}
+	return venue.Endpoints{WebSocket: wsEndpoint, Discovery: infoEndpoint, ServePath: "/ws"}
 }
 
 var sniffChannel = []byte(`"channel"`)

@@ -16,8 +16,8 @@ import (
 
 // Instrument fact sources (venue.Instrument.Source).
 const (
-	SourceMeta     = "meta"
-	SourceSpotMeta = "spot_meta"
+	sourceMeta     = "meta"
+	sourceSpotMeta = "spot_meta"
 )
 
 // Price decimals of the venue's tick rule: at most 6 − szDecimals decimal
@@ -45,13 +45,13 @@ type universeJSON struct {
 	} `json:"tokens"`
 }
 
-func (driver) Instruments(msg []byte) ([]venue.Instrument, error) { return InstrumentFacts(msg) }
+func (driver) Instruments(msg []byte) ([]venue.Instrument, error) { return instrumentFacts(msg) }
 
-// InstrumentFacts reads an info meta or spotMeta body (or their
+// instrumentFacts reads an info meta or spotMeta body (or their
 // ...AndAssetCtxs form) and returns one venue.Instrument per listed coin;
 // other messages give nil. A universe entry that does not read is skipped
 // and named in the error (wrapping ErrMetaBody); the others are returned.
-func InstrumentFacts(msg []byte) ([]venue.Instrument, error) {
+func instrumentFacts(msg []byte) ([]venue.Instrument, error) {
 	if !bytes.Contains(msg, universeKey) {
 		return nil, nil
 	}
@@ -79,7 +79,7 @@ func InstrumentFacts(msg []byte) ([]venue.Instrument, error) {
 				errs = append(errs, fmt.Errorf("%w: universe[%d] %q: want a name and szDecimals in 0..%d", ErrMetaBody, i, a.Name, perpMaxDecimals))
 				continue
 			}
-			in := sized(venue.NewInstrument(a.Name, SourceMeta), *a.SzDecimals, perpMaxDecimals)
+			in := sized(venue.NewInstrument(a.Name, sourceMeta), *a.SzDecimals, perpMaxDecimals)
 			in.Type, in.MaxLeverage, in.Active = "perpetual", a.MaxLeverage, venue.FlagOf(!a.IsDelisted)
 			out = append(out, in)
 		}
@@ -104,7 +104,7 @@ func InstrumentFacts(msg []byte) ([]venue.Instrument, error) {
 			errs = append(errs, fmt.Errorf("%w: spot universe[%d] %s: tokens %v not listed with szDecimals in 0..%d", ErrMetaBody, i, p.Name, p.Tokens, spotMaxDecimals))
 			continue
 		}
-		in := sized(venue.NewInstrument(p.Name, SourceSpotMeta), *base.sz, spotMaxDecimals)
+		in := sized(venue.NewInstrument(p.Name, sourceSpotMeta), *base.sz, spotMaxDecimals)
 		in.Type, in.Base, in.Quote = "spot", base.name, quote.name
 		out = append(out, in)
 	}

@@ -13,13 +13,13 @@ import (
 
 // Request bodies of the info endpoint for the two universes.
 const (
-	MetaRequest     = `{"type":"meta"}`
-	SpotMetaRequest = `{"type":"spotMeta"}`
+	metaRequest     = `{"type":"meta"}`
+	spotMetaRequest = `{"type":"spotMeta"}`
 )
 
-// MetaAsset is one tradable coin as the info endpoint lists it. Name is what
+// metaAsset is one tradable coin as the info endpoint lists it. Name is what
 // subscriptions use: "BTC" for perps, "PURR/USDC" or "@107" for spot pairs.
-type MetaAsset struct {
+type metaAsset struct {
 	Name       string
 	SzDecimals int // size decimals: sizes are rounded to this many places
 	Spot       bool
@@ -38,8 +38,8 @@ type metaJSON struct {
 	} `json:"universe"`
 }
 
-// ParseMeta parses the body of POST /info {"type":"meta"}: the perp universe.
-func ParseMeta(body []byte) ([]MetaAsset, error) {
+// parseMeta parses the body of POST /info {"type":"meta"}: the perp universe.
+func parseMeta(body []byte) ([]metaAsset, error) {
 	var m metaJSON
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMetaBody, err)
@@ -47,12 +47,12 @@ func ParseMeta(body []byte) ([]MetaAsset, error) {
 	if m.Universe == nil {
 		return nil, fmt.Errorf("%w: no universe", ErrMetaBody)
 	}
-	out := make([]MetaAsset, 0, len(*m.Universe))
+	out := make([]metaAsset, 0, len(*m.Universe))
 	for i, u := range *m.Universe {
 		if u.Name == "" {
 			return nil, fmt.Errorf("%w: universe[%d] has no name", ErrMetaBody, i)
 		}
-		out = append(out, MetaAsset{Name: u.Name, SzDecimals: u.SzDecimals, Delisted: u.IsDelisted, Index: i})
+		out = append(out, metaAsset{Name: u.Name, SzDecimals: u.SzDecimals, Delisted: u.IsDelisted, Index: i})
 	}
 	return out, nil
 }
@@ -70,9 +70,9 @@ type spotMetaJSON struct {
 	} `json:"tokens"`
 }
 
-// ParseSpotMeta parses the body of POST /info {"type":"spotMeta"}: the spot
+// parseSpotMeta parses the body of POST /info {"type":"spotMeta"}: the spot
 // pairs, each with its base token's szDecimals.
-func ParseSpotMeta(body []byte) ([]MetaAsset, error) {
+func parseSpotMeta(body []byte) ([]metaAsset, error) {
 	var m spotMetaJSON
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMetaBody, err)
@@ -84,7 +84,7 @@ func ParseSpotMeta(body []byte) ([]MetaAsset, error) {
 	for _, t := range m.Tokens {
 		sz[t.Index] = t.SzDecimals
 	}
-	out := make([]MetaAsset, 0, len(*m.Universe))
+	out := make([]metaAsset, 0, len(*m.Universe))
 	for i, u := range *m.Universe {
 		if u.Name == "" || len(u.Tokens) != 2 {
 			return nil, fmt.Errorf("%w: spot universe[%d]: want a name and two tokens", ErrMetaBody, i)
@@ -93,7 +93,7 @@ func ParseSpotMeta(body []byte) ([]MetaAsset, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: spot universe[%d] %s: base token %d not listed", ErrMetaBody, i, u.Name, u.Tokens[0])
 		}
-		out = append(out, MetaAsset{Name: u.Name, SzDecimals: d, Spot: true, Index: u.Index})
+		out = append(out, metaAsset{Name: u.Name, SzDecimals: d, Spot: true, Index: u.Index})
 	}
 	return out, nil
 }

@@ -15,17 +15,17 @@ type options struct {
 // both bounds leave ample room while keeping hostile input from growing the
 // decoder without limit.
 const (
-	DefaultMaxLevels      = 4096
-	DefaultMaxTrades      = 65536
-	DefaultMaxInstruments = 100_000
+	defaultMaxLevels      = 4096
+	defaultMaxTrades      = 65536
+	defaultMaxInstruments = 100_000
 )
 
 func defaultOptions() options {
-	return options{maxLevels: DefaultMaxLevels, maxTrades: DefaultMaxTrades, maxInstruments: DefaultMaxInstruments}
+	return options{maxLevels: defaultMaxLevels, maxTrades: defaultMaxTrades, maxInstruments: defaultMaxInstruments}
 }
 
 // WithMaxLevels bounds the levels per side of one snapshot (default
-// DefaultMaxLevels); a frame with more is rejected with ErrTooManyLevels before
+// defaultMaxLevels); a frame with more is rejected with ErrTooManyLevels before
 // any storage grows. n must be at least 1: a smaller n is a programming error
 // and panics.
 func WithMaxLevels(n int) Option {
@@ -35,7 +35,7 @@ func WithMaxLevels(n int) Option {
 	return func(o *options) { o.maxLevels = n }
 }
 
-// WithMaxTrades bounds the trades of one frame (default DefaultMaxTrades), and
+// WithMaxTrades bounds the trades of one frame (default defaultMaxTrades), and
 // so the events it appends to a Frame; a frame with more is rejected with
 // ErrTooManyTrades. n must be at least 1: a smaller n is a programming error
 // and panics.
@@ -47,7 +47,7 @@ func WithMaxTrades(n int) Option {
 }
 
 // WithMaxInstruments bounds how many distinct coins the decoder tracks
-// (default DefaultMaxInstruments); a frame that would add one more is rejected
+// (default defaultMaxInstruments); a frame that would add one more is rejected
 // with ErrTooManyInstruments. n must be at least 1: a smaller n is a
 // programming error and panics.
 func WithMaxInstruments(n int) Option {

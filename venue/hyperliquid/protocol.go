@@ -1,7 +1,7 @@
 package hyperliquid
 
 // The WebSocket API as a capture speaks it (venue.ClientProtocol): plans over
-// up to MaxConns sockets, subscribe frames, discovery through meta and
+// up to maxConns sockets, subscribe frames, discovery through meta and
 // spotMeta, acknowledgements and the classification of received frames. The
 // subscription model, frames and limits themselves are in session.go.
 
@@ -19,31 +19,29 @@ import (
 	"github.com/tapedeck/tapedeck/venue/internal/jscan"
 )
 
-// DefaultChannels are recorded when a capture names none.
-var DefaultChannels = []string{SubL2Book, SubTrades}
+// defaultChannels are recorded when a capture names none.
+var defaultChannels = []string{subL2Book, subTrades}
 
 type client struct{}
 
 // The capabilities Hyperliquid's client protocol has beyond the core.
 var (
-	_ venue.Acker      = client{}
-	_ venue.Discoverer = client{}
-	_ venue.Conflicter = client{}
-	_ venue.Mirrorer   = client{}
-	_ venue.ItemMapper = client{}
-	_ venue.Watcher    = client{}
+	_ venue.Acker        = client{}
+	_ venue.Discoverer   = client{}
+	_ venue.Mirrorer     = client{}
+	_ venue.ChannelItems = client{}
 )
 
 func (driver) Client() venue.ClientProtocol { return client{} }
 
 func (client) Facts() venue.ClientFacts {
 	return venue.ClientFacts{
-		PingInterval:   PingInterval,
-		PingFrame:      []byte(PingText),
-		MaxFrameBytes:  MaxFrameBytes,
-		Pacing:         venue.Pacing{Burst: SubscribeBurst, Window: SubscribeBurstWindow, PerMinute: SentPerMinute},
-		MaxConns:       MaxConns,
-		MaxConnItems:   MaxSubscriptions,
+		PingInterval:   pingInterval,
+		PingFrame:      []byte(pingText),
+		MaxFrameBytes:  maxFrameBytes,
+		Pacing:         venue.Pacing{Burst: subscribeBurst, Window: subscribeBurstWindow, PerMinute: sentPerMinute},
+		MaxConns:       maxConns,
+		MaxConnItems:   maxSubscriptions,
 		SteadyFeeds:    true,
 		DiscoverForRun: true,
 		UncheckedNote:  "coins not checked against meta/spotMeta: an unknown coin makes the venue close the socket with 1006 (capture plan --check asks the venue)",
@@ -52,9 +50,9 @@ func (client) Facts() venue.ClientFacts {
 
 func (client) Channels(specs []string) ([]string, error) {
 	if len(specs) == 0 {
-		return slices.Clone(DefaultChannels), nil
+		return slices.Clone(defaultChannels), nil
 	}
-	if _, err := ExpandChannels(specs, []string{"BTC"}); err != nil {
+	if _, err := expandChannels(specs, []string{"BTC"}); err != nil {
 		return nil, fmt.Errorf("channels: %w", err)
 	}
 	return slices.Clone(specs), nil
@@ -71,8 +69,8 @@ func (client) Discover(ctx context.Context, fetch venue.Fetch, base string, inst
 	var names []string
 	for _, q := range []struct {
 		req   string
-		parse func([]byte) ([]MetaAsset, error)
-	}{{MetaRequest, ParseMeta}, {SpotMetaRequest, ParseSpotMeta}} {
+		parse func([]byte) ([]metaAsset, error)
+	}{{metaRequest, parseMeta}, {spotMetaRequest, parseSpotMeta}} {
 		body, err := fetch(ctx, http.MethodPost, base, []byte(q.req))
 		if err != nil {
 			return nil, err
@@ -114,11 +112,11 @@ func (client) Discover(ctx context.Context, fetch venue.Fetch, base string, inst
 }
 
 func (client) Plan(req venue.PlanRequest) ([]venue.ConnPlan, error) {
-	subs, err := ExpandChannels(req.Channels, req.Instruments)
+	subs, err := expandChannels(req.Channels, req.Instruments)
 	if err != nil {
 		return nil, err
 	}
-	conns, err := PlanConns(subs, req.Conns)
+	conns, err := planConns(subs, req.Conns)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +138,7 @@ func (client) Items(channels, instruments []string) ([]string, error) {
 	if len(instruments) == 0 {
 		return nil, nil
 	}
-	subs, err := ExpandChannels(channels, instruments)
+	subs, err := expandChannels(channels, instruments)
 	if err != nil {
 		return nil, err
 	}
@@ -153,12 +151,12 @@ func (client) Items(channels, instruments []string) ([]string, error) {
 
 // Conflicts reports whether item has the SocketKey of one of items.
 func (client) Conflicts(items []string, item string) bool {
-	s, err := ParseSubscription(item)
+	s, err := parseSubscription(item)
 	if err != nil {
 		return false
 	}
 	for _, x := range items {
-		if o, err := ParseSubscription(x); err == nil && o.SocketKey() == s.SocketKey() {
+		if o, err := parseSubscription(x); err == nil && o.SocketKey() == s.SocketKey() {
 			return true
 		}
 	}
@@ -170,7 +168,7 @@ func (client) Subscriptions(_, items []string) []string { return items }
 func frames(items []string, unsub bool) []venue.SendFrame {
 	out := make([]venue.SendFrame, 0, len(items))
 	for _, it := range items {
-		s, err := ParseSubscription(it)
+		s, err := parseSubscription(it)
 		if err != nil { // items are validated when planned
 			continue
 		}
@@ -190,17 +188,17 @@ func (client) AddFrames(items []string) []venue.SendFrame       { return frames(
 func (client) RemoveFrames(items []string) []venue.SendFrame    { return frames(items, true) }
 
 func (client) WatchKey(item string) (string, string, bool) {
-	s, err := ParseSubscription(item)
+	s, err := parseSubscription(item)
 	if err != nil {
 		return "", "", false
 	}
 	coin := s.Coin
-	if s.Type == SubAllMids {
+	if s.Type == subAllMids {
 		coin = s.Dex
 	}
 	// l2Book pushes every coin on a fixed clock even when unchanged; allMids
 	// every few seconds. The other channels go quiet with the market.
-	return s.Type, coin, s.Type == SubL2Book || s.Type == SubAllMids
+	return s.Type, coin, s.Type == subL2Book || s.Type == subAllMids
 }
 
 var (
@@ -236,9 +234,9 @@ func (client) Scan(frame []byte, touch func(channel, instrument []byte)) (venue.
 	}
 	key := scanCoinKey
 	switch string(ch) {
-	case SubCandle:
+	case subCandle:
 		key = scanCandleKey
-	case SubAllMids:
+	case subAllMids:
 		key = scanDexKey
 	}
 	var coin []byte
@@ -255,7 +253,7 @@ func (client) Scan(frame []byte, touch func(channel, instrument []byte)) (venue.
 	return venue.FrameData, exNs
 }
 
-// AckItem returns the item (Subscription.String) a subscriptionResponse
+// AckItem returns the item (subSpec.String) a subscriptionResponse
 // acknowledges.
 func (client) AckItem(frame []byte) (string, bool) {
 	i := bytes.Index(frame, scanSubKey)
@@ -275,7 +273,7 @@ func (client) AckItem(frame []byte) (string, bool) {
 	if err := dec.Decode(&sub); err != nil {
 		return "", false
 	}
-	s := Subscription{Type: sub.Type, Coin: sub.Coin, Fast: sub.Fast, Interval: sub.Interval, Dex: sub.Dex}
+	s := subSpec{Type: sub.Type, Coin: sub.Coin, Fast: sub.Fast, Interval: sub.Interval, Dex: sub.Dex}
 	if sub.NSigFigs != nil {
 		s.NSigFigs = *sub.NSigFigs
 	}

@@ -49,16 +49,16 @@ type serverSub struct {
 // for allMids.
 func routeKey(dst []byte, channel, coin, interval, dex []byte) []byte {
 	if string(channel) == "activeSpotAssetCtx" {
-		channel = []byte(SubActiveAssetCtx)
+		channel = []byte(subActiveAssetCtx)
 	}
 	dst = append(dst, channel...)
 	dst = append(dst, 0)
 	dst = append(dst, coin...)
 	dst = append(dst, 0)
 	switch string(channel) {
-	case SubCandle:
+	case subCandle:
 		dst = append(dst, interval...)
-	case SubAllMids:
+	case subAllMids:
 		dst = append(dst, dex...)
 	}
 	return dst
@@ -82,7 +82,7 @@ func (p *session) Handle(msg []byte, binary bool) venue.ServerReply {
 	}
 	switch req.Method {
 	case "ping":
-		return p.answer([]byte(PongText))
+		return p.answer([]byte(pongText))
 	case "subscribe", "unsubscribe":
 	case "post":
 		// Nothing here answers requests; say so in the venue's error
@@ -116,7 +116,7 @@ func (p *session) Handle(msg []byte, binary bool) venue.ServerReply {
 		p.reply.Removed = append(p.reply.Removed, t)
 	}
 	echo := compact.Bytes()
-	if sub.Type == SubL2Book && len(echo) > 0 && echo[len(echo)-1] == '}' {
+	if sub.Type == subL2Book && len(echo) > 0 && echo[len(echo)-1] == '}' {
 		// The venue echoes the subscription with its defaults filled in.
 		echo = echo[: len(echo)-1 : len(echo)-1]
 		if sub.NSigFigs == nil {

@@ -38,7 +38,7 @@ func TestServerSession(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(mustRead(t, "testdata/order_book_server_ack_l2book_trades_2025-07.ndjson"))), "\n")
 	ack, book, trades := lines[0], lines[1], lines[2]
-	if s.Wants([]byte(ack)) || !s.Wants([]byte(book)) || s.Wants([]byte(trades)) || s.Wants([]byte(PongText)) {
+	if s.Wants([]byte(ack)) || !s.Wants([]byte(book)) || s.Wants([]byte(trades)) || s.Wants([]byte(pongText)) {
 		t.Error("Wants: want the BTC book only")
 	}
 }
@@ -63,8 +63,8 @@ func TestREST(t *testing.T) {
 		code         int
 		want         string
 	}{
-		{"POST", MetaRequest, 200, `{"doc":"meta"}`},
-		{"POST", SpotMetaRequest, 200, `{"doc":"spotMeta"}`},
+		{"POST", metaRequest, 200, `{"doc":"meta"}`},
+		{"POST", spotMetaRequest, 200, `{"doc":"spotMeta"}`},
 		{"POST", `{"type":"l2Book"}`, 400, "unknown type"},
 		{"GET", "", 405, "POST only"},
 	} {

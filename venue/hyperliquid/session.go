@@ -19,43 +19,43 @@ import (
 
 // Public endpoints. Tests and mirrors override them.
 const (
-	// WSEndpoint is the mainnet WebSocket URL.
-	WSEndpoint = "wss://api.hyperliquid.xyz/ws"
-	// InfoEndpoint is the mainnet REST info URL (POST a JSON request).
-	InfoEndpoint = "https://api.hyperliquid.xyz/info"
+	// wsEndpoint is the mainnet WebSocket URL.
+	wsEndpoint = "wss://api.hyperliquid.xyz/ws"
+	// infoEndpoint is the mainnet REST info URL (POST a JSON request).
+	infoEndpoint = "https://api.hyperliquid.xyz/info"
 )
 
 // Per-IP limits and timings.
 const (
-	// MaxConns is the most WebSocket connections per IP.
-	MaxConns = 10
-	// MaxSubscriptions is the most subscriptions per IP.
-	MaxSubscriptions = 1000
-	// SentPerMinute is the budget of messages sent to the venue per minute
+	// maxConns is the most WebSocket connections per IP.
+	maxConns = 10
+	// maxSubscriptions is the most subscriptions per IP.
+	maxSubscriptions = 1000
+	// sentPerMinute is the budget of messages sent to the venue per minute
 	// across all sockets; subscribes and pings spend from it.
-	SentPerMinute = 2000
-	// SubscribeBurst messages at most are sent per SubscribeBurstWindow.
-	SubscribeBurst       = 20
-	SubscribeBurstWindow = 100 * time.Millisecond
-	// PingInterval is how often a client pings; the server closes a socket
+	sentPerMinute = 2000
+	// subscribeBurst messages at most are sent per subscribeBurstWindow.
+	subscribeBurst       = 20
+	subscribeBurstWindow = 100 * time.Millisecond
+	// pingInterval is how often a client pings; the server closes a socket
 	// that has sent nothing for 60 s, and a ping is answered with a pong.
-	PingInterval = 30 * time.Second
-	// PingText is the heartbeat frame; the answer is PongText.
-	PingText = `{"method":"ping"}`
-	PongText = `{"channel":"pong"}`
-	// MaxFrameBytes bounds one received frame; the largest real frames
+	pingInterval = 30 * time.Second
+	// pingText is the heartbeat frame; the answer is pongText.
+	pingText = `{"method":"ping"}`
+	pongText = `{"channel":"pong"}`
+	// maxFrameBytes bounds one received frame; the largest real frames
 	// (allDexsAssetCtxs) are about 116 KB.
-	MaxFrameBytes = 16 << 20
+	maxFrameBytes = 16 << 20
 )
 
-// Subscription types a capture can request.
+// The subscription types a capture can request.
 const (
-	SubL2Book         = "l2Book"
-	SubBBO            = "bbo"
-	SubTrades         = "trades"
-	SubAllMids        = "allMids"
-	SubActiveAssetCtx = "activeAssetCtx"
-	SubCandle         = "candle"
+	subL2Book         = "l2Book"
+	subBBO            = "bbo"
+	subTrades         = "trades"
+	subAllMids        = "allMids"
+	subActiveAssetCtx = "activeAssetCtx"
+	subCandle         = "candle"
 )
 
 // ErrSubscription reports a subscription the venue would reject (an unknown
@@ -63,10 +63,10 @@ const (
 // these close the socket with 1006 and no message, so they are caught first.
 var ErrSubscription = errors.New("hyperliquid: invalid subscription")
 
-// Subscription is one Hyperliquid WebSocket subscription. Zero NSigFigs and
+// subSpec is one Hyperliquid WebSocket subscription. Zero NSigFigs and
 // Mantissa mean null (full precision); Interval is for candle, Dex for a
 // builder dex's allMids.
-type Subscription struct {
+type subSpec struct {
 	Type     string
 	Coin     string
 	NSigFigs int
@@ -79,23 +79,23 @@ type Subscription struct {
 var candleIntervals = []string{"1m", "3m", "5m", "15m", "30m", "1h", "2h", "4h", "8h", "12h", "1d", "3d", "1w", "1M"}
 
 // Validate reports, wrapping ErrSubscription, what the venue would reject.
-func (s Subscription) Validate() error {
+func (s subSpec) Validate() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w %s: %s", ErrSubscription, s, fmt.Sprintf(format, a...))
 	}
 	switch s.Type {
-	case SubL2Book, SubBBO, SubTrades, SubActiveAssetCtx, SubCandle:
+	case subL2Book, subBBO, subTrades, subActiveAssetCtx, subCandle:
 		if s.Coin == "" {
 			return bad("needs a coin")
 		}
-	case SubAllMids:
+	case subAllMids:
 		if s.Coin != "" {
 			return bad("takes no coin")
 		}
 	default:
 		return bad("unknown type %q (want l2Book, bbo, trades, allMids, activeAssetCtx or candle)", s.Type)
 	}
-	if s.Type != SubL2Book && (s.NSigFigs != 0 || s.Mantissa != 0 || s.Fast) {
+	if s.Type != subL2Book && (s.NSigFigs != 0 || s.Mantissa != 0 || s.Fast) {
 		return bad("nSigFigs, mantissa and fast apply to l2Book only")
 	}
 	if s.NSigFigs != 0 && (s.NSigFigs < 2 || s.NSigFigs > 5) {
@@ -109,23 +109,23 @@ func (s Subscription) Validate() error {
 			return bad("mantissa %d, want 1, 2 or 5", s.Mantissa)
 		}
 	}
-	if s.Type == SubCandle {
+	if s.Type == subCandle {
 		if !slices.Contains(candleIntervals, s.Interval) {
 			return bad("candle interval %q, want one of %s", s.Interval, strings.Join(candleIntervals, " "))
 		}
 	} else if s.Interval != "" {
 		return bad("interval applies to candle only")
 	}
-	if s.Dex != "" && s.Type != SubAllMids {
+	if s.Dex != "" && s.Type != subAllMids {
 		return bad("dex applies to allMids only")
 	}
 	return nil
 }
 
-// String returns the subscription in the form ParseSubscription reads:
+// String returns the subscription in the form parseSubscription reads:
 // TYPE[+OPTION…][@COIN], options fast, nSigFigs=N, mantissa=N, interval=I,
 // dex=D. Examples: "l2Book+fast@BTC", "candle+interval=1m@ETH", "allMids".
-func (s Subscription) String() string {
+func (s subSpec) String() string {
 	b := []byte(s.Type)
 	if s.NSigFigs != 0 {
 		b = append(append(b, "+nSigFigs="...), strconv.Itoa(s.NSigFigs)...)
@@ -148,10 +148,10 @@ func (s Subscription) String() string {
 	return string(b)
 }
 
-// ParseSubscription reads the form String writes. A coin may itself contain
+// parseSubscription reads the form String writes. A coin may itself contain
 // '@' ("@107") or ':' ("xyz:SP500"): everything after the first '@' is the
 // coin. The result is validated.
-func ParseSubscription(spec string) (Subscription, error) {
+func parseSubscription(spec string) (subSpec, error) {
 	head, coin, _ := strings.Cut(spec, "@")
 	s, err := parseChannel(head)
 	if err != nil {
@@ -161,9 +161,9 @@ func ParseSubscription(spec string) (Subscription, error) {
 	return s, s.Validate()
 }
 
-func parseChannel(spec string) (Subscription, error) {
+func parseChannel(spec string) (subSpec, error) {
 	parts := strings.Split(spec, "+")
-	s := Subscription{Type: parts[0]}
+	s := subSpec{Type: parts[0]}
 	for _, opt := range parts[1:] {
 		k, v, hasV := strings.Cut(opt, "=")
 		var err error
@@ -188,14 +188,14 @@ func parseChannel(spec string) (Subscription, error) {
 	return s, nil
 }
 
-// ExpandChannels crosses channel specs (a Subscription without coin, e.g.
+// expandChannels crosses channel specs (a subSpec without coin, e.g.
 // "l2Book+fast", "bbo", "candle+interval=1m", "allMids") with coins: every
 // coin-taking channel once per coin, allMids once. Duplicates are dropped;
 // order is channels-major. Every result is validated.
-func ExpandChannels(channels, coins []string) ([]Subscription, error) {
-	var out []Subscription
-	seen := map[Subscription]bool{}
-	add := func(s Subscription) error {
+func expandChannels(channels, coins []string) ([]subSpec, error) {
+	var out []subSpec
+	seen := map[subSpec]bool{}
+	add := func(s subSpec) error {
 		if err := s.Validate(); err != nil {
 			return err
 		}
@@ -210,7 +210,7 @@ func ExpandChannels(channels, coins []string) ([]Subscription, error) {
 		if err != nil {
 			return nil, err
 		}
-		if s.Type == SubAllMids {
+		if s.Type == subAllMids {
 			if err := add(s); err != nil {
 				return nil, err
 			}
@@ -230,17 +230,17 @@ func ExpandChannels(channels, coins []string) ([]Subscription, error) {
 }
 
 // AppendSubscribe appends {"method":"subscribe","subscription":{…}} to dst.
-func (s Subscription) AppendSubscribe(dst []byte) []byte {
+func (s subSpec) AppendSubscribe(dst []byte) []byte {
 	return s.appendMethod(dst, "subscribe")
 }
 
 // AppendUnsubscribe appends {"method":"unsubscribe","subscription":{…}},
 // with the identical subscription object, to dst.
-func (s Subscription) AppendUnsubscribe(dst []byte) []byte {
+func (s subSpec) AppendUnsubscribe(dst []byte) []byte {
 	return s.appendMethod(dst, "unsubscribe")
 }
 
-func (s Subscription) appendMethod(dst []byte, method string) []byte {
+func (s subSpec) appendMethod(dst []byte, method string) []byte {
 	dst = append(dst, `{"method":"`...)
 	dst = append(dst, method...)
 	dst = append(dst, `","subscription":{"type":`...)
@@ -270,26 +270,26 @@ func (s Subscription) appendMethod(dst []byte, method string) []byte {
 // the channel and the coin (plus the candle interval and the dex, which the
 // data carries). Two subscriptions with one SocketKey (a default and a fast
 // l2Book of one coin, or two nSigFigs of it) cannot share a socket.
-func (s Subscription) SocketKey() string {
+func (s subSpec) SocketKey() string {
 	return s.Type + "\x00" + s.Coin + "\x00" + s.Interval + "\x00" + s.Dex
 }
 
-// PlanConns spreads subs over conns connections (0 means as few as
+// planConns spreads subs over conns connections (0 means as few as
 // possible), never putting two subscriptions with the same channel and coin
 // on one socket, balancing the count per connection. The plan is
-// deterministic for a given input. It fails if more than MaxSubscriptions
-// subscriptions or more than MaxConns connections would be needed, or a
+// deterministic for a given input. It fails if more than maxSubscriptions
+// subscriptions or more than maxConns connections would be needed, or a
 // subscription is invalid. The result owns its slices.
-func PlanConns(subs []Subscription, conns int) ([][]Subscription, error) {
-	if conns < 0 || conns > MaxConns {
-		return nil, fmt.Errorf("hyperliquid: plan connections: %d connections, want 0..%d", conns, MaxConns)
+func planConns(subs []subSpec, conns int) ([][]subSpec, error) {
+	if conns < 0 || conns > maxConns {
+		return nil, fmt.Errorf("hyperliquid: plan connections: %d connections, want 0..%d", conns, maxConns)
 	}
-	if len(subs) > MaxSubscriptions {
-		return nil, fmt.Errorf("hyperliquid: plan connections: %d subscriptions, the venue allows %d per IP", len(subs), MaxSubscriptions)
+	if len(subs) > maxSubscriptions {
+		return nil, fmt.Errorf("hyperliquid: plan connections: %d subscriptions, the venue allows %d per IP", len(subs), maxSubscriptions)
 	}
 	group := map[string]int{}
-	seen := map[Subscription]bool{}
-	uniq := make([]Subscription, 0, len(subs))
+	seen := map[subSpec]bool{}
+	uniq := make([]subSpec, 0, len(subs))
 	need := 1
 	for _, s := range subs {
 		if err := s.Validate(); err != nil {
@@ -303,8 +303,8 @@ func PlanConns(subs []Subscription, conns int) ([][]Subscription, error) {
 		group[s.SocketKey()]++
 		need = max(need, group[s.SocketKey()])
 	}
-	if need > MaxConns {
-		return nil, fmt.Errorf("hyperliquid: plan connections: %d variants of one channel and coin need %d sockets, the venue allows %d", need, need, MaxConns)
+	if need > maxConns {
+		return nil, fmt.Errorf("hyperliquid: plan connections: %d variants of one channel and coin need %d sockets, the venue allows %d", need, need, maxConns)
 	}
 	if conns == 0 {
 		conns = need
@@ -316,7 +316,7 @@ func PlanConns(subs []Subscription, conns int) ([][]Subscription, error) {
 		return nil, nil
 	}
 	conns = min(conns, len(uniq))
-	plan := make([][]Subscription, conns)
+	plan := make([][]subSpec, conns)
 	keys := make([]map[string]bool, conns)
 	for i := range keys {
 		keys[i] = map[string]bool{}

@@ -470,7 +470,7 @@ func (t *trader) fillJSON(f venue.SimFill) map[string]any {
 	}
 	hash := fmt.Sprintf("0x%064x", f.Seq)
 	return map[string]any{"coin": f.Instrument, "px": px(f.Price), "sz": px(f.Size), "side": side(f.Buy), "time": ms,
-		"startPosition": px(f.Position), "dir": dir, "closedPnl": "0.0", "hash": hash, "oid": f.OrderID,
+		"startPosition": px(f.Position), "dir": dir, "closedPnl": money(f.ClosedPnl), "hash": hash, "oid": f.OrderID,
 		"crossed": !f.Maker, "fee": money(f.Fee), "tid": f.Seq, "feeToken": "USDC", "builderFee": nil}
 }
 
@@ -494,9 +494,13 @@ func (t *trader) clearinghouse(a venue.Account) map[string]any {
 		if used != 0 {
 			roe = strconv.FormatFloat(float64(p.Upnl)/float64(used), 'f', -1, 64)
 		}
+		var liq any
+		if p.LiqPx > 0 {
+			liq = px(p.LiqPx)
+		}
 		positions = append(positions, map[string]any{"type": "oneWay", "position": map[string]any{
 			"coin": p.Instrument, "szi": px(p.Size), "entryPx": px(p.EntryPx), "positionValue": money(val),
-			"unrealizedPnl": money(p.Upnl), "returnOnEquity": roe, "liquidationPx": nil, "marginUsed": money(used),
+			"unrealizedPnl": money(p.Upnl), "returnOnEquity": roe, "liquidationPx": liq, "marginUsed": money(used),
 			"maxLeverage": maxLev[p.Instrument], "leverage": map[string]any{"type": typ, "value": lev},
 			"cumFunding": map[string]any{"allTime": "0.0", "sinceOpen": "0.0", "sinceChange": "0.0"}}})
 	}

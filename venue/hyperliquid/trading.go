@@ -9,7 +9,7 @@ import (
 	"github.com/tapedeck/tapedeck/venue"
 )
 
-// Trading is Hyperliquid's order rules for the backtester: order types GTC,
+// tradingRules is Hyperliquid's order rules for the backtester: order types GTC,
 // IOC and ALO (post-only), reduce-only; prices of at most 5 significant
 // figures and 6 − szDecimals decimals (8 − szDecimals for spot), integer
 // prices always valid; sizes of szDecimals decimals; a $10 minimum order
@@ -18,7 +18,7 @@ import (
 // VIP tier of the perps schedule ("Fees"). szDecimals come from the recorded
 // meta and spotMeta bodies through Driver.Instruments. The reasons are the
 // exchange endpoint's statuses[].error texts.
-var Trading = &venue.Trading{
+var tradingRules = &venue.Trading{
 	OrderTypes:       []string{"GTC", "IOC", "ALO"},
 	ReduceOnly:       true,
 	PriceSigFigs:     5,

@@ -36,7 +36,7 @@ import (
 //
 // After applying a snapshot or price change whose hash field holds 40 hex
 // digits, Decode recomputes the book hash if the asset's market,
-// min_order_size, tick_size and neg_risk are known (see InstrumentInfo; a
+// min_order_size, tick_size and neg_risk are known (see instrumentInfo; a
 // REST-summary-shaped book teaches them) and counts the result in Quality and
 // Stats. A price_change batch of one asset (its frames sharing a timestamp)
 // closes when a message for the asset carries another timestamp, at its next

@@ -210,7 +210,7 @@ func TestHashWithLastTradePrice(t *testing.T) {
 	h := string(BookHash(nil, f, ref))
 	frame := []byte(`{"event_type":"book","market":"` + mk + `","asset_id":"` + tA + `","timestamp":"100","hash":"` + h +
 		`","bids":[{"price":"0.4","size":"1"}],"asks":[{"price":"0.6","size":"2"}],"tick_size":"0.01","last_trade_price":"0.50"}`)
-	d := NewDecoder(WithInstrumentInfo(InstrumentInfo{AssetID: tA, MinOrderSize: "5"}))
+	d := NewDecoder(withInstrumentInfo(instrumentInfo{AssetID: tA, MinOrderSize: "5"}))
 	var out venue.Frame
 	mustDecode(t, d, frame, &out)
 	mustDecode(t, d, frame, &out)
@@ -232,12 +232,12 @@ func TestHashWithLastTradePrice(t *testing.T) {
 
 func TestSetInstrumentInfoErrors(t *testing.T) {
 	d := NewDecoder()
-	for _, info := range []InstrumentInfo{
+	for _, info := range []instrumentInfo{
 		{AssetID: "", MinOrderSize: "5"},
 		{AssetID: "1", MinOrderSize: "five"},
 		{AssetID: "1", MinOrderSize: "5", TickSize: "0.00001"},
 	} {
-		if err := d.SetInstrumentInfo(info); err == nil {
+		if err := d.setInstrumentInfo(info); err == nil {
 			t.Errorf("%+v: no error", info)
 		}
 	}

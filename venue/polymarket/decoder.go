@@ -43,10 +43,10 @@ func scale() book.Scale { return book.Scale{PriceDecimals: priceDecimals, SizeDe
 
 var _ venue.Decoder = (*Decoder)(nil)
 
-// InstrumentInfo supplies the per-asset fields of the book hash that WebSocket
+// instrumentInfo supplies the per-asset fields of the book hash that WebSocket
 // frames do not carry (they come from the REST /book summary or the market
 // listing). The strings are decimals as the REST summary writes them.
-type InstrumentInfo struct {
+type instrumentInfo struct {
 	AssetID      string // token id; required
 	Market       string // condition id; optional, otherwise learned from frames
 	MinOrderSize string // e.g. "5"; required
@@ -61,28 +61,28 @@ type options struct {
 	hashCheck  bool
 	hashEvery  int64 // ms of the venue's time between sampled checks; 0: every hash
 	hashWindow int64 // ms of the venue's time a pending hash waits for a trade
-	infos      []InstrumentInfo
+	infos      []instrumentInfo
 }
 
-// DefaultHashWindow is how long, in the venue's time, a hash that only a
+// defaultHashWindow is how long, in the venue's time, a hash that only a
 // trade not yet reported could explain waits for that trade
 // (WithHashWindow).
-const DefaultHashWindow = time.Second
+const defaultHashWindow = time.Second
 
 func defaultOptions() options {
-	return options{hashCheck: true, hashWindow: DefaultHashWindow.Milliseconds()}
+	return options{hashCheck: true, hashWindow: defaultHashWindow.Milliseconds()}
 }
 
 // WithHashCheck turns book-hash verification on or off (default on). Hashes
 // are computed only for books whose hashed fields are all known, so turning
-// it off matters only when InstrumentInfo is supplied or learned.
+// it off matters only when instrumentInfo is supplied or learned.
 func WithHashCheck(on bool) Option { return func(o *options) { o.hashCheck = on } }
 
 // WithHashSampling verifies at most one batch hash per asset per every of
 // the venue's time (rounded up to a millisecond) instead of every one, and
 // always the batch open before a snapshot replaces the book (unless the
 // snapshot equals it, which confirms the levels), before a loss
-// (Invalidate), before SetInstrumentInfo and at the end (Flush). A diverged
+// (Invalidate), before setInstrumentInfo and at the end (Flush). A diverged
 // book stays diverged until one of those, so it is still caught.
 // 0 (the default) checks every hash.
 func WithHashSampling(every time.Duration) Option {
@@ -98,7 +98,7 @@ func WithHashSampling(every time.Duration) Option {
 // millisecond), a hash that does not match with the known last trade price
 // stays pending, waiting for a last_trade_price of its asset or of the
 // other asset of its market (at 1 − p) that explains it (NOTES.md, "Hash
-// verdicts"). Default DefaultHashWindow; 0 or less decides at once (a hash
+// verdicts"). Default defaultHashWindow; 0 or less decides at once (a hash
 // no known price explains is then unverifiable, not a mismatch, while the
 // venue hashes the last trade price).
 func WithHashWindow(d time.Duration) Option {
@@ -110,10 +110,10 @@ func WithHashWindow(d time.Duration) Option {
 	}
 }
 
-// WithInstrumentInfo supplies hash fields for some assets, as SetInstrumentInfo
+// withInstrumentInfo supplies hash fields for some assets, as setInstrumentInfo
 // does. NewDecoder panics if one is invalid: validate data from the network
-// with SetInstrumentInfo instead.
-func WithInstrumentInfo(infos ...InstrumentInfo) Option {
+// with setInstrumentInfo instead.
+func withInstrumentInfo(infos ...instrumentInfo) Option {
 	return func(o *options) { o.infos = append(o.infos, infos...) }
 }
 
@@ -179,7 +179,7 @@ func NewDecoder(opts ...Option) *Decoder {
 		mktUngapped: make(map[string]*[]*instrument),
 	}
 	for _, info := range o.infos {
-		if err := d.SetInstrumentInfo(info); err != nil {
+		if err := d.setInstrumentInfo(info); err != nil {
 			panic("polymarket: WithInstrumentInfo: " + err.Error())
 		}
 	}
@@ -252,10 +252,10 @@ func (in *instrument) hashable() bool {
 	return in.market != "" && in.minOrder > 0 && in.tick > 0 && in.negKnown
 }
 
-// SetInstrumentInfo records the hash fields of one asset, creating its
+// setInstrumentInfo records the hash fields of one asset, creating its
 // (invalid, empty) book if it was not seen yet. It returns an error naming the
 // field if a decimal does not parse at Scale or the asset id is empty.
-func (d *Decoder) SetInstrumentInfo(info InstrumentInfo) error {
+func (d *Decoder) setInstrumentInfo(info instrumentInfo) error {
 	if info.AssetID == "" {
 		return fmt.Errorf("polymarket: instrument info: asset_id: %w", ErrMissingField)
 	}
@@ -270,7 +270,7 @@ func (d *Decoder) SetInstrumentInfo(info InstrumentInfo) error {
 			return fmt.Errorf("polymarket: instrument info %s: %w", info.AssetID, book.NewDecimalError("tick_size", []byte(info.TickSize), err))
 		}
 	}
-	if _, ok := d.byID[info.AssetID]; !ok && len(d.list) >= MaxInstruments {
+	if _, ok := d.byID[info.AssetID]; !ok && len(d.list) >= maxInstruments {
 		return fmt.Errorf("polymarket: instrument info %s: %w", info.AssetID, ErrTooManyInstruments)
 	}
 	in := d.intern([]byte(info.AssetID), []byte(info.Market))
@@ -471,7 +471,7 @@ func (d *Decoder) internMarket(m []byte) string {
 	s := string(m)
 	// Past the bound a hostile stream of new_market ids costs an allocation
 	// per event instead of unbounded memory.
-	if len(d.markets) < 2*MaxInstruments {
+	if len(d.markets) < 2*maxInstruments {
 		d.markets[s] = s
 		d.hintMarket(s)
 	}

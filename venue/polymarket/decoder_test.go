@@ -174,7 +174,7 @@ func TestReconstructPolypyHashVector(t *testing.T) {
 		t.Fatalf("fixture shape: %d ws, %d rest", len(ws), len(rest))
 	}
 	sum0 := parseJSONBook(t, rest[0])
-	d := NewDecoder(WithInstrumentInfo(InstrumentInfo{
+	d := NewDecoder(withInstrumentInfo(instrumentInfo{
 		AssetID: pyAsset, MinOrderSize: sum0.MinOrderSize, NegRisk: sum0.NegRisk,
 	}))
 	var out venue.Frame
@@ -183,7 +183,7 @@ func TestReconstructPolypyHashVector(t *testing.T) {
 		// The WS book carries no tick_size, so its hash cannot be checked yet.
 		t.Fatalf("hash checked without a tick size: %+v", q)
 	}
-	if err := d.SetInstrumentInfo(InstrumentInfo{AssetID: pyAsset, MinOrderSize: "5", TickSize: sum0.TickSize}); err != nil {
+	if err := d.setInstrumentInfo(instrumentInfo{AssetID: pyAsset, MinOrderSize: "5", TickSize: sum0.TickSize}); err != nil {
 		t.Fatal(err)
 	}
 	mustDecode(t, d, ws[0], &out)
@@ -522,8 +522,8 @@ func TestPrettyPrinted(t *testing.T) {
 
 func TestTooManyInstruments(t *testing.T) {
 	d := NewDecoder()
-	for i := range MaxInstruments {
-		if err := d.SetInstrumentInfo(InstrumentInfo{AssetID: fmt.Sprint(i), MinOrderSize: "5"}); err != nil {
+	for i := range maxInstruments {
+		if err := d.setInstrumentInfo(instrumentInfo{AssetID: fmt.Sprint(i), MinOrderSize: "5"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -708,7 +708,7 @@ func TestScanDecAgrees(t *testing.T) {
 }
 
 // TestRejectsPastTheBoundStayProportional is issue 30 item 11: past
-// MaxInstruments every further frame with a new asset id was rejected and
+// maxInstruments every further frame with a new asset id was rejected and
 // invalidated every book, one EventReject per book (a 68 KB dataset: 128.8 M
 // rejected events, 33 s). A book already invalid is not invalidated again,
 // so a run of rejected frames costs each valid book once: here 65,536 valid
@@ -717,7 +717,7 @@ func TestScanDecAgrees(t *testing.T) {
 func TestRejectsPastTheBoundStayProportional(t *testing.T) {
 	d := NewDecoder()
 	var out venue.Frame
-	for i := range MaxInstruments {
+	for i := range maxInstruments {
 		f := fmt.Sprintf(`{"event_type":"book","asset_id":"%d","market":"m%d","bids":[{"price":"0.4","size":"1"}],"asks":[{"price":"0.6","size":"1"}]}`, i, i/2)
 		mustDecode(t, d, []byte(f), &out)
 	}
@@ -738,8 +738,8 @@ func TestRejectsPastTheBoundStayProportional(t *testing.T) {
 	}
 	// The first rejected frame invalidates every book (one event each);
 	// each later one has no valid book left and says so once.
-	if invalid != MaxInstruments || rejects != MaxInstruments+2999 {
-		t.Fatalf("%d reject events, %d for books; want %d and %d", rejects, invalid, MaxInstruments+2999, MaxInstruments)
+	if invalid != maxInstruments || rejects != maxInstruments+2999 {
+		t.Fatalf("%d reject events, %d for books; want %d and %d", rejects, invalid, maxInstruments+2999, maxInstruments)
 	}
 	if d.Book("7").Valid() {
 		t.Fatal("book 7 still valid after a rejected frame")

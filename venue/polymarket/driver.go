@@ -9,16 +9,13 @@ import (
 	"github.com/tapedeck/tapedeck/venue/venuesample"
 )
 
-// Name is the venue's name in dataset manifests and on the command line.
-const Name = venue.Polymarket
-
 // Driver is the Polymarket CLOB market channel as the rest of tapedeck sees
 // it; venue/registry lists it.
 var Driver venue.Driver = driver{}
 
 type driver struct{}
 
-func (driver) Name() string      { return Name }
+func (driver) Name() string      { return venue.Polymarket }
 func (driver) Scale() book.Scale { return scale() }
 
 func (driver) NewDecoder(o venue.DecoderOptions) venue.Decoder {
@@ -30,7 +27,7 @@ func (driver) NewDecoder(o venue.DecoderOptions) venue.Decoder {
 }
 
 func (driver) Capabilities() venue.Capabilities {
-	return venue.Capabilities{BookHashes: true, TopOfBook: true, Markets: true, Trading: Trading}
+	return venue.Capabilities{BookHashes: true, TopOfBook: true, Markets: true, Trading: tradingRules}
 }
 
 // SampleGenerator makes the venue's synthetic sessions (the shipped
@@ -38,7 +35,7 @@ func (driver) Capabilities() venue.Capabilities {
 func (driver) SampleGenerator() venuesample.Generator { return sample.Generator }
 
 func (driver) Endpoints() venue.Endpoints {
-	return venue.Endpoints{WebSocket: MarketEndpoint, Discovery: GammaEndpoint, Books: CLOBEndpoint, ServePath: "/ws/market"}
+	return venue.Endpoints{WebSocket: marketEndpoint, Discovery: gammaEndpoint, Books: clobEndpoint, ServePath: "/ws/market"}
 }
 
 var (

@@ -27,7 +27,7 @@ var (
 	// "buy" is rejected too).
 	ErrSide = errors.New("polymarket: side is not BUY or SELL")
 	// ErrDomain means a well-formed value the venue never sends: a price
-	// outside (0, 1], a size above MaxSize, a tick size that is not one of
+	// outside (0, 1], a size above maxShares, a tick size that is not one of
 	// the venue's four (see NOTES.md).
 	ErrDomain = errors.New("polymarket: value outside the venue's domain")
 	// ErrTimestamp means a timestamp is not a non-negative integer of at most
@@ -40,14 +40,14 @@ var (
 	// side and size at the top level of the message.
 	ErrLegacyFlat = errors.New("polymarket: legacy price_change schema (pre-2025 flat price/side/size)")
 	// ErrTooManyInstruments means a frame would take the decoder past
-	// MaxInstruments distinct asset ids.
+	// maxInstruments distinct asset ids.
 	ErrTooManyInstruments = errors.New("polymarket: too many instruments")
 )
 
-// MaxInstruments bounds the distinct asset ids one Decoder tracks, so a hostile
+// maxInstruments bounds the distinct asset ids one Decoder tracks, so a hostile
 // or corrupt stream cannot grow its memory without limit. One connection
 // carries at most about 500 assets (PROTOCOLS.md §1.10).
-const MaxInstruments = 1 << 16
+const maxInstruments = 1 << 16
 
 // DecodeError reports a message (or a whole frame) Decode rejected. The
 // levels of every book are as they were; a book the message would have

@@ -44,7 +44,7 @@ func TestInstrumentFactsGammaFees(t *testing.T) {
 		{"null schedule", "", "", `null`, venue.FlagUnknown, -1, 0},
 		{"nothing said", "", "", "", venue.FlagUnknown, -1, 0},
 	} {
-		fs, err := InstrumentFacts([]byte("[" + gammaFeeMarket("0xc0", c.enabled, c.feeType, c.schedule) + "]"))
+		fs, err := instrumentFacts([]byte("[" + gammaFeeMarket("0xc0", c.enabled, c.feeType, c.schedule) + "]"))
 		if err != nil || len(fs) != 2 {
 			t.Fatalf("%s: %v %+v", c.name, err, fs)
 		}
@@ -73,7 +73,7 @@ func TestInstrumentFactsGammaFees(t *testing.T) {
 		{`{"rate":0.05,"rebateRate":"-"}`, "feeSchedule.rebateRate"},
 	} {
 		body := "[" + gammaFeeMarket("0xbad", "true", "", bad.schedule) + "," + gammaFeeMarket("0xc1", "true", "", `{"rate":0.03}`) + "]"
-		fs, err := InstrumentFacts([]byte(body))
+		fs, err := instrumentFacts([]byte(body))
 		if !errors.Is(err, ErrInstrumentFacts) || !strings.Contains(err.Error(), "element 0") || !strings.Contains(err.Error(), "0xbad") ||
 			!strings.Contains(err.Error(), bad.field) {
 			t.Fatalf("%s: error %v", bad.schedule, err)
@@ -105,19 +105,19 @@ func TestTradeFeeRate(t *testing.T) {
 		{`"fee_rate_bps":"",`, 0, false},
 		{`"fee_rate_bps":null,`, 0, false},
 	} {
-		r, ok, err := Trading.TradeFeeRate(trade(c.field))
+		r, ok, err := tradingRules.TradeFeeRate(trade(c.field))
 		if err != nil || ok != c.ok || math.Abs(r-c.rate) > 1e-15 {
 			t.Fatalf("%s: %v %v %v, want %v %v", c.field, r, ok, err, c.rate, c.ok)
 		}
 	}
 	for _, bad := range []string{`"fee_rate_bps":"-5",`, `"fee_rate_bps":"abc",`, `"fee_rate_bps":"NaN",`,
 		`"fee_rate_bps":"10001",`, `"fee_rate_bps":"1e3",`, `"fee_rate_bps":"0x10",`, `"fee_rate_bps":true,`} {
-		if r, ok, err := Trading.TradeFeeRate(trade(bad)); err == nil || ok || r != 0 || !strings.Contains(err.Error(), "fee_rate_bps") {
+		if r, ok, err := tradingRules.TradeFeeRate(trade(bad)); err == nil || ok || r != 0 || !strings.Contains(err.Error(), "fee_rate_bps") {
 			t.Fatalf("%s: %v %v %v, want an error naming fee_rate_bps", bad, r, ok, err)
 		}
 	}
 	// Truncated: an open string is an error, never a read past the end.
-	if _, _, err := Trading.TradeFeeRate([]byte(`{"fee_rate_bps":"7`)); err == nil {
+	if _, _, err := tradingRules.TradeFeeRate([]byte(`{"fee_rate_bps":"7`)); err == nil {
 		t.Fatal("truncated value accepted")
 	}
 	// The real 2024 trade of the shared fixtures states "0": a fee-free market.
@@ -126,11 +126,11 @@ func TestTradeFeeRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	line := strings.SplitN(string(b), "\n", 2)[0]
-	if r, ok, err := Trading.TradeFeeRate([]byte(line)); !ok || r != 0 || err != nil {
+	if r, ok, err := tradingRules.TradeFeeRate([]byte(line)); !ok || r != 0 || err != nil {
 		t.Fatalf("real trade: %v %v %v", r, ok, err)
 	}
 	raw := trade(`"fee_rate_bps":"700",`)
-	if n := testing.AllocsPerRun(100, func() { _, _, _ = Trading.TradeFeeRate(raw) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _, _, _ = tradingRules.TradeFeeRate(raw) }); n != 0 {
 		t.Fatalf("%v allocations per read", n)
 	}
 }
@@ -145,10 +145,10 @@ func FuzzFees(f *testing.F) {
 	f.Add([]byte("[" + gammaFeeMarket("0xc0", "true", "crypto_fees", `{"exponent":1,"rate":"0.072","rebateRate":0.2}`) + "]"))
 	f.Add([]byte("[" + gammaFeeMarket("0xc0", "true", "", `{"rate":"1e400"}`) + "]"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if r, ok, err := Trading.TradeFeeRate(b); ok && (err != nil || !(r >= 0 && r <= 1)) {
+		if r, ok, err := tradingRules.TradeFeeRate(b); ok && (err != nil || !(r >= 0 && r <= 1)) {
 			t.Fatalf("trade rate %v %v", r, err)
 		}
-		fs, _ := InstrumentFacts(b)
+		fs, _ := instrumentFacts(b)
 		for _, in := range fs {
 			if in.TakerFeeRate != -1 && !(in.TakerFeeRate >= 0 && in.TakerFeeRate <= 1) ||
 				in.MakerRebateShare != -1 && !(in.MakerRebateShare >= 0 && in.MakerRebateShare <= 1) ||

@@ -163,7 +163,7 @@ func TestHashFormMatchesBookHash(t *testing.T) {
 	market := "0xabc"
 	r := rand.New(rand.NewPCG(3, 4))
 	d := NewDecoder()
-	if err := d.SetInstrumentInfo(InstrumentInfo{AssetID: asset, Market: market, MinOrderSize: "5", TickSize: "0.01"}); err != nil {
+	if err := d.setInstrumentInfo(instrumentInfo{AssetID: asset, Market: market, MinOrderSize: "5", TickSize: "0.01"}); err != nil {
 		t.Fatal(err)
 	}
 	in := d.byID[asset]

@@ -23,10 +23,10 @@ import (
 
 // Instrument fact sources (venue.Instrument.Source).
 const (
-	SourceGamma       = "gamma_markets"
-	SourceBookSummary = "book_summary"
-	SourceBook        = "book"
-	SourceNewMarket   = "new_market"
+	sourceGamma       = "gamma_markets"
+	sourceBookSummary = "book_summary"
+	sourceBook        = "book"
+	sourceNewMarket   = "new_market"
 )
 
 // ErrInstrumentFacts reports an element of a listing, summary or message that
@@ -76,14 +76,14 @@ type factsJSON struct {
 // factKeys: a message without one of these says nothing about instruments.
 var factKeys = [][]byte{[]byte(`"clobTokenIds"`), []byte(`"asset_id"`), []byte(`"assets_ids"`), []byte(`"new_market"`)}
 
-func (driver) Instruments(msg []byte) ([]venue.Instrument, error) { return InstrumentFacts(msg) }
+func (driver) Instruments(msg []byte) ([]venue.Instrument, error) { return instrumentFacts(msg) }
 
-// InstrumentFacts reads a Gamma /markets body, a book summary body (GET
+// instrumentFacts reads a Gamma /markets body, a book summary body (GET
 // /book's object or POST /books' array), or one market-channel message, and
 // returns one venue.Instrument per token it describes. Other messages give
 // nil. An element that does not read is skipped and named in the error (which
 // wraps ErrInstrumentFacts); the others are returned.
-func InstrumentFacts(msg []byte) ([]venue.Instrument, error) {
+func instrumentFacts(msg []byte) ([]venue.Instrument, error) {
 	found := false
 	for _, k := range factKeys {
 		if bytes.Contains(msg, k) {
@@ -137,13 +137,13 @@ func factsOne(m *factsJSON) ([]venue.Instrument, error) {
 	case m.EventType == "new_market":
 		return newMarketFacts(m)
 	case m.EventType == "book":
-		return bookFacts(m, SourceBook)
+		return bookFacts(m, sourceBook)
 	case m.EventType != "":
 		return nil, nil // price_change, last_trade_price…: nothing about the instrument
 	case len(m.ClobTokenIDs) > 0 || m.ConditionID != "":
 		return gammaFacts(m)
 	case m.AssetID != "":
-		return bookFacts(m, SourceBookSummary)
+		return bookFacts(m, sourceBookSummary)
 	}
 	return nil, nil
 }
@@ -152,7 +152,7 @@ func factsOne(m *factsJSON) ([]venue.Instrument, error) {
 // each paired with the others.
 func marketFacts(source, market string, tokens, outcomes []string) ([]venue.Instrument, error) {
 	for _, id := range tokens {
-		if !IsTokenID(id) {
+		if !isTokenID(id) {
 			return nil, fmt.Errorf("token id %q: %w", id, ErrTokenID)
 		}
 	}
@@ -190,7 +190,7 @@ func gammaFacts(m *factsJSON) ([]venue.Instrument, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := marketFacts(SourceGamma, m.ConditionID, m.ClobTokenIDs, m.Outcomes)
+	out, err := marketFacts(sourceGamma, m.ConditionID, m.ClobTokenIDs, m.Outcomes)
 	if err != nil {
 		return nil, fmt.Errorf("market %s: clobTokenIds: %w", m.Slug, err)
 	}
@@ -288,10 +288,10 @@ func factFloat(raw json.RawMessage, field string) (v float64, ok bool, err error
 }
 
 func bookFacts(m *factsJSON, source string) ([]venue.Instrument, error) {
-	if source == SourceBook && len(m.TickSize) == 0 {
+	if source == sourceBook && len(m.TickSize) == 0 {
 		return nil, nil // a later book: it repeats nothing but the market
 	}
-	if !IsTokenID(m.AssetID) {
+	if !isTokenID(m.AssetID) {
 		return nil, fmt.Errorf("asset_id %q: %w", m.AssetID, ErrTokenID)
 	}
 	tick, err := factDecimal(m.TickSize, "tick_size", priceDecimals)
@@ -336,7 +336,7 @@ func newMarketFacts(m *factsJSON) ([]venue.Instrument, error) {
 	if market == "" {
 		market = m.ConditionWS
 	}
-	out, err := marketFacts(SourceNewMarket, market, ids, m.Outcomes)
+	out, err := marketFacts(sourceNewMarket, market, ids, m.Outcomes)
 	if err != nil {
 		return nil, fmt.Errorf("new_market %s: assets_ids: %w", market, err)
 	}

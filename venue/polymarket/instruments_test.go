@@ -35,7 +35,7 @@ func TestInstrumentFactsGamma(t *testing.T) {
 		t.Fatalf("pairs: %+v %+v", yes, no)
 	}
 	if yes.Market != "0xc0" || yes.TickSize != 10 || yes.MinSize != 5e6 || yes.NegRisk != venue.FlagTrue || yes.Active != venue.FlagTrue ||
-		yes.Source != SourceGamma || yes.Type != "binary_option" || yes.Name != "Q?" || yes.Slug != "s" {
+		yes.Source != sourceGamma || yes.Type != "binary_option" || yes.Name != "Q?" || yes.Slug != "s" {
 		t.Fatalf("fields: %+v", yes)
 	}
 }
@@ -46,12 +46,12 @@ func TestInstrumentFactsSummariesAndMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	line := strings.SplitN(string(b), "\n", 2)[0]
-	fs, err := InstrumentFacts([]byte("[" + line + "]"))
+	fs, err := instrumentFacts([]byte("[" + line + "]"))
 	if err != nil || len(fs) != 1 {
 		t.Fatalf("%v %+v", err, fs)
 	}
 	f := fs[0]
-	if f.Source != SourceBookSummary || f.TickSize != 100 || f.MinSize != 5e6 || f.NegRisk != venue.FlagFalse ||
+	if f.Source != sourceBookSummary || f.TickSize != 100 || f.MinSize != 5e6 || f.NegRisk != venue.FlagFalse ||
 		f.Market != "0x2f1ab0ffaf465c4acd76b9a4a1f8980db26bfae7d248a6bb289350586028307e" || f.ExchangeNs != 1761179949036*1e6 {
 		t.Fatalf("summary: %+v", f)
 	}
@@ -62,12 +62,12 @@ func TestInstrumentFactsSummariesAndMessages(t *testing.T) {
 		`{"event_type":"last_trade_price","asset_id":"` + tokYes + `","price":"0.5"}`,
 		`PONG`,
 	} {
-		if fs, err := InstrumentFacts([]byte(m)); fs != nil || err != nil {
+		if fs, err := instrumentFacts([]byte(m)); fs != nil || err != nil {
 			t.Fatalf("%s: %+v %v", m, fs, err)
 		}
 	}
-	fs, err = InstrumentFacts([]byte(`{"event_type":"book","market":"0xc0","asset_id":"` + tokYes + `","bids":[],"asks":[],"timestamp":"1700000000000","tick_size":"0.01"}`))
-	if err != nil || len(fs) != 1 || fs[0].TickSize != 100 || fs[0].ExchangeNs != 1700000000000*1e6 || fs[0].Source != SourceBook {
+	fs, err = instrumentFacts([]byte(`{"event_type":"book","market":"0xc0","asset_id":"` + tokYes + `","bids":[],"asks":[],"timestamp":"1700000000000","tick_size":"0.01"}`))
+	if err != nil || len(fs) != 1 || fs[0].TickSize != 100 || fs[0].ExchangeNs != 1700000000000*1e6 || fs[0].Source != sourceBook {
 		t.Fatalf("initial book: %+v %v", fs, err)
 	}
 	// new_market (the docs' example shape, as the shared fixture has it).
@@ -79,13 +79,13 @@ func TestInstrumentFactsSummariesAndMessages(t *testing.T) {
 		if !strings.Contains(l, `"new_market"`) {
 			continue
 		}
-		fs, err := InstrumentFacts([]byte(l))
-		if err != nil || len(fs) < 2 || fs[0].Source != SourceNewMarket || len(fs[0].Paired) != len(fs)-1 || fs[0].Market == "" {
+		fs, err := instrumentFacts([]byte(l))
+		if err != nil || len(fs) < 2 || fs[0].Source != sourceNewMarket || len(fs[0].Paired) != len(fs)-1 || fs[0].Market == "" {
 			t.Fatalf("new_market: %+v %v", fs, err)
 		}
 	}
 	// Not JSON: an error, no facts.
-	if fs, err := InstrumentFacts([]byte(`<html>"asset_id"`)); fs != nil || !errors.Is(err, ErrInstrumentFacts) {
+	if fs, err := instrumentFacts([]byte(`<html>"asset_id"`)); fs != nil || !errors.Is(err, ErrInstrumentFacts) {
 		t.Fatalf("html: %+v %v", fs, err)
 	}
 }

@@ -13,11 +13,11 @@ import (
 	"strconv"
 )
 
-// GammaPageLimit is the page size used to walk the Gamma market list.
-const GammaPageLimit = 500
+// gammaPageLimit is the page size used to walk the Gamma market list.
+const gammaPageLimit = 500
 
-// GammaMarket is the part of a Gamma market a capture needs.
-type GammaMarket struct {
+// gammaMarket is the part of a Gamma market a capture needs.
+type gammaMarket struct {
 	ID          string
 	Question    string
 	Slug        string
@@ -29,17 +29,17 @@ type GammaMarket struct {
 	Outcomes []string
 }
 
-// GammaMarketsPath returns the request path (with query) of one page of
+// gammaMarketsPath returns the request path (with query) of one page of
 // active, open markets, starting at offset.
-func GammaMarketsPath(offset, limit int) string {
+func gammaMarketsPath(offset, limit int) string {
 	return "/markets?active=true&closed=false&limit=" + strconv.Itoa(limit) + "&offset=" + strconv.Itoa(offset)
 }
 
-// GammaSlugPath returns the request path that finds a market by slug.
-func GammaSlugPath(slug string) string { return "/markets?slug=" + url.QueryEscape(slug) }
+// gammaSlugPath returns the request path that finds a market by slug.
+func gammaSlugPath(slug string) string { return "/markets?slug=" + url.QueryEscape(slug) }
 
-// GammaConditionPath returns the request path that finds a market by condition id.
-func GammaConditionPath(conditionID string) string {
+// gammaConditionPath returns the request path that finds a market by condition id.
+func gammaConditionPath(conditionID string) string {
 	return "/markets?condition_ids=" + url.QueryEscape(conditionID)
 }
 
@@ -101,23 +101,23 @@ type gammaMarketJSON struct {
 	Outcomes     gammaStrings `json:"outcomes"`
 }
 
-// ParseGammaMarkets parses a Gamma GET /markets response body (a JSON array
+// parseGammaMarkets parses a Gamma GET /markets response body (a JSON array
 // of markets). Token ids that are not token ids make the market's entry an
 // error: the caller subscribes exactly what the venue listed or nothing.
 // The result owns its memory.
-func ParseGammaMarkets(body []byte) ([]GammaMarket, error) {
+func parseGammaMarkets(body []byte) ([]gammaMarket, error) {
 	var raw []gammaMarketJSON
 	if err := json.Unmarshal(body, &raw); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrGammaBody, err)
 	}
-	out := make([]GammaMarket, 0, len(raw))
+	out := make([]gammaMarket, 0, len(raw))
 	for i, m := range raw {
 		for _, id := range m.ClobTokenIDs {
-			if !IsTokenID(id) {
+			if !isTokenID(id) {
 				return nil, fmt.Errorf("polymarket: gamma: market %d (%s): clobTokenIds %q: %w", i, m.Slug, id, ErrTokenID)
 			}
 		}
-		out = append(out, GammaMarket{
+		out = append(out, gammaMarket{
 			ID: string(m.ID), Question: m.Question, Slug: m.Slug, ConditionID: m.ConditionID,
 			Active: m.Active, Closed: m.Closed, TokenIDs: m.ClobTokenIDs, Outcomes: m.Outcomes,
 		})
@@ -125,9 +125,9 @@ func ParseGammaMarkets(body []byte) ([]GammaMarket, error) {
 	return out, nil
 }
 
-// MarketLifecycle is a new_market or market_resolved event of the market
+// marketLifecycle is a new_market or market_resolved event of the market
 // channel (custom features): the assets to subscribe or unsubscribe.
-type MarketLifecycle struct {
+type marketLifecycle struct {
 	// Resolved is false for new_market, true for market_resolved.
 	Resolved bool
 	Market   string // condition id
@@ -146,12 +146,12 @@ type lifecycleJSON struct {
 	ClobTokenIDs gammaStrings `json:"clob_token_ids"`
 }
 
-// ParseMarketLifecycle returns the new_market and market_resolved events of
+// parseMarketLifecycle returns the new_market and market_resolved events of
 // one market-channel frame (an object or an array of objects), and nil
 // without allocating when the frame holds neither, which is almost always:
 // callers run it on every frame. A frame that mentions one of the event
 // types but does not parse is an error naming the frame's length.
-func ParseMarketLifecycle(frame []byte) ([]MarketLifecycle, error) {
+func parseMarketLifecycle(frame []byte) ([]marketLifecycle, error) {
 	if !bytes.Contains(frame, newMarketTag) && !bytes.Contains(frame, marketResolvedTag) {
 		return nil, nil
 	}
@@ -168,7 +168,7 @@ func ParseMarketLifecycle(frame []byte) ([]MarketLifecycle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("polymarket: market lifecycle frame (%d bytes): %w", len(frame), err)
 	}
-	var out []MarketLifecycle
+	var out []marketLifecycle
 	for _, o := range objs {
 		if o.EventType != "new_market" && o.EventType != "market_resolved" {
 			continue
@@ -179,21 +179,21 @@ func ParseMarketLifecycle(frame []byte) ([]MarketLifecycle, error) {
 		}
 		valid := ids[:0:0]
 		for _, id := range ids {
-			if IsTokenID(id) {
+			if isTokenID(id) {
 				valid = append(valid, id)
 			}
 		}
-		out = append(out, MarketLifecycle{Resolved: o.EventType == "market_resolved", Market: o.Market, AssetIDs: valid})
+		out = append(out, marketLifecycle{Resolved: o.EventType == "market_resolved", Market: o.Market, AssetIDs: valid})
 	}
 	return out, nil
 }
 
-// CLOBEndpoint is the public CLOB REST API base URL, where book summaries
+// clobEndpoint is the public CLOB REST API base URL, where book summaries
 // live (GET /book, POST /books).
-const CLOBEndpoint = "https://clob.polymarket.com"
+const clobEndpoint = "https://clob.polymarket.com"
 
 // BooksPath is the batch book-summary endpoint: POST a JSON array of
-// {"token_id":…} objects (see BooksRequest); the answer is a JSON array of
+// {"token_id":…} objects (see booksRequest); the answer is a JSON array of
 // summaries shaped like GET /book's.
 const BooksPath = "/books"
 
@@ -202,12 +202,12 @@ const BooksPath = "/books"
 // 10 KB and a response to a few MB, like the subscribe frames' 100 ids.
 const BooksBatchLimit = 100
 
-// BookPath returns the request path (with query) of one token's book summary.
-func BookPath(tokenID string) string { return "/book?token_id=" + url.QueryEscape(tokenID) }
+// bookPath returns the request path (with query) of one token's book summary.
+func bookPath(tokenID string) string { return "/book?token_id=" + url.QueryEscape(tokenID) }
 
-// BooksRequest returns the POST /books body for tokenIDs:
+// booksRequest returns the POST /books body for tokenIDs:
 // [{"token_id":"…"},…]. It allocates a new slice.
-func BooksRequest(tokenIDs []string) []byte {
+func booksRequest(tokenIDs []string) []byte {
 	type item struct {
 		TokenID string `json:"token_id"`
 	}
@@ -234,9 +234,9 @@ type BookSummary struct {
 	Bids, Asks   int // level counts
 }
 
-// Info returns the summary's hash fields as SetInstrumentInfo takes them.
-func (s BookSummary) Info() InstrumentInfo {
-	return InstrumentInfo{AssetID: s.AssetID, Market: s.Market, MinOrderSize: s.MinOrderSize,
+// info returns the summary's hash fields as setInstrumentInfo takes them.
+func (s BookSummary) info() instrumentInfo {
+	return instrumentInfo{AssetID: s.AssetID, Market: s.Market, MinOrderSize: s.MinOrderSize,
 		TickSize: s.TickSize, NegRisk: s.NegRisk}
 }
 
@@ -277,7 +277,7 @@ func ParseBookSummaries(body []byte) ([]BookSummary, error) {
 	out := make([]BookSummary, 0, len(raw))
 	for i, s := range raw {
 		switch {
-		case !IsTokenID(s.AssetID):
+		case !isTokenID(s.AssetID):
 			return nil, fmt.Errorf("%w: element %d: asset_id %q: %w", ErrBookSummary, i, s.AssetID, ErrTokenID)
 		case s.MinOrderSize == "":
 			return nil, fmt.Errorf("%w: element %d (%s): min_order_size: %w", ErrBookSummary, i, s.AssetID, ErrMissingField)

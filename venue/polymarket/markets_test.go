@@ -7,14 +7,14 @@ import (
 )
 
 func TestBooksRequest(t *testing.T) {
-	if got, want := string(BooksRequest([]string{tokA, tokB})), `[{"token_id":"`+tokA+`"},{"token_id":"`+tokB+`"}]`; got != want {
-		t.Errorf("BooksRequest\n got %s\nwant %s", got, want)
+	if got, want := string(booksRequest([]string{tokA, tokB})), `[{"token_id":"`+tokA+`"},{"token_id":"`+tokB+`"}]`; got != want {
+		t.Errorf("booksRequest\n got %s\nwant %s", got, want)
 	}
-	if got := string(BooksRequest(nil)); got != "[]" {
-		t.Errorf("BooksRequest(nil) = %s", got)
+	if got := string(booksRequest(nil)); got != "[]" {
+		t.Errorf("booksRequest(nil) = %s", got)
 	}
-	if got := BookPath(tokA); got != "/book?token_id="+tokA {
-		t.Errorf("BookPath = %s", got)
+	if got := bookPath(tokA); got != "/book?token_id="+tokA {
+		t.Errorf("bookPath = %s", got)
 	}
 }
 
@@ -40,7 +40,7 @@ func TestParseBookSummaries(t *testing.T) {
 		t.Fatalf("batch: %+v, %v", both, err)
 	}
 
-	if err := NewDecoder().SetInstrumentInfo(one[0].Info()); err != nil {
+	if err := NewDecoder().setInstrumentInfo(one[0].info()); err != nil {
 		t.Errorf("Info: %v", err)
 	}
 	d := NewDecoder()

@@ -1062,11 +1062,11 @@ func sideOf(t []byte) (book.Side, bool) {
 // The venue's domain (see NOTES.md): prices are probabilities, sizes shares.
 const (
 	maxPrice = 10_000 // 1 at Scale.PriceDecimals
-	// MaxSize bounds any size or min_order_size, in shares: a billion
+	// maxShares bounds any size or min_order_size, in shares: a billion
 	// shares at one level is far beyond any real book (the largest seen are
 	// in the millions) and keeps size × price inside int64 at Scale.
-	MaxSize = 1_000_000_000
-	maxSize = MaxSize * 1_000_000
+	maxShares = 1_000_000_000
+	maxSize   = maxShares * 1_000_000
 )
 
 // checkLevel validates a snapshot level against the venue's domain and
@@ -1114,7 +1114,7 @@ func priceErr(p int64) error {
 }
 
 func sizeErr(z int64) error {
-	return fmt.Errorf("%w: size %s is above %d", ErrDomain, book.FormatDecimal(z, sizeDecimals), MaxSize)
+	return fmt.Errorf("%w: size %s is above %d", ErrDomain, book.FormatDecimal(z, sizeDecimals), maxShares)
 }
 
 // checkTick accepts the venue's tick sizes: 0.1, 0.01, 0.001, 0.0001.
@@ -1298,7 +1298,7 @@ func (d *Decoder) classifyFields(m *msg, newIDs *int) error {
 		}
 		if m.pSize <= 0 || m.pSize > maxSize {
 			return fail(&DecodeError{Offset: d.sv(kcSize).off, Field: "size", Err: fmt.Errorf("%w: trade size %s is not in (0, %d]",
-				ErrDomain, book.FormatDecimal(m.pSize, sizeDecimals), MaxSize)})
+				ErrDomain, book.FormatDecimal(m.pSize, sizeDecimals), maxShares)})
 		}
 		if d.sv(kcSide).b == nil {
 			return fail(&DecodeError{Offset: m.start, Field: "side", Err: ErrMissingField})
@@ -1388,7 +1388,7 @@ func failAs(err error, event string, off int) error {
 }
 
 func (d *Decoder) checkRoom(newIDs, off int, event string) error {
-	if newIDs > 0 && len(d.list)+newIDs > MaxInstruments {
+	if newIDs > 0 && len(d.list)+newIDs > maxInstruments {
 		return &DecodeError{Offset: off, Event: event, Err: ErrTooManyInstruments}
 	}
 	return nil

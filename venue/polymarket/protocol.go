@@ -17,8 +17,8 @@ import (
 	"github.com/tapedeck/tapedeck/venue/internal/jscan"
 )
 
-// Channel is the one channel a capture records.
-const Channel = "market"
+// marketChannel is the one channel a capture records.
+const marketChannel = "market"
 
 // maxGammaPages bounds the walk of the Gamma market list.
 const maxGammaPages = 400
@@ -37,10 +37,10 @@ func (driver) Client() venue.ClientProtocol { return client{} }
 
 func (client) Facts() venue.ClientFacts {
 	return venue.ClientFacts{
-		PingInterval:     PingInterval,
+		PingInterval:     pingInterval,
 		PingFrame:        []byte(PingText),
-		MaxFrameBytes:    MaxFrameBytes,
-		MaxConnItems:     MaxConnAssets,
+		MaxFrameBytes:    maxFrameBytes,
+		MaxConnItems:     maxConnAssets,
 		DefaultConnItems: DefaultConnAssets,
 		ShardByItems:     true,
 		UncheckedNote:    "token ids not checked against the market list (capture plan --check asks the venue)",
@@ -50,16 +50,16 @@ func (client) Facts() venue.ClientFacts {
 
 func (client) Channels(specs []string) ([]string, error) {
 	for _, c := range specs {
-		if c != Channel {
+		if c != marketChannel {
 			return nil, fmt.Errorf("channel %q: Polymarket records the market channel only", c)
 		}
 	}
-	return []string{Channel}, nil
+	return []string{marketChannel}, nil
 }
 
 func (client) NeedsDiscovery(instruments []string) bool {
 	for _, id := range instruments {
-		if !IsTokenID(id) {
+		if !isTokenID(id) {
 			return true
 		}
 	}
@@ -71,25 +71,25 @@ func (client) NeedsDiscovery(instruments []string) bool {
 func (client) Discover(ctx context.Context, fetch venue.Fetch, base string, instruments []string, all bool) ([]string, error) {
 	base = strings.TrimRight(base, "/")
 	var ids []string
-	get := func(path string) ([]GammaMarket, error) {
+	get := func(path string) ([]gammaMarket, error) {
 		body, err := fetch(ctx, http.MethodGet, base+path, nil)
 		if err != nil {
 			return nil, err
 		}
-		ms, err := ParseGammaMarkets(body)
+		ms, err := parseGammaMarkets(body)
 		if err != nil {
 			return nil, fmt.Errorf("GET %s: %w", base+path, err)
 		}
 		return ms, nil
 	}
 	for _, inst := range instruments {
-		if IsTokenID(inst) {
+		if isTokenID(inst) {
 			ids = append(ids, inst)
 			continue
 		}
-		path, what := GammaSlugPath(inst), "slug"
-		if IsConditionID(inst) {
-			path, what = GammaConditionPath(inst), "condition id"
+		path, what := gammaSlugPath(inst), "slug"
+		if isConditionID(inst) {
+			path, what = gammaConditionPath(inst), "condition id"
 		}
 		ms, err := get(path)
 		if err != nil {
@@ -111,7 +111,7 @@ func (client) Discover(ctx context.Context, fetch venue.Fetch, base string, inst
 			if page == maxGammaPages {
 				return nil, fmt.Errorf("market list longer than %d pages", maxGammaPages)
 			}
-			ms, err := get(GammaMarketsPath(page*GammaPageLimit, GammaPageLimit))
+			ms, err := get(gammaMarketsPath(page*gammaPageLimit, gammaPageLimit))
 			if err != nil {
 				return nil, err
 			}
@@ -120,7 +120,7 @@ func (client) Discover(ctx context.Context, fetch venue.Fetch, base string, inst
 					ids = append(ids, m.TokenIDs...)
 				}
 			}
-			if len(ms) < GammaPageLimit {
+			if len(ms) < gammaPageLimit {
 				break
 			}
 		}
@@ -129,7 +129,7 @@ func (client) Discover(ctx context.Context, fetch venue.Fetch, base string, inst
 }
 
 func (client) Plan(req venue.PlanRequest) ([]venue.ConnPlan, error) {
-	cps, err := PlanConns(req.Instruments, req.ConnItems)
+	cps, err := planConns(req.Instruments, req.ConnItems)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func (client) SubscribeFrames(items []string) []venue.SendFrame {
 	var out []venue.SendFrame
 	for i, c := range chunks(items, MaxSubscribeIDs) {
 		if i == 0 {
-			out = append(out, venue.SendFrame{Data: AppendSubscribe(nil, c), Items: c})
+			out = append(out, venue.SendFrame{Data: appendSubscribe(nil, c), Items: c})
 		} else {
 			out = append(out, venue.SendFrame{Data: AppendDynamicSubscribe(nil, c), Items: c})
 		}
@@ -182,7 +182,7 @@ func (client) RemoveFrames(items []string) []venue.SendFrame {
 var (
 	scanAssetKey = []byte(`"asset_id"`)
 	scanTSKey    = []byte(`"timestamp"`)
-	scanPong     = []byte(PongText)
+	scanPong     = []byte(pongText)
 )
 
 // Scan calls touch for every "asset_id" value of a JSON frame; PONG is the
@@ -223,7 +223,7 @@ func (client) Scan(frame []byte, touch func(channel, instrument []byte)) (venue.
 // Listing returns the assets of new_market (added) and market_resolved
 // (removed) events, nil without allocating for every other frame.
 func (client) Listing(frame []byte) (added, removed []string, err error) {
-	ls, err := ParseMarketLifecycle(frame)
+	ls, err := parseMarketLifecycle(frame)
 	for _, l := range ls {
 		if l.Resolved {
 			removed = append(removed, l.AssetIDs...)
@@ -243,7 +243,7 @@ func (client) BookRequests(base string, items []string) []venue.Request {
 	u := strings.TrimRight(base, "/") + BooksPath
 	var out []venue.Request
 	for _, ids := range chunks(items, BooksBatchLimit) {
-		out = append(out, venue.Request{Method: http.MethodPost, URL: u, Body: BooksRequest(ids), Items: ids})
+		out = append(out, venue.Request{Method: http.MethodPost, URL: u, Body: booksRequest(ids), Items: ids})
 	}
 	return out
 }

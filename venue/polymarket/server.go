@@ -28,7 +28,7 @@ type session struct {
 	reply  venue.ServerReply
 }
 
-var pongAnswer = []byte(PongText)
+var pongAnswer = []byte(pongText)
 
 func (p *session) Handle(msg []byte, _ bool) venue.ServerReply {
 	p.reply = venue.ServerReply{Answers: p.reply.Answers[:0]}
@@ -61,7 +61,7 @@ func (p *session) Handle(msg []byte, _ bool) venue.ServerReply {
 	if req.Operation != "" && !strings.EqualFold(req.Operation, "subscribe") {
 		return p.reply
 	}
-	if req.Operation == "" && !strings.EqualFold(req.Type, Channel) {
+	if req.Operation == "" && !strings.EqualFold(req.Type, marketChannel) {
 		return p.reply
 	}
 	for _, id := range req.AssetsIDs {
@@ -73,7 +73,9 @@ func (p *session) Handle(msg []byte, _ bool) venue.ServerReply {
 	return p.reply
 }
 
-func topic(id string) venue.Topic { return venue.Topic{Channel: Channel, Instrument: id, Key: id} }
+func topic(id string) venue.Topic {
+	return venue.Topic{Channel: marketChannel, Instrument: id, Key: id}
+}
 
 // Wants: a JSON frame naming any subscribed asset is sent whole (an initial
 // dump array, a price_change touching both tokens of a market), one naming
@@ -87,7 +89,7 @@ func (p *session) Wants(frame []byte) bool {
 		return false // PONG and other text answers to the recorder
 	}
 	named, match := false, false
-	AssetIDs(t, func(id []byte) bool {
+	assetIDs(t, func(id []byte) bool {
 		named = true
 		_, match = p.assets[string(id)]
 		return !match
@@ -95,13 +97,13 @@ func (p *session) Wants(frame []byte) bool {
 	return match || !named
 }
 
-// AssetIDs calls fn with every asset id a market-channel frame names: the
+// assetIDs calls fn with every asset id a market-channel frame names: the
 // values of "asset_id" keys and the elements of "assets_ids" arrays,
 // wherever they are (book, price_change entries, trades, new_market). It
 // stops when fn returns false. It is a byte scan, not a parse: ids are digit
 // strings and these keys occur nowhere else in the channel's schema. It
 // does not allocate.
-func AssetIDs(frame []byte, fn func(id []byte) bool) {
+func assetIDs(frame []byte, fn func(id []byte) bool) {
 	for i := 0; i < len(frame); {
 		j := bytes.Index(frame[i:], []byte(`"asset`))
 		if j < 0 {

@@ -21,7 +21,7 @@ func TestAssetIDs(t *testing.T) {
 		{`{"asset_id":"6`, nil},
 	} {
 		var got []string
-		AssetIDs([]byte(tt.frame), func(id []byte) bool { got = append(got, string(id)); return true })
+		assetIDs([]byte(tt.frame), func(id []byte) bool { got = append(got, string(id)); return true })
 		if !slices.Equal(got, tt.ids) {
 			t.Errorf("%s: %q, want %q", tt.frame, got, tt.ids)
 		}
@@ -49,7 +49,7 @@ func TestServerSession(t *testing.T) {
 	for i := range ids {
 		ids[i] = "9"
 	}
-	if r := s.Handle(AppendSubscribe(nil, ids), false); !r.Close {
+	if r := s.Handle(appendSubscribe(nil, ids), false); !r.Close {
 		t.Fatalf("%d ids: %+v, want the socket closed", len(ids), r)
 	}
 	for _, c := range []struct {
@@ -99,9 +99,9 @@ func TestREST(t *testing.T) {
 	}{
 		{"GET", "/markets?slug=b", "", 200, `[{"slug":"b","conditionId":"0x2"}]`},
 		{"GET", "/markets?condition_ids=0x3", "", 200, `[{"slug":"c","conditionId":"0x3"}]`},
-		{"GET", GammaMarketsPath(1, 1), "", 200, `[{"slug":"b","conditionId":"0x2"}]`},
-		{"POST", BooksPath, string(BooksRequest([]string{"1", "2", "3"})), 200, `[{"asset_id":"1"},{"asset_id":"3"}]`},
-		{"GET", BookPath("2"), "", 404, `{"error":"No orderbook exists for the requested token id"}`},
+		{"GET", gammaMarketsPath(1, 1), "", 200, `[{"slug":"b","conditionId":"0x2"}]`},
+		{"POST", BooksPath, string(booksRequest([]string{"1", "2", "3"})), 200, `[{"asset_id":"1"},{"asset_id":"3"}]`},
+		{"GET", bookPath("2"), "", 404, `{"error":"No orderbook exists for the requested token id"}`},
 		{"GET", "/info", "", 404, "404 page not found"},
 	} {
 		if code, body := get(c.method, c.target, c.body); code != c.code || body != c.want {

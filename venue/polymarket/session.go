@@ -16,11 +16,11 @@ import (
 // Public endpoints. Tests and mirrors override them (capture --endpoint,
 // --rest-endpoint).
 const (
-	// MarketEndpoint is the public market-channel WebSocket URL (no auth).
-	MarketEndpoint = "wss://ws-subscriptions-clob.polymarket.com/ws/market"
-	// GammaEndpoint is the public REST service listing markets and their
+	// marketEndpoint is the public market-channel WebSocket URL (no auth).
+	marketEndpoint = "wss://ws-subscriptions-clob.polymarket.com/ws/market"
+	// gammaEndpoint is the public REST service listing markets and their
 	// token ids (GET /markets).
-	GammaEndpoint = "https://gamma-api.polymarket.com"
+	gammaEndpoint = "https://gamma-api.polymarket.com"
 )
 
 // Session limits and timings of the market channel.
@@ -28,32 +28,32 @@ const (
 	// MaxSubscribeIDs is the most asset ids sent in one subscribe frame: a
 	// frame with thousands of ids makes the server close the socket.
 	MaxSubscribeIDs = 100
-	// MaxConnAssets is the most assets one connection carries; beyond about
+	// maxConnAssets is the most assets one connection carries; beyond about
 	// 500 the server silently stops sending updates.
-	MaxConnAssets = 500
+	maxConnAssets = 500
 	// DefaultConnAssets is the number of assets per connection a plan uses
-	// unless told otherwise, well below MaxConnAssets.
+	// unless told otherwise, well below maxConnAssets.
 	DefaultConnAssets = 200
-	// PingInterval is how often the client sends the text frame PingText; a
+	// pingInterval is how often the client sends the text frame PingText; a
 	// connection without heartbeats drops after about 10 s.
-	PingInterval = 10 * time.Second
+	pingInterval = 10 * time.Second
 	// PingText is the heartbeat the client sends, a text frame that is not JSON.
 	PingText = "PING"
-	// PongText is the server's answer to PingText.
-	PongText = "PONG"
-	// MaxFrameBytes bounds one received frame. The largest real frame is the
+	// pongText is the server's answer to PingText.
+	pongText = "PONG"
+	// maxFrameBytes bounds one received frame. The largest real frame is the
 	// initial dump: one book per subscribed asset, up to 1000 levels per side
-	// on a 0.001 grid, for up to MaxConnAssets assets.
-	MaxFrameBytes = 32 << 20
+	// on a 0.001 grid, for up to maxConnAssets assets.
+	maxFrameBytes = 32 << 20
 )
 
 // ErrTokenID reports an instrument that is not a token id (a decimal
 // uint256 string), where one is required.
 var ErrTokenID = errors.New("polymarket: not a token id")
 
-// IsTokenID reports whether s looks like a CLOB token id: 1 to 78 decimal
+// isTokenID reports whether s looks like a CLOB token id: 1 to 78 decimal
 // digits (real ids have 75 to 78).
-func IsTokenID(s string) bool {
+func isTokenID(s string) bool {
 	if len(s) == 0 || len(s) > 78 {
 		return false
 	}
@@ -65,8 +65,8 @@ func IsTokenID(s string) bool {
 	return true
 }
 
-// IsConditionID reports whether s is a market condition id: 0x and 64 hex digits.
-func IsConditionID(s string) bool {
+// isConditionID reports whether s is a market condition id: 0x and 64 hex digits.
+func isConditionID(s string) bool {
 	if len(s) != 66 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') {
 		return false
 	}
@@ -79,11 +79,11 @@ func IsConditionID(s string) bool {
 	return true
 }
 
-// AppendSubscribe appends the initial market-channel subscribe frame for ids
+// appendSubscribe appends the initial market-channel subscribe frame for ids
 // to dst: {"assets_ids":[…],"type":"market","custom_feature_enabled":true}.
 // Custom features enable best_bid_ask, new_market and market_resolved.
-// Callers send at most MaxSubscribeIDs ids per frame (PlanConns chunks them).
-func AppendSubscribe(dst []byte, ids []string) []byte {
+// Callers send at most MaxSubscribeIDs ids per frame (planConns chunks them).
+func appendSubscribe(dst []byte, ids []string) []byte {
 	dst = appendIDs(append(dst, `{"assets_ids":`...), ids)
 	return append(dst, `,"type":"market","custom_feature_enabled":true}`...)
 }
@@ -114,31 +114,31 @@ func appendIDs(dst []byte, ids []string) []byte {
 	return append(dst, ']')
 }
 
-// ConnPlan is what one market-channel connection carries: its assets and the
+// connPlan is what one market-channel connection carries: its assets and the
 // frames that subscribe them after every (re)connect, in order. The first
 // frame is the initial subscribe, the rest dynamic subscribes, each with at
 // most MaxSubscribeIDs ids.
-type ConnPlan struct {
+type connPlan struct {
 	Assets    []string
 	Subscribe [][]byte
 }
 
-// PlanConns shards ids over connections of at most perConn assets (0 means
+// planConns shards ids over connections of at most perConn assets (0 means
 // DefaultConnAssets) and builds each one's subscribe frames. Duplicate ids
 // are dropped, order is kept. It returns ErrTokenID (wrapped, naming the id)
 // for an id that is not a token id, and an error for perConn outside
 // 1..MaxConnAssets. The returned plans own their slices.
-func PlanConns(ids []string, perConn int) ([]ConnPlan, error) {
+func planConns(ids []string, perConn int) ([]connPlan, error) {
 	if perConn == 0 {
 		perConn = DefaultConnAssets
 	}
-	if perConn < 1 || perConn > MaxConnAssets {
-		return nil, fmt.Errorf("polymarket: plan connections: %d assets per connection, want 1..%d", perConn, MaxConnAssets)
+	if perConn < 1 || perConn > maxConnAssets {
+		return nil, fmt.Errorf("polymarket: plan connections: %d assets per connection, want 1..%d", perConn, maxConnAssets)
 	}
 	seen := make(map[string]bool, len(ids))
 	uniq := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if !IsTokenID(id) {
+		if !isTokenID(id) {
 			return nil, fmt.Errorf("polymarket: plan connections: asset %q: %w", id, ErrTokenID)
 		}
 		if !seen[id] {
@@ -146,23 +146,23 @@ func PlanConns(ids []string, perConn int) ([]ConnPlan, error) {
 			uniq = append(uniq, id)
 		}
 	}
-	var plans []ConnPlan
+	var plans []connPlan
 	for start := 0; start < len(uniq); start += perConn {
 		end := min(start+perConn, len(uniq))
-		plans = append(plans, ConnPlan{Assets: uniq[start:end:end], Subscribe: SubscribeFrames(uniq[start:end])})
+		plans = append(plans, connPlan{Assets: uniq[start:end:end], Subscribe: subscribeFrames(uniq[start:end])})
 	}
 	return plans, nil
 }
 
-// SubscribeFrames returns the frames that subscribe ids on a fresh
+// subscribeFrames returns the frames that subscribe ids on a fresh
 // connection: one initial subscribe, then dynamic subscribes, MaxSubscribeIDs
 // ids per frame. Nil for no ids.
-func SubscribeFrames(ids []string) [][]byte {
+func subscribeFrames(ids []string) [][]byte {
 	var frames [][]byte
 	for i := 0; i < len(ids); i += MaxSubscribeIDs {
 		chunk := ids[i:min(i+MaxSubscribeIDs, len(ids))]
 		if i == 0 {
-			frames = append(frames, AppendSubscribe(nil, chunk))
+			frames = append(frames, appendSubscribe(nil, chunk))
 		} else {
 			frames = append(frames, AppendDynamicSubscribe(nil, chunk))
 		}

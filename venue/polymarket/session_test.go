@@ -20,7 +20,7 @@ func TestSessionFrames(t *testing.T) {
 		got  []byte
 		want string
 	}{
-		{"subscribe", AppendSubscribe(nil, []string{tokA, tokB}),
+		{"subscribe", appendSubscribe(nil, []string{tokA, tokB}),
 			`{"assets_ids":["` + tokA + `","` + tokB + `"],"type":"market","custom_feature_enabled":true}`},
 		{"dynamic", AppendDynamicSubscribe(nil, []string{tokA}),
 			`{"assets_ids":["` + tokA + `"],"operation":"subscribe","custom_feature_enabled":true}`},
@@ -45,7 +45,7 @@ func TestPlanConnsShards(t *testing.T) {
 	for _, tc := range []struct {
 		perConn, conns int
 	}{{0, 7}, {500, 3}, {100, 13}, {1, 1234}} {
-		plans, err := PlanConns(ids, tc.perConn)
+		plans, err := planConns(ids, tc.perConn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,21 +82,21 @@ func TestPlanConnsShards(t *testing.T) {
 		ids     []string
 		perConn int
 	}{{[]string{tokA}, 501}, {[]string{tokA}, -1}, {[]string{"0xabc"}, 0}, {[]string{""}, 0}} {
-		if _, err := PlanConns(bad.ids, bad.perConn); err == nil {
-			t.Errorf("PlanConns(%v, %d) accepted", bad.ids, bad.perConn)
+		if _, err := planConns(bad.ids, bad.perConn); err == nil {
+			t.Errorf("planConns(%v, %d) accepted", bad.ids, bad.perConn)
 		}
 	}
-	if _, err := PlanConns([]string{"some-slug"}, 0); !errors.Is(err, ErrTokenID) || !strings.Contains(err.Error(), "some-slug") {
+	if _, err := planConns([]string{"some-slug"}, 0); !errors.Is(err, ErrTokenID) || !strings.Contains(err.Error(), "some-slug") {
 		t.Errorf("slug: %v", err)
 	}
 }
 
 func TestIDKinds(t *testing.T) {
-	if !IsTokenID(tokA) || IsTokenID("12a") || IsTokenID(strings.Repeat("1", 79)) {
-		t.Error("IsTokenID")
+	if !isTokenID(tokA) || isTokenID("12a") || isTokenID(strings.Repeat("1", 79)) {
+		t.Error("isTokenID")
 	}
-	if !IsConditionID("0x84c0ffe3f56cb357ff5ff8bc5d2182ae90be4dd6718e8403a6af472b452dbfa8") || IsConditionID("0x84c0") || IsConditionID(tokA) {
-		t.Error("IsConditionID")
+	if !isConditionID("0x84c0ffe3f56cb357ff5ff8bc5d2182ae90be4dd6718e8403a6af472b452dbfa8") || isConditionID("0x84c0") || isConditionID(tokA) {
+		t.Error("isConditionID")
 	}
 }
 
@@ -105,7 +105,7 @@ func TestParseGammaMarkets(t *testing.T) {
 	"slug":"s","active":true,"closed":false,"outcomes":"[\"Yes\", \"No\"]","clobTokenIds":"[\"` + tokA + `\", \"` + tokB + `\"]"},
 	{"id":7,"slug":"arr","active":false,"closed":true,"clobTokenIds":["` + tokA + `"],"outcomes":null},
 	{"id":"8","slug":"none","clobTokenIds":""}]`
-	ms, err := ParseGammaMarkets([]byte(body))
+	ms, err := parseGammaMarkets([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,14 +117,14 @@ func TestParseGammaMarkets(t *testing.T) {
 		t.Errorf("markets 1-2: %+v %+v", ms[1], ms[2])
 	}
 	for _, bad := range []string{`{}`, `[{"clobTokenIds":"[\"0xnot\"]"}]`, `[{"clobTokenIds":"[1,"}]`, ``} {
-		if _, err := ParseGammaMarkets([]byte(bad)); err == nil {
+		if _, err := parseGammaMarkets([]byte(bad)); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if got := GammaMarketsPath(500, 500); got != "/markets?active=true&closed=false&limit=500&offset=500" {
+	if got := gammaMarketsPath(500, 500); got != "/markets?active=true&closed=false&limit=500&offset=500" {
 		t.Errorf("path %s", got)
 	}
-	if got := GammaSlugPath("a b&c"); got != "/markets?slug=a+b%26c" {
+	if got := gammaSlugPath("a b&c"); got != "/markets?slug=a+b%26c" {
 		t.Errorf("slug path %s", got)
 	}
 }
@@ -134,15 +134,15 @@ func TestParseMarketLifecycle(t *testing.T) {
 	resolved := `{"event_type":"market_resolved","market":"0x311d","assets_ids":["` + tokA + `","` + tokB + `"],"winning_asset_id":"` + tokA + `"}`
 	for _, tc := range []struct {
 		name, frame string
-		want        []MarketLifecycle
+		want        []marketLifecycle
 	}{
 		{"book", `{"event_type":"book","asset_id":"` + tokA + `"}`, nil},
-		{"new", newMarket, []MarketLifecycle{{Market: "0x311d", AssetIDs: []string{tokA, tokB}}}},
-		{"resolved in array", `[` + resolved + `,{"event_type":"book"}]`, []MarketLifecycle{{Resolved: true, Market: "0x311d", AssetIDs: []string{tokA, tokB}}}},
-		{"clob ids only", `{"event_type":"new_market","market":"m","clob_token_ids":["` + tokB + `","bad"]}`, []MarketLifecycle{{Market: "m", AssetIDs: []string{tokB}}}},
+		{"new", newMarket, []marketLifecycle{{Market: "0x311d", AssetIDs: []string{tokA, tokB}}}},
+		{"resolved in array", `[` + resolved + `,{"event_type":"book"}]`, []marketLifecycle{{Resolved: true, Market: "0x311d", AssetIDs: []string{tokA, tokB}}}},
+		{"clob ids only", `{"event_type":"new_market","market":"m","clob_token_ids":["` + tokB + `","bad"]}`, []marketLifecycle{{Market: "m", AssetIDs: []string{tokB}}}},
 		{"question mentions it", `{"event_type":"book","q":"new_market"}`, nil},
 	} {
-		got, err := ParseMarketLifecycle([]byte(tc.frame))
+		got, err := parseMarketLifecycle([]byte(tc.frame))
 		if err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
@@ -151,11 +151,11 @@ func TestParseMarketLifecycle(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
-	if _, err := ParseMarketLifecycle([]byte(`{"event_type":"new_market",`)); err == nil {
+	if _, err := parseMarketLifecycle([]byte(`{"event_type":"new_market",`)); err == nil {
 		t.Error("truncated lifecycle frame accepted")
 	}
 	book := []byte(`{"event_type":"book","asset_id":"` + tokA + `","bids":[]}`)
-	if n := testing.AllocsPerRun(100, func() { ParseMarketLifecycle(book) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { parseMarketLifecycle(book) }); n != 0 {
 		t.Errorf("%v allocations on an ordinary frame", n)
 	}
 }

@@ -98,7 +98,7 @@ func TestModelStream(t *testing.T) {
 	for _, a := range assets {
 		model[a] = &[2]map[int64]int64{{}, {}}
 	}
-	d := NewDecoder(WithInstrumentInfo(InstrumentInfo{AssetID: tA, MinOrderSize: "5"}, InstrumentInfo{AssetID: tB, MinOrderSize: "5"}))
+	d := NewDecoder(withInstrumentInfo(instrumentInfo{AssetID: tA, MinOrderSize: "5"}, instrumentInfo{AssetID: tB, MinOrderSize: "5"}))
 	var out venue.Frame
 	type entry struct {
 		a, rest string // rest: the entry's fields after the hash

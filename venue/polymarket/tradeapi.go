@@ -211,7 +211,7 @@ func (c *clob) negRisk(token string) bool {
 		if !bytes.Contains(body, []byte(token)) {
 			continue
 		}
-		facts, _ := InstrumentFacts(body)
+		facts, _ := instrumentFacts(body)
 		for i := range facts {
 			if f := &facts[i]; f.Instrument == token && f.NegRisk != venue.FlagUnknown {
 				neg, known = f.NegRisk == venue.FlagTrue, true
@@ -237,7 +237,7 @@ func tickOf(in venue.SimInstrument) int64 {
 	if in.Tick > 0 {
 		return in.Tick
 	}
-	return Trading.Tick
+	return tradingRules.Tick
 }
 
 func (c *clob) tickSize(w http.ResponseWriter, r *http.Request) {
@@ -265,7 +265,7 @@ func (c *clob) summary(token string) (map[string]any, bool) {
 		return nil, false
 	}
 	ts := strconv.FormatInt(exNs/1e6, 10)
-	minSize := dec(max(in.MinSize, Trading.MinSize), Scale.SizeDecimals)
+	minSize := dec(max(in.MinSize, tradingRules.MinSize), Scale.SizeDecimals)
 	tick := dec(tickOf(in), Scale.PriceDecimals)
 	neg := c.negRisk(token)
 	hash := BookHash(nil, HashFields{Market: in.Market, AssetID: token, Timestamp: ts, MinOrderSize: minSize, TickSize: tick, NegRisk: neg}, b)
@@ -571,9 +571,9 @@ func (c *clob) request(b *orderBody, nowWallNs int64) (venue.SimOrderRequest, st
 // errorText is the venue's words for a simulator refusal.
 func errorText(o venue.SimOrder) string {
 	switch o.Reason {
-	case Trading.Reasons.FOKUnfilled:
+	case tradingRules.Reasons.FOKUnfilled:
 		return "order couldn't be fully filled. FOK orders are fully filled or killed."
-	case Trading.Reasons.FAKUnfilled:
+	case tradingRules.Reasons.FAKUnfilled:
 		return "no orders found to match with FAK order. FAK orders are partially filled or killed if no match is found."
 	}
 	return o.Reason

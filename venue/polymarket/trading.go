@@ -10,7 +10,7 @@ import (
 	"github.com/tapedeck/tapedeck/venue"
 )
 
-// Trading is Polymarket's CLOB order rules for the backtester: order types
+// tradingRules is Polymarket's CLOB order rules for the backtester: order types
 // GTC, GTD, FOK, FAK (docs.polymarket.com, "Orders overview" and "Create
 // order"), post-only on GTC/GTD, FOK/FAK BUYs sized in dollars, GTD's
 // one-minute security threshold, tick 0.01 and minimum size 5 until a book
@@ -41,7 +41,7 @@ import (
 // amount for a marketable BUY order ($0.9975), min size: $1"
 // (NautilusTrader's Polymarket guide: resting GTC/GTD orders are bound
 // only by the 5-share minimum).
-var Trading = &venue.Trading{
+var tradingRules = &venue.Trading{
 	OrderTypes:       []string{"GTC", "GTD", "FOK", "FAK"},
 	PostOnlyFlag:     true,
 	Outcomes:         true,

@@ -39,7 +39,7 @@ type pendingHash struct {
 // another timestamp, a snapshot, a loss or the end comes.
 func (d *Decoder) checkHash(in *instrument, ts, want []byte, tsMs int64) {
 	// Inlined: most books' min_order_size is not known (a REST summary or
-	// InstrumentInfo tells it), so their hashes are not checked.
+	// instrumentInfo tells it), so their hashes are not checked.
 	if d.opts.hashCheck && in.minOrder > 0 {
 		d.snapshotHash(in, ts, want, tsMs)
 	}

@@ -23,9 +23,9 @@ type verdictHarness struct {
 }
 
 func newVerdictHarness(t *testing.T, opts ...Option) *verdictHarness {
-	opts = append([]Option{WithInstrumentInfo(
-		InstrumentInfo{AssetID: tA, Market: mk, MinOrderSize: "5", TickSize: "0.01"},
-		InstrumentInfo{AssetID: tB, Market: mk, MinOrderSize: "5", TickSize: "0.01"})}, opts...)
+	opts = append([]Option{withInstrumentInfo(
+		instrumentInfo{AssetID: tA, Market: mk, MinOrderSize: "5", TickSize: "0.01"},
+		instrumentInfo{AssetID: tB, Market: mk, MinOrderSize: "5", TickSize: "0.01"})}, opts...)
 	h := &verdictHarness{t: t, d: NewDecoder(opts...), ref: map[string]*book.Book{}}
 	for _, a := range []string{tA, tB} {
 		h.ref[a] = book.New(Scale)
@@ -399,9 +399,9 @@ func TestRealPostTradeLastTradePrice(t *testing.T) {
 	// The decoder's verdicts: min_order_size, tick_size and neg_risk are not
 	// in WebSocket books; they are what the hashes above hold with.
 	replay := func(trade []byte) *Decoder {
-		d := NewDecoder(WithInstrumentInfo(
-			InstrumentInfo{AssetID: a, Market: m, MinOrderSize: "5", TickSize: "0.01"},
-			InstrumentInfo{AssetID: b, Market: m, MinOrderSize: "5", TickSize: "0.01"}))
+		d := NewDecoder(withInstrumentInfo(
+			instrumentInfo{AssetID: a, Market: m, MinOrderSize: "5", TickSize: "0.01"},
+			instrumentInfo{AssetID: b, Market: m, MinOrderSize: "5", TickSize: "0.01"}))
 		var out venue.Frame
 		for i, f := range lines {
 			mustDecode(t, d, f, &out)

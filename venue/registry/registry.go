@@ -4,6 +4,7 @@
 package registry
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -12,6 +13,9 @@ import (
 	"github.com/tapedeck/tapedeck/venue/polymarket"
 )
 
+// ErrUnknown means no driver is registered under a venue name.
+var ErrUnknown = errors.New("registry: unknown venue")
+
 // drivers is every venue, one line each, in the order help texts list them.
 var drivers = []venue.Driver{
 	polymarket.Driver,
@@ -19,14 +23,14 @@ var drivers = []venue.Driver{
 }
 
 // Lookup returns the driver named name (as in dataset manifests), or an
-// error wrapping venue.ErrUnknown that lists the known names.
+// error wrapping ErrUnknown that lists the known names.
 func Lookup(name string) (venue.Driver, error) {
 	for _, d := range drivers {
 		if d.Name() == name {
 			return d, nil
 		}
 	}
-	return nil, fmt.Errorf("%w %q (known: %s)", venue.ErrUnknown, name, joined())
+	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, joined())
 }
 
 // Names returns the names of every venue, in registry order.

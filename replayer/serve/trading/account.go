@@ -23,7 +23,8 @@ type account struct {
 	sent     int // orders sent so far (MaxOrders)
 	agg      map[uint64]*fillAgg
 	entry    map[string]*entryAgg
-	seen     int // fills folded into agg and entry
+	seen     int     // fills folded into agg and entry
+	closed   []int64 // by fill: the profit it realized (venue.SimFill.ClosedPnl)
 	watchers map[int]func(venue.SimUpdate)
 	nextW    int
 	lev      map[string]leverage
@@ -214,6 +215,9 @@ func (a *account) onFill(ctx *backtest.Context, f *backtest.Fill) {
 	o := ctx.Order(f.OrderID)
 	s := a.snapshot(ctx, o, venue.SimOrderRequest{})
 	sf := simFill(f)
+	if n := len(a.closed); n > 0 {
+		sf.ClosedPnl = a.closed[n-1]
+	}
 	sf.Position = ctx.Position(f.Instrument)
 	if f.Side == backtest.Buy {
 		sf.Position -= f.Size
@@ -251,6 +255,20 @@ func (a *account) fold(ctx *backtest.Context) {
 		if f.Side == backtest.Sell {
 			q = -q
 		}
+		var pnl int64
+		if e.size != 0 && (e.size > 0) != (q > 0) {
+			// Reducing (or flipping): the closed part realizes its profit
+			// against the average entry price.
+			closing := int64(math.Min(math.Abs(q), math.Abs(e.size)))
+			entryPx := int64(math.Round(e.cost / e.size))
+			sc := ctx.Instrument(f.Instrument).Scale
+			pnl = backtest.Notional(f.Price, closing, sc.PriceDecimals, sc.SizeDecimals) -
+				backtest.Notional(entryPx, closing, sc.PriceDecimals, sc.SizeDecimals)
+			if e.size < 0 {
+				pnl = -pnl
+			}
+		}
+		a.closed = append(a.closed, pnl)
 		switch {
 		case e.size == 0 || (e.size > 0) == (q > 0): // opening or adding
 			e.cost += q * float64(f.Price)
@@ -469,10 +487,12 @@ func (a *account) Fills(dst []venue.SimFill) []venue.SimFill {
 	a.h.lock()
 	defer a.h.mu.Unlock()
 	ctx := a.eng.Context()
+	a.fold(ctx)
 	fills := ctx.Fills()
 	var pos = map[string]int64{}
 	for i := range fills {
 		f := simFill(&fills[i])
+		f.ClosedPnl = a.closed[i]
 		f.Position = pos[f.Instrument]
 		if f.Buy {
 			pos[f.Instrument] += f.Size
@@ -505,6 +525,9 @@ func (a *account) State() venue.SimState {
 		sc := in.Scale
 		val := backtest.Notional(mark, in.Position, sc.PriceDecimals, sc.SizeDecimals)
 		p := venue.SimPosition{Instrument: in.ID, Size: in.Position, Mark: mark, Value: val}
+		if liq, ok := ctx.LiquidationPrice(in.ID); ok {
+			p.LiqPx = liq
+		}
 		if e := a.entry[in.ID]; e != nil && e.size != 0 {
 			p.EntryPx = int64(math.Round(e.cost / e.size))
 			p.Upnl = val - backtest.Notional(p.EntryPx, in.Position, sc.PriceDecimals, sc.SizeDecimals)

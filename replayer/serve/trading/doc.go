@@ -13,4 +13,10 @@
 // applied to the books and the engines, and released while the replay
 // waits (paced) or waits for the bots (deterministic mode), so that API
 // requests always read a consistent book and account state.
+//
+// A live hub (NewLive) has no replay of its own: a running capture's live
+// engine feeds it (Live, for recorder.Recorder.Subscribe), and a bot
+// paper-trades the live books (capture run --trading). It applies each
+// event under its lock to copies of the live books it owns, so the API
+// never reads a book the live engine is writing.
 package trading

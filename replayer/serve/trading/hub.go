@@ -87,7 +87,10 @@ type Hub struct {
 	clients   map[Client]int64 // → frames forwarded to it
 	recorded  []recordedREST
 	preview   [][]byte              // REST bodies recorded before the first frame, read at NewHub
-	books     map[string]*book.Book // borrowed from the replayer; read under mu
+	books     map[string]*book.Book // borrowed from the replayer (live: own's); read under mu
+	live      bool                  // NewLive: fed by a live engine
+	own       map[string]*book.Book // live: the hub's copies of the live books
+	liveEv    feed.Event            // live: the event passed on, with the copy's book
 	exNs      map[string]int64
 	facts     map[string]instFact // what an account opened later must know
 	seen      []string            // instruments in first-seen order
@@ -162,6 +165,63 @@ func NewHub(paths []string, opt Options) (*Hub, error) {
 	return h, nil
 }
 
+// NewLive returns a hub fed by a live engine instead of a replay of its
+// own (paper trading): give Live() to the recorder's Subscribe. Every
+// event is applied as it comes, on the live engine's goroutine; there is no
+// pacing and no deterministic mode (Speed, MaxGap, Deterministic, Settle
+// and Replay are ignored). Run waits for its context, then ends the
+// accounts' pending requests.
+func NewLive(opt Options) (*Hub, error) {
+	opt.Deterministic, opt.Speed, opt.Replay = false, 1, nil
+	if opt.MaxAccounts <= 0 {
+		opt.MaxAccounts = DefaultMaxAccounts
+	}
+	if opt.MaxOrders <= 0 {
+		opt.MaxOrders = DefaultMaxOrders
+	}
+	if err := opt.Backtest.Validate(); err != nil {
+		return nil, err
+	}
+	h := &Hub{opt: opt, live: true, accounts: map[string]*account{}, clients: map[Client]int64{}, wake: make(chan struct{}, 1),
+		books: map[string]*book.Book{}, own: map[string]*book.Book{}, exNs: map[string]int64{}, facts: map[string]instFact{},
+		startCh: make(chan struct{}), done: make(chan struct{}), base: time.Now()}
+	h.market = backtest.NewEngine(noop{}, opt.Backtest)
+	h.Start()
+	return h, nil
+}
+
+// Live returns the subscriber a live hub is fed by (NewLive): for
+// recorder.Recorder.Subscribe with an empty key. It applies each event
+// under the hub's lock to a copy of the event's book the hub owns, so the
+// API reads books the live engine is not writing.
+func (h *Hub) Live() feed.Subscriber {
+	var bids, asks []book.Level
+	return feed.SubscriberFunc(func(ev *feed.Event) error {
+		h.lock()
+		defer h.mu.Unlock()
+		if h.ended {
+			return nil
+		}
+		if ev.Book != nil && ev.Instrument != "" {
+			b := h.own[ev.Instrument]
+			if b == nil {
+				b = book.New(ev.Book.Scale())
+				h.own[ev.Instrument] = b
+			}
+			bids, asks = ev.Book.Top(book.Bid, bids[:0], -1), ev.Book.Top(book.Ask, asks[:0], -1)
+			if b.Replace(bids, asks) != nil || !ev.Book.Valid() {
+				b.Invalidate()
+			}
+			h.liveEv = *ev
+			h.liveEv.Book = b
+			err := h.onEvent(&h.liveEv)
+			h.liveEv = feed.Event{}
+			return err
+		}
+		return h.onEvent(ev)
+	})
+}
+
 // previewLimit bounds the records previewREST reads per dataset.
 const previewLimit = 10_000
 
@@ -220,6 +280,10 @@ func (h *Hub) Run(ctx context.Context) (*replayer.Summary, error) {
 		}
 		h.mu.Unlock()
 	}()
+	if h.live {
+		<-ctx.Done()
+		return nil, nil
+	}
 	select {
 	case <-h.startCh:
 	case <-ctx.Done():

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/tapedeck/tapedeck/backtest"
 	"github.com/tapedeck/tapedeck/book"
+	"github.com/tapedeck/tapedeck/internal/jstest"
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/replayer/serve"
 	"github.com/tapedeck/tapedeck/replayer/serve/trading"
@@ -39,26 +39,11 @@ func sample(t *testing.T, venueName string) string {
 	return p
 }
 
-// node returns the node binary and the tests/js directory, or skips.
+// node returns the node binary, the tests/js directory and node's flags,
+// or skips.
 func node(t *testing.T, pkg string) (string, string, []string) {
 	t.Helper()
-	js, err := filepath.Abs(filepath.Join("..", "..", "..", "tests", "js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(js, "node_modules", filepath.FromSlash(pkg))); err != nil {
-		t.Skipf("tests/js/node_modules/%s missing: run `cd tests/js && npm ci` (make test does)", pkg)
-	}
-	bin, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not installed")
-	}
-	var flags []string
-	// Node 20 has the WebSocket client behind a flag; later versions have it on.
-	if exec.Command(bin, "--experimental-websocket", "-e", "0").Run() == nil {
-		flags = append(flags, "--experimental-websocket")
-	}
-	return bin, js, flags
+	return jstest.Node(t, pkg)
 }
 
 // running is a trading server on a loopback port.
