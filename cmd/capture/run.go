@@ -27,8 +27,8 @@ import (
 	"github.com/tapedeck/tapedeck/recorder"
 	"github.com/tapedeck/tapedeck/replayer/serve"
 	"github.com/tapedeck/tapedeck/replayer/serve/trading"
-	"github.com/tapedeck/tapedeck/venue"
 	"github.com/tapedeck/tapedeck/venue/registry"
+	"github.com/tapedeck/tapedeck/venue/tradeapi"
 )
 
 // sessionFlags are what run and plan share: what to record and where from.
@@ -440,7 +440,7 @@ func (o *runOptions) startTrading(ctx context.Context, rec *recorder.Recorder, l
 	if err != nil {
 		return nil, err
 	}
-	srv, err := serve.NewLive(o.Venue, hub, venue.TradingOptions{})
+	srv, err := serve.NewLive(o.Venue, hub, tradeapi.TradingOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -21,8 +21,8 @@ import (
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/replayer/serve"
 	"github.com/tapedeck/tapedeck/replayer/serve/trading"
-	"github.com/tapedeck/tapedeck/venue"
 	"github.com/tapedeck/tapedeck/venue/registry"
+	"github.com/tapedeck/tapedeck/venue/tradeapi"
 )
 
 // serveCmdOptions are the parsed flags of `replay serve`.
@@ -295,7 +295,7 @@ func runServe(ctx context.Context, opts *serveCmdOptions) error {
 	if opts.Trading {
 		sopts = append(sopts, serve.WithTrading(trading.Options{Speed: opts.Speed, MaxGap: opts.MaxGap,
 			Deterministic: opts.Deterministic, Settle: opts.Settle, Backtest: opts.Sim, MaxAccounts: opts.Accounts},
-			venue.TradingOptions{AnySignature: opts.AnySignature}))
+			tradeapi.TradingOptions{AnySignature: opts.AnySignature}))
 	}
 	s, err := serve.New(opts.Paths, sopts...)
 	if err != nil {

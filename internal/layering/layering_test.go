@@ -40,14 +40,16 @@ func engine(pkg string) bool {
 	return false
 }
 
-// venuePackage reports whether pkg is one venue's own package (or below).
+// venuePackage reports whether pkg is one venue's own package (or below):
+// not the registry, the shared internals and conformance suite, or
+// tradeapi, the trading contract beside package venue.
 func venuePackage(pkg string) bool {
 	p, ok := strings.CutPrefix(pkg, module+"venue/")
 	if !ok {
 		return false
 	}
 	top, _, _ := strings.Cut(p, "/")
-	return top != "registry" && top != "internal" && top != "venuetest"
+	return top != "registry" && top != "internal" && top != "venuetest" && top != "tradeapi"
 }
 
 // TestEngineImportsNoVenue asserts from go list that no engine package

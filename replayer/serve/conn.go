@@ -11,6 +11,7 @@ import (
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/tradeapi"
 )
 
 // conn is one client of a Server. Three goroutines share it: the
@@ -28,7 +29,7 @@ type conn struct {
 
 	mu    sync.Mutex // guards sess, started, subs and inBytes
 	sess  venue.ServerSession
-	trade venue.TradingSession // trading mode: the venue's user channels, post requests
+	trade tradeapi.TradingSession // trading mode: the venue's user channels, post requests
 	// Trading mode, deterministic: the client acknowledges the recorded
 	// frames it has handled (lockstepMsg).
 	lockstep atomic.Bool

@@ -7,6 +7,7 @@ import (
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/replayer/serve/trading"
 	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/tradeapi"
 )
 
 // Option configures a Server. Options validate their arguments;
@@ -31,7 +32,7 @@ type options struct {
 // tradingOpts is WithTrading's choice.
 type tradingOpts struct {
 	hub trading.Options
-	api venue.TradingOptions
+	api tradeapi.TradingOptions
 }
 
 // Serve defaults.
@@ -197,9 +198,9 @@ func WithDriver(d venue.Driver) Option {
 // (package replayer/serve/trading); the venue's REST paths answer from it,
 // and WebSocket clients get the recorded frames of that shared replay from
 // the point it has reached, with the venue's user channels. The venue's
-// driver must implement venue.TradingServer. WithSpeed and WithMaxGap do
+// driver must implement tradeapi.TradingServer. WithSpeed and WithMaxGap do
 // not apply to it (hub.Speed, hub.MaxGap do).
-func WithTrading(hub trading.Options, api venue.TradingOptions) Option {
+func WithTrading(hub trading.Options, api tradeapi.TradingOptions) Option {
 	return func(o *options) error {
 		if hub.Speed != 0 && (hub.Speed != hub.Speed || !hub.Speed.Valid()) {
 			return fmt.Errorf("%w: speed %v", ErrOption, float64(hub.Speed))

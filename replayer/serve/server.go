@@ -16,6 +16,7 @@ import (
 	"github.com/tapedeck/tapedeck/replayer/serve/trading"
 	"github.com/tapedeck/tapedeck/venue"
 	"github.com/tapedeck/tapedeck/venue/registry"
+	"github.com/tapedeck/tapedeck/venue/tradeapi"
 )
 
 // Server serves recordings as a WebSocket server that speaks the recorded
@@ -82,7 +83,7 @@ type Server struct {
 	// Trading mode (WithTrading): the shared replay and simulated
 	// exchange, the venue's trading API over it, and its REST handler.
 	hub  *trading.Hub
-	api  venue.TradingAPI
+	api  tradeapi.TradingAPI
 	rest http.Handler
 
 	stats struct {
@@ -142,7 +143,7 @@ func New(paths []string, opts ...Option) (*Server, error) {
 		s.venue, s.drv = m.Venue, d
 	}
 	if t := s.opts.trading; t != nil {
-		ts, ok := s.drv.(venue.TradingServer)
+		ts, ok := s.drv.(tradeapi.TradingServer)
 		if !ok {
 			return nil, fmt.Errorf("%w: no trading API is simulated for %s", ErrVenue, s.venue)
 		}
@@ -168,7 +169,7 @@ func New(paths []string, opts ...Option) (*Server, error) {
 // client limits, queue and subscribe-window options apply, the replay
 // options do not. Errors: ErrVenue for a venue without a simulated trading
 // API, an option error wrapping ErrOption.
-func NewLive(venueName string, hub *trading.Hub, api venue.TradingOptions, opts ...Option) (*Server, error) {
+func NewLive(venueName string, hub *trading.Hub, api tradeapi.TradingOptions, opts ...Option) (*Server, error) {
 	s := &Server{opts: defaults(), conns: map[*conn]struct{}{}}
 	for _, o := range opts {
 		if err := o(&s.opts); err != nil {
@@ -179,7 +180,7 @@ func NewLive(venueName string, hub *trading.Hub, api venue.TradingOptions, opts 
 	if err != nil {
 		return nil, fmt.Errorf("%w %q", ErrVenue, venueName)
 	}
-	ts, ok := d.(venue.TradingServer)
+	ts, ok := d.(tradeapi.TradingServer)
 	if !ok {
 		return nil, fmt.Errorf("%w: no trading API is simulated for %s", ErrVenue, venueName)
 	}

@@ -1,6 +1,6 @@
 package hyperliquid
 
-// The trading API as the venue serves it (venue.TradingAPI), over a
+// The trading API as the venue serves it (tradeapi.TradingAPI), over a
 // simulated exchange: POST /info (l2Book, allMids, meta, metaAndAssetCtxs,
 // openOrders, frontendOpenOrders, orderStatus, userFills,
 // clearinghouseState), POST /exchange (order, cancel, cancelByCloid,
@@ -24,12 +24,12 @@ import (
 	"sync"
 
 	"github.com/tapedeck/tapedeck/book"
-	"github.com/tapedeck/tapedeck/venue"
 	"github.com/tapedeck/tapedeck/venue/internal/ethsig"
+	"github.com/tapedeck/tapedeck/venue/tradeapi"
 )
 
-// TradingAPI implements venue.TradingServer.
-func (driver) TradingAPI() venue.TradingAPI { return tradingAPI{} }
+// TradingAPI implements tradeapi.TradingServer.
+func (driver) TradingAPI() tradeapi.TradingAPI { return tradingAPI{} }
 
 type tradingAPI struct{}
 
@@ -39,7 +39,7 @@ const maxBody = 1 << 20
 // maxBatch bounds the orders or cancels of one action.
 const maxBatch = 1000
 
-func (tradingAPI) Handler(ex venue.Exchange, opt venue.TradingOptions) http.Handler {
+func (tradingAPI) Handler(ex tradeapi.Exchange, opt tradeapi.TradingOptions) http.Handler {
 	t := &trader{ex: ex, opt: opt, nonces: map[string]*nonceSet{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/info", t.serveInfo)
@@ -47,14 +47,14 @@ func (tradingAPI) Handler(ex venue.Exchange, opt venue.TradingOptions) http.Hand
 	return mux
 }
 
-func (tradingAPI) NewSession(ex venue.Exchange, opt venue.TradingOptions, push func([]byte)) venue.TradingSession {
+func (tradingAPI) NewSession(ex tradeapi.Exchange, opt tradeapi.TradingOptions, push func([]byte)) tradeapi.TradingSession {
 	return &tradeSession{t: &trader{ex: ex, opt: opt, nonces: map[string]*nonceSet{}}, push: push, subs: map[string]func(){}}
 }
 
 // trader answers requests from an Exchange.
 type trader struct {
-	ex  venue.Exchange
-	opt venue.TradingOptions
+	ex  tradeapi.Exchange
+	opt tradeapi.TradingOptions
 
 	mu     sync.Mutex
 	nonces map[string]*nonceSet
@@ -258,7 +258,7 @@ func (t *trader) assetOf(coin string) int {
 }
 
 // account resolves the account a user address names.
-func (t *trader) account(user string) (venue.Account, bool) {
+func (t *trader) account(user string) (tradeapi.Account, bool) {
 	if t.opt.AnySignature {
 		return t.ex.Account(t.defaultAccount())
 	}
@@ -377,14 +377,14 @@ func (t *trader) mids() map[string]string {
 	return out
 }
 
-func (t *trader) findOrder(a venue.Account, oid json.RawMessage) (venue.SimOrder, bool) {
+func (t *trader) findOrder(a tradeapi.Account, oid json.RawMessage) (tradeapi.SimOrder, bool) {
 	var s string
 	if json.Unmarshal(oid, &s) == nil && strings.HasPrefix(s, "0x") {
 		return a.Order(0, s)
 	}
 	var n uint64
 	if json.Unmarshal(oid, &n) != nil {
-		return venue.SimOrder{}, false
+		return tradeapi.SimOrder{}, false
 	}
 	return a.Order(n, "")
 }
@@ -406,7 +406,7 @@ func tifName(tif string) string {
 	return "Gtc"
 }
 
-func (t *trader) orderJSON(o venue.SimOrder, frontend bool) map[string]any {
+func (t *trader) orderJSON(o tradeapi.SimOrder, frontend bool) map[string]any {
 	m := map[string]any{"coin": o.Instrument, "side": side(o.Buy), "limitPx": px(o.Price), "sz": px(o.Size - o.Filled),
 		"oid": o.ID, "timestamp": o.SubmitNs / 1e6, "origSz": px(o.Size)}
 	if o.ClientID != "" {
@@ -423,7 +423,7 @@ func (t *trader) orderJSON(o venue.SimOrder, frontend bool) map[string]any {
 }
 
 // orderStatus is the venue's status word of an order.
-func orderStatus(o venue.SimOrder) string {
+func orderStatus(o tradeapi.SimOrder) string {
 	switch o.Status {
 	case "open", "pending":
 		return "open"
@@ -443,14 +443,14 @@ func orderStatus(o venue.SimOrder) string {
 	return "canceled"
 }
 
-func statusMs(o venue.SimOrder) int64 {
+func statusMs(o tradeapi.SimOrder) int64 {
 	if o.DoneNs != 0 {
 		return o.DoneNs / 1e6
 	}
 	return o.SubmitNs / 1e6
 }
 
-func (t *trader) fillJSON(f venue.SimFill) map[string]any {
+func (t *trader) fillJSON(f tradeapi.SimFill) map[string]any {
 	ms := f.ExchangeNs / 1e6
 	if ms == 0 {
 		ms = f.RecvNs / 1e6
@@ -474,7 +474,7 @@ func (t *trader) fillJSON(f venue.SimFill) map[string]any {
 		"crossed": !f.Maker, "fee": money(f.Fee), "tid": f.Seq, "feeToken": "USDC", "builderFee": nil}
 }
 
-func (t *trader) clearinghouse(a venue.Account) map[string]any {
+func (t *trader) clearinghouse(a tradeapi.Account) map[string]any {
 	st := a.State()
 	_, _, _, maxLev := t.universe()
 	var ntl, margin int64
@@ -642,14 +642,14 @@ type wireOrder struct {
 }
 
 // request converts a wire order, or returns the venue's error text.
-func (t *trader) request(w wireOrder) (venue.SimOrderRequest, string) {
+func (t *trader) request(w wireOrder) (tradeapi.SimOrderRequest, string) {
 	coin, ok := t.coinOf(w.A)
 	if !ok {
-		return venue.SimOrderRequest{}, fmt.Sprintf("Unknown asset %d", w.A)
+		return tradeapi.SimOrderRequest{}, fmt.Sprintf("Unknown asset %d", w.A)
 	}
 	suffix := fmt.Sprintf(" asset=%d", w.A)
 	if w.T.Trigger != nil {
-		return venue.SimOrderRequest{}, "tapedeck: trigger orders are not simulated" + suffix
+		return tradeapi.SimOrderRequest{}, "tapedeck: trigger orders are not simulated" + suffix
 	}
 	tif := "GTC"
 	if w.T.Limit != nil {
@@ -660,28 +660,28 @@ func (t *trader) request(w wireOrder) (venue.SimOrderRequest, string) {
 		case "Alo":
 			tif = "ALO"
 		default:
-			return venue.SimOrderRequest{}, "Invalid TIF" + suffix
+			return tradeapi.SimOrderRequest{}, "Invalid TIF" + suffix
 		}
 	}
 	p, err := book.ParseDecimal([]byte(w.P), Scale.PriceDecimals)
 	if err != nil || p <= 0 {
-		return venue.SimOrderRequest{}, "Order has invalid price." + suffix
+		return tradeapi.SimOrderRequest{}, "Order has invalid price." + suffix
 	}
 	s, err := book.ParseDecimal([]byte(w.S), Scale.SizeDecimals)
 	if err != nil || s <= 0 {
-		return venue.SimOrderRequest{}, "Order has invalid size." + suffix
+		return tradeapi.SimOrderRequest{}, "Order has invalid size." + suffix
 	}
 	if w.C != "" {
 		if _, err := ethsig.Bytes32(w.C + strings.Repeat("0", 32)); err != nil || len(w.C) != 34 {
-			return venue.SimOrderRequest{}, "Invalid cloid" + suffix
+			return tradeapi.SimOrderRequest{}, "Invalid cloid" + suffix
 		}
 	}
-	return venue.SimOrderRequest{Instrument: coin, Buy: w.B, Price: p, Size: s, TIF: tif, ReduceOnly: w.R,
+	return tradeapi.SimOrderRequest{Instrument: coin, Buy: w.B, Price: p, Size: s, TIF: tif, ReduceOnly: w.R,
 		ClientID: strings.ToLower(w.C)}, ""
 }
 
 // status is an order's entry in statuses: resting, filled or error.
-func (t *trader) status(o venue.SimOrder) any {
+func (t *trader) status(o tradeapi.SimOrder) any {
 	asset := t.assetOf(o.Instrument)
 	switch {
 	case o.Status == "open" || o.Status == "pending":
@@ -704,7 +704,7 @@ func (t *trader) status(o venue.SimOrder) any {
 	return map[string]any{"error": fmt.Sprintf("%s asset=%d", reason, asset)}
 }
 
-func (t *trader) order(ctx context.Context, a venue.Account, action json.RawMessage, body []byte) (any, error) {
+func (t *trader) order(ctx context.Context, a tradeapi.Account, action json.RawMessage, body []byte) (any, error) {
 	var act struct {
 		Orders   []wireOrder `json:"orders"`
 		Grouping string      `json:"grouping"`
@@ -713,7 +713,7 @@ func (t *trader) order(ctx context.Context, a venue.Account, action json.RawMess
 		return nil, deserializeError(body)
 	}
 	statuses := make([]any, len(act.Orders))
-	var reqs []venue.SimOrderRequest
+	var reqs []tradeapi.SimOrderRequest
 	var at []int
 	for i, w := range act.Orders {
 		r, bad := t.request(w)
@@ -735,7 +735,7 @@ func (t *trader) order(ctx context.Context, a venue.Account, action json.RawMess
 	return okResp("order", map[string]any{"statuses": statuses}), nil
 }
 
-func (t *trader) cancel(ctx context.Context, a venue.Account, typ string, action json.RawMessage, body []byte) (any, error) {
+func (t *trader) cancel(ctx context.Context, a tradeapi.Account, typ string, action json.RawMessage, body []byte) (any, error) {
 	var act struct {
 		Cancels []struct {
 			A     *int   `json:"a"`
@@ -756,7 +756,7 @@ func (t *trader) cancel(ctx context.Context, a venue.Account, typ string, action
 			asset = *c.Asset
 		}
 		id := c.O
-		var o venue.SimOrder
+		var o tradeapi.SimOrder
 		var found bool
 		if typ == "cancelByCloid" {
 			o, found = a.Order(0, strings.ToLower(c.Cloid))
@@ -780,7 +780,7 @@ type wireModify struct {
 
 // modifyOne modifies one order: the same order id when only price or size
 // change, as the venue keeps it; a new order otherwise is not offered.
-func (t *trader) modifyOne(ctx context.Context, a venue.Account, m wireModify) any {
+func (t *trader) modifyOne(ctx context.Context, a tradeapi.Account, m wireModify) any {
 	o, found := t.findOrder(a, m.Oid)
 	r, bad := t.request(m.Order)
 	switch {
@@ -798,7 +798,7 @@ func (t *trader) modifyOne(ctx context.Context, a venue.Account, m wireModify) a
 	return t.status(n)
 }
 
-func (t *trader) modify(ctx context.Context, a venue.Account, action json.RawMessage, body []byte) (any, error) {
+func (t *trader) modify(ctx context.Context, a tradeapi.Account, action json.RawMessage, body []byte) (any, error) {
 	var m wireModify
 	if json.Unmarshal(action, &m) != nil {
 		return nil, deserializeError(body)
@@ -812,7 +812,7 @@ func (t *trader) modify(ctx context.Context, a venue.Account, action json.RawMes
 	return okResp("default", nil), nil
 }
 
-func (t *trader) batchModify(ctx context.Context, a venue.Account, action json.RawMessage, body []byte) (any, error) {
+func (t *trader) batchModify(ctx context.Context, a tradeapi.Account, action json.RawMessage, body []byte) (any, error) {
 	var act struct {
 		Modifies []wireModify `json:"modifies"`
 	}
@@ -916,7 +916,7 @@ func (s *tradeSession) Handle(msg []byte) ([][]byte, bool) {
 	t := s.t
 	typ := sub.Type
 	push := s.push
-	s.subs[key] = a.Watch(func(u venue.SimUpdate) {
+	s.subs[key] = a.Watch(func(u tradeapi.SimUpdate) {
 		switch {
 		case typ == "userFills" && u.Fill != nil:
 			push(frame("userFills", map[string]any{"user": user, "fills": []any{t.fillJSON(*u.Fill)}}))

@@ -1,6 +1,6 @@
 package polymarket
 
-// The CLOB API as the venue serves it (venue.TradingAPI), over a simulated
+// The CLOB API as the venue serves it (tradeapi.TradingAPI), over a simulated
 // exchange: market data (GET /book, POST /books, /tick-size, /neg-risk,
 // /fee-rate, /time, /midpoint), API keys (POST /auth/api-key, GET
 // /auth/derive-api-key: L1 headers, an EIP-712 ClobAuth signature whose
@@ -36,12 +36,13 @@ import (
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/venue"
 	"github.com/tapedeck/tapedeck/venue/internal/ethsig"
+	"github.com/tapedeck/tapedeck/venue/tradeapi"
 )
 
-// TradingAPI implements venue.TradingServer: each call is a new API, whose
+// TradingAPI implements tradeapi.TradingServer: each call is a new API, whose
 // handler and sessions share their API keys and order ids, and nothing
 // else does.
-func (driver) TradingAPI() venue.TradingAPI { return &tradingAPI{} }
+func (driver) TradingAPI() tradeapi.TradingAPI { return &tradingAPI{} }
 
 // tradingAPI is one server's CLOB: its state lives as long as the server
 // holds it.
@@ -53,7 +54,7 @@ type tradingAPI struct {
 // clobOf returns the API's CLOB over ex, created on first use. An API
 // serves one exchange: a call with another starts afresh (the old one's
 // keys are not carried over).
-func (t *tradingAPI) clobOf(ex venue.Exchange, opt venue.TradingOptions) *clob {
+func (t *tradingAPI) clobOf(ex tradeapi.Exchange, opt tradeapi.TradingOptions) *clob {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.c == nil || t.c.ex != ex {
@@ -85,8 +86,8 @@ type creds struct {
 
 // clob answers requests from an Exchange.
 type clob struct {
-	ex  venue.Exchange
-	opt venue.TradingOptions
+	ex  tradeapi.Exchange
+	opt tradeapi.TradingOptions
 
 	mu     sync.Mutex
 	keys   map[string]*creds            // by API key
@@ -100,11 +101,11 @@ type orderRef struct {
 	id      uint64
 }
 
-func newClob(ex venue.Exchange, opt venue.TradingOptions) *clob {
+func newClob(ex tradeapi.Exchange, opt tradeapi.TradingOptions) *clob {
 	return &clob{ex: ex, opt: opt, keys: map[string]*creds{}, orders: map[string]orderRef{}, hashes: map[string]map[uint64]string{}, neg: map[string]bool{}}
 }
 
-func (t *tradingAPI) Handler(ex venue.Exchange, opt venue.TradingOptions) http.Handler {
+func (t *tradingAPI) Handler(ex tradeapi.Exchange, opt tradeapi.TradingOptions) http.Handler {
 	c := t.clobOf(ex, opt)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /time", func(w http.ResponseWriter, r *http.Request) {
@@ -174,23 +175,23 @@ func dec(v int64, d uint8) string {
 	return s
 }
 
-func (c *clob) instrument(token string) (venue.SimInstrument, bool) {
+func (c *clob) instrument(token string) (tradeapi.SimInstrument, bool) {
 	if token == "" {
-		return venue.SimInstrument{}, false
+		return tradeapi.SimInstrument{}, false
 	}
 	for _, in := range c.ex.Instruments() {
 		if in.ID == token {
 			return in, true
 		}
 	}
-	return venue.SimInstrument{}, false
+	return tradeapi.SimInstrument{}, false
 }
 
 // feeBps is a token's base fee as the venue states it (GET /fee-rate's
 // base_fee, the feeRateBps a client signs into its orders): the taker rate
 // the simulator charges its fills, from the recording (the market's listing,
 // its trades' fee_rate_bps) or the user's --fee-rate, in basis points.
-func feeBps(in venue.SimInstrument) int64 {
+func feeBps(in tradeapi.SimInstrument) int64 {
 	if !in.FeeKnown || in.TakerFeeRate <= 0 {
 		return 0
 	}
@@ -228,12 +229,12 @@ func (c *clob) negRisk(token string) bool {
 	return neg
 }
 
-func (c *clob) instrumentOrZero(token string) venue.SimInstrument {
+func (c *clob) instrumentOrZero(token string) tradeapi.SimInstrument {
 	in, _ := c.instrument(token)
 	return in
 }
 
-func tickOf(in venue.SimInstrument) int64 {
+func tickOf(in tradeapi.SimInstrument) int64 {
 	if in.Tick > 0 {
 		return in.Tick
 	}
@@ -370,7 +371,7 @@ func (c *clob) apiKey(w http.ResponseWriter, r *http.Request) {
 
 // l2 authenticates a request with the L2 headers and calls h with the
 // key's account and the body.
-func (c *clob) l2(h func(w http.ResponseWriter, r *http.Request, k *creds, a venue.Account, body []byte)) http.HandlerFunc {
+func (c *clob) l2(h func(w http.ResponseWriter, r *http.Request, k *creds, a tradeapi.Account, body []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 		if err != nil || len(body) > maxBody {
@@ -512,15 +513,15 @@ func amount(s string) (int64, bool) {
 
 // request converts a signed order into the simulator's terms, or the
 // venue's error text.
-func (c *clob) request(b *orderBody, nowWallNs int64) (venue.SimOrderRequest, string) {
+func (c *clob) request(b *orderBody, nowWallNs int64) (tradeapi.SimOrderRequest, string) {
 	o := &b.Order
 	if _, ok := c.instrument(o.TokenID); !ok {
-		return venue.SimOrderRequest{}, "invalid order: the orderbook for token " + o.TokenID + " does not exist"
+		return tradeapi.SimOrderRequest{}, "invalid order: the orderbook for token " + o.TokenID + " does not exist"
 	}
 	maker, ok1 := amount(o.MakerAmount)
 	taker, ok2 := amount(o.TakerAmount)
 	if !ok1 || !ok2 {
-		return venue.SimOrderRequest{}, "invalid order: amounts must be positive"
+		return tradeapi.SimOrderRequest{}, "invalid order: amounts must be positive"
 	}
 	tif := b.OrderType
 	if tif == "" {
@@ -529,11 +530,11 @@ func (c *clob) request(b *orderBody, nowWallNs int64) (venue.SimOrderRequest, st
 	switch tif {
 	case "GTC", "GTD", "FOK", "FAK":
 	default:
-		return venue.SimOrderRequest{}, "invalid order type " + strconv.Quote(tif)
+		return tradeapi.SimOrderRequest{}, "invalid order type " + strconv.Quote(tif)
 	}
 	buy := o.Side == sideBuyWire
 	if !buy && o.Side != sideSellWire {
-		return venue.SimOrderRequest{}, "invalid order side " + strconv.Quote(o.Side)
+		return tradeapi.SimOrderRequest{}, "invalid order side " + strconv.Quote(o.Side)
 	}
 	// Amounts are at 6 decimals: price = USDC / shares, at the price scale.
 	usdc, shares := maker, taker
@@ -549,7 +550,7 @@ func (c *clob) request(b *orderBody, nowWallNs int64) (venue.SimOrderRequest, st
 		t := tickOf(in)
 		price = (price + t/2) / t * t
 	}
-	r := venue.SimOrderRequest{Instrument: o.TokenID, Buy: buy, Price: price, TIF: tif, PostOnly: b.PostOnly}
+	r := tradeapi.SimOrderRequest{Instrument: o.TokenID, Buy: buy, Price: price, TIF: tif, PostOnly: b.PostOnly}
 	sizeScale := book.Pow10(Scale.SizeDecimals) / book.Pow10(usdcDecimals)
 	if buy && (tif == "FOK" || tif == "FAK") {
 		r.Amount = usdc * book.Pow10(Scale.PriceDecimals) / book.Pow10(usdcDecimals)
@@ -559,7 +560,7 @@ func (c *clob) request(b *orderBody, nowWallNs int64) (venue.SimOrderRequest, st
 	if tif == "GTD" {
 		exp, err := strconv.ParseInt(o.Expiration, 10, 64)
 		if err != nil || exp <= 0 {
-			return venue.SimOrderRequest{}, "invalid order: a GTD order needs an expiration"
+			return tradeapi.SimOrderRequest{}, "invalid order: a GTD order needs an expiration"
 		}
 		// The client takes its expiration from the wall clock: map it to the
 		// replay's (the same distance ahead of now).
@@ -569,7 +570,7 @@ func (c *clob) request(b *orderBody, nowWallNs int64) (venue.SimOrderRequest, st
 }
 
 // errorText is the venue's words for a simulator refusal.
-func errorText(o venue.SimOrder) string {
+func errorText(o tradeapi.SimOrder) string {
 	switch o.Reason {
 	case tradingRules.Reasons.FOKUnfilled:
 		return "order couldn't be fully filled. FOK orders are fully filled or killed."
@@ -598,9 +599,9 @@ func (c *clob) hashOf(account string, id uint64) string {
 }
 
 // place posts orders and returns the venue's responses and HTTP status.
-func (c *clob) place(ctx context.Context, k *creds, a venue.Account, bodies []orderBody) ([]map[string]any, int) {
+func (c *clob) place(ctx context.Context, k *creds, a tradeapi.Account, bodies []orderBody) ([]map[string]any, int) {
 	resp := make([]map[string]any, len(bodies))
-	var reqs []venue.SimOrderRequest
+	var reqs []tradeapi.SimOrderRequest
 	var at []int
 	var ids []string
 	status := http.StatusOK
@@ -668,7 +669,7 @@ func (c *clob) place(ctx context.Context, k *creds, a venue.Account, bodies []or
 	return resp, status
 }
 
-func (c *clob) postOrder(w http.ResponseWriter, r *http.Request, k *creds, a venue.Account, body []byte) {
+func (c *clob) postOrder(w http.ResponseWriter, r *http.Request, k *creds, a tradeapi.Account, body []byte) {
 	var b orderBody
 	if err := json.Unmarshal(body, &b); err != nil {
 		writeErr(w, http.StatusBadRequest, "Invalid order payload")
@@ -682,7 +683,7 @@ func (c *clob) postOrder(w http.ResponseWriter, r *http.Request, k *creds, a ven
 	writeJSON(w, status, resp[0])
 }
 
-func (c *clob) postOrders(w http.ResponseWriter, r *http.Request, k *creds, a venue.Account, body []byte) {
+func (c *clob) postOrders(w http.ResponseWriter, r *http.Request, k *creds, a tradeapi.Account, body []byte) {
 	var bs []orderBody
 	if err := json.Unmarshal(body, &bs); err != nil || len(bs) > maxBatch {
 		writeErr(w, http.StatusBadRequest, "Invalid order payload")
@@ -693,7 +694,7 @@ func (c *clob) postOrders(w http.ResponseWriter, r *http.Request, k *creds, a ve
 }
 
 // cancel cancels orders by id and answers {canceled, not_canceled}.
-func (c *clob) cancel(ctx context.Context, w http.ResponseWriter, k *creds, a venue.Account, hashes []string) {
+func (c *clob) cancel(ctx context.Context, w http.ResponseWriter, k *creds, a tradeapi.Account, hashes []string) {
 	canceled := []string{}
 	not := map[string]string{}
 	var ids []uint64
@@ -721,7 +722,7 @@ func (c *clob) cancel(ctx context.Context, w http.ResponseWriter, k *creds, a ve
 	writeJSON(w, http.StatusOK, map[string]any{"canceled": canceled, "not_canceled": not})
 }
 
-func (c *clob) cancelOrder(w http.ResponseWriter, r *http.Request, k *creds, a venue.Account, body []byte) {
+func (c *clob) cancelOrder(w http.ResponseWriter, r *http.Request, k *creds, a tradeapi.Account, body []byte) {
 	var req struct {
 		OrderID string `json:"orderID"`
 	}
@@ -732,7 +733,7 @@ func (c *clob) cancelOrder(w http.ResponseWriter, r *http.Request, k *creds, a v
 	c.cancel(r.Context(), w, k, a, []string{req.OrderID})
 }
 
-func (c *clob) cancelOrders(w http.ResponseWriter, r *http.Request, k *creds, a venue.Account, body []byte) {
+func (c *clob) cancelOrders(w http.ResponseWriter, r *http.Request, k *creds, a tradeapi.Account, body []byte) {
 	var ids []string
 	if json.Unmarshal(body, &ids) != nil || len(ids) > 3000 {
 		writeErr(w, http.StatusBadRequest, "Invalid order payload")
@@ -741,7 +742,7 @@ func (c *clob) cancelOrders(w http.ResponseWriter, r *http.Request, k *creds, a 
 	c.cancel(r.Context(), w, k, a, ids)
 }
 
-func (c *clob) openHashes(k *creds, a venue.Account, market, asset string) []string {
+func (c *clob) openHashes(k *creds, a tradeapi.Account, market, asset string) []string {
 	var out []string
 	markets := map[string]string{}
 	for _, in := range c.ex.Instruments() {
@@ -757,11 +758,11 @@ func (c *clob) openHashes(k *creds, a venue.Account, market, asset string) []str
 	return out
 }
 
-func (c *clob) cancelAll(w http.ResponseWriter, r *http.Request, k *creds, a venue.Account, _ []byte) {
+func (c *clob) cancelAll(w http.ResponseWriter, r *http.Request, k *creds, a tradeapi.Account, _ []byte) {
 	c.cancel(r.Context(), w, k, a, c.openHashes(k, a, "", ""))
 }
 
-func (c *clob) cancelMarket(w http.ResponseWriter, r *http.Request, k *creds, a venue.Account, body []byte) {
+func (c *clob) cancelMarket(w http.ResponseWriter, r *http.Request, k *creds, a tradeapi.Account, body []byte) {
 	var req struct {
 		Market  string `json:"market"`
 		AssetID string `json:"asset_id"`
@@ -774,7 +775,7 @@ func (c *clob) cancelMarket(w http.ResponseWriter, r *http.Request, k *creds, a 
 }
 
 // orderJSON is an order as GET /data/order(s) gives it.
-func (c *clob) orderJSON(k *creds, o venue.SimOrder, market string) map[string]any {
+func (c *clob) orderJSON(k *creds, o tradeapi.SimOrder, market string) map[string]any {
 	side := sideBuyWire
 	if !o.Buy {
 		side = sideSellWire
@@ -803,7 +804,7 @@ func (c *clob) markets() map[string]string {
 	return m
 }
 
-func (c *clob) openOrders(w http.ResponseWriter, r *http.Request, k *creds, a venue.Account, _ []byte) {
+func (c *clob) openOrders(w http.ResponseWriter, r *http.Request, k *creds, a tradeapi.Account, _ []byte) {
 	q := r.URL.Query()
 	markets := c.markets()
 	data := []map[string]any{}
@@ -818,7 +819,7 @@ func (c *clob) openOrders(w http.ResponseWriter, r *http.Request, k *creds, a ve
 	writeJSON(w, http.StatusOK, map[string]any{"data": data, "next_cursor": endCursor, "limit": len(data), "count": len(data)})
 }
 
-func (c *clob) getOrder(w http.ResponseWriter, r *http.Request, k *creds, a venue.Account, _ []byte) {
+func (c *clob) getOrder(w http.ResponseWriter, r *http.Request, k *creds, a tradeapi.Account, _ []byte) {
 	h := r.PathValue("id")
 	c.mu.Lock()
 	ref, ok := c.orders[h]
@@ -831,7 +832,7 @@ func (c *clob) getOrder(w http.ResponseWriter, r *http.Request, k *creds, a venu
 	writeJSON(w, http.StatusOK, c.orderJSON(k, o, c.markets()[o.Instrument]))
 }
 
-func (c *clob) tradeJSON(k *creds, f venue.SimFill, market string) map[string]any {
+func (c *clob) tradeJSON(k *creds, f tradeapi.SimFill, market string) map[string]any {
 	side := sideBuyWire
 	if !f.Buy {
 		side = sideSellWire
@@ -848,7 +849,7 @@ func (c *clob) tradeJSON(k *creds, f venue.SimFill, market string) map[string]an
 		"maker_orders": []any{}, "transaction_hash": fmt.Sprintf("0x%064x", f.Seq), "trader_side": trader}
 }
 
-func (c *clob) trades(w http.ResponseWriter, r *http.Request, k *creds, a venue.Account, _ []byte) {
+func (c *clob) trades(w http.ResponseWriter, r *http.Request, k *creds, a tradeapi.Account, _ []byte) {
 	q := r.URL.Query()
 	markets := c.markets()
 	data := []map[string]any{}
@@ -864,7 +865,7 @@ func (c *clob) trades(w http.ResponseWriter, r *http.Request, k *creds, a venue.
 	writeJSON(w, http.StatusOK, map[string]any{"data": data, "next_cursor": endCursor, "limit": len(data), "count": len(data)})
 }
 
-func (c *clob) balance(w http.ResponseWriter, r *http.Request, k *creds, a venue.Account, _ []byte) {
+func (c *clob) balance(w http.ResponseWriter, r *http.Request, k *creds, a tradeapi.Account, _ []byte) {
 	q := r.URL.Query()
 	st := a.State()
 	var bal int64
@@ -888,7 +889,7 @@ func passphraseOf(seed [32]byte) string {
 	return hex.EncodeToString(h[:16])
 }
 
-func (t *tradingAPI) NewSession(ex venue.Exchange, opt venue.TradingOptions, push func([]byte)) venue.TradingSession {
+func (t *tradingAPI) NewSession(ex tradeapi.Exchange, opt tradeapi.TradingOptions, push func([]byte)) tradeapi.TradingSession {
 	return &userSession{c: t.clobOf(ex, opt), push: push}
 }
 
@@ -941,7 +942,7 @@ func (s *userSession) Handle(msg []byte) ([][]byte, bool) {
 		s.stop()
 	}
 	s.placed = map[uint64]bool{}
-	s.stop = a.Watch(func(u venue.SimUpdate) {
+	s.stop = a.Watch(func(u tradeapi.SimUpdate) {
 		market := markets[u.Order.Instrument]
 		if (len(want) > 0 && !want[market]) || (u.Fill == nil && u.Order.Status == "rejected") {
 			return // the venue tells nothing of an order it refused
@@ -952,7 +953,7 @@ func (s *userSession) Handle(msg []byte) ([][]byte, bool) {
 }
 
 // event is one user-channel message for an update.
-func (s *userSession) event(k *creds, u venue.SimUpdate, market string) []byte {
+func (s *userSession) event(k *creds, u tradeapi.SimUpdate, market string) []byte {
 	o := u.Order
 	side := sideBuyWire
 	if !o.Buy {

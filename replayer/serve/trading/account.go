@@ -6,7 +6,7 @@ import (
 
 	"github.com/tapedeck/tapedeck/backtest"
 	"github.com/tapedeck/tapedeck/feed"
-	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/tradeapi"
 )
 
 // account is one trader: its own engine, fed every event by the hub, and a
@@ -24,8 +24,8 @@ type account struct {
 	agg      map[uint64]*fillAgg
 	entry    map[string]*entryAgg
 	seen     int     // fills folded into agg and entry
-	closed   []int64 // by fill: the profit it realized (venue.SimFill.ClosedPnl)
-	watchers map[int]func(venue.SimUpdate)
+	closed   []int64 // by fill: the profit it realized (tradeapi.SimFill.ClosedPnl)
+	watchers map[int]func(tradeapi.SimUpdate)
 	nextW    int
 	lev      map[string]leverage
 }
@@ -49,7 +49,7 @@ const (
 
 type request struct {
 	kind        reqKind
-	req         venue.SimOrderRequest
+	req         tradeapi.SimOrderRequest
 	id          uint64
 	price, size int64
 	w           waiter
@@ -66,17 +66,17 @@ type waiter struct {
 // guarded by the hub's lock.
 type placing struct {
 	h      *Hub
-	res    []venue.SimOrder
+	res    []tradeapi.SimOrder
 	left   int
 	done   chan struct{}
 	parked bool // counted in h.awaiting rather than h.busy
 }
 
 func newPlacing(h *Hub, n int) *placing {
-	return &placing{h: h, res: make([]venue.SimOrder, n), left: n, done: make(chan struct{})}
+	return &placing{h: h, res: make([]tradeapi.SimOrder, n), left: n, done: make(chan struct{})}
 }
 
-func (p *placing) set(i int, o venue.SimOrder) {
+func (p *placing) set(i int, o tradeapi.SimOrder) {
 	if p.res[i].Status != "" {
 		return
 	}
@@ -116,7 +116,7 @@ func (p *placing) unpark() {
 
 func newAccount(h *Hub, id string) *account {
 	a := &account{h: h, id: id, waiting: map[uint64][]waiter{}, cloids: map[string]uint64{}, agg: map[uint64]*fillAgg{},
-		entry: map[string]*entryAgg{}, watchers: map[int]func(venue.SimUpdate){}, lev: map[string]leverage{}}
+		entry: map[string]*entryAgg{}, watchers: map[int]func(tradeapi.SimUpdate){}, lev: map[string]leverage{}}
 	a.eng = backtest.NewEngine(&bridge{a: a}, h.opt.Backtest)
 	return a
 }
@@ -150,13 +150,13 @@ func (a *account) drain(ctx *backtest.Context) {
 			a.waiting[id] = append(a.waiting[id], r.w)
 		case reqCancel:
 			if ctx.Cancel(r.id) != nil {
-				r.w.p.set(r.w.i, a.snapshot(ctx, ctx.Order(r.id), venue.SimOrderRequest{}))
+				r.w.p.set(r.w.i, a.snapshot(ctx, ctx.Order(r.id), tradeapi.SimOrderRequest{}))
 				continue
 			}
 			a.waiting[r.id] = append(a.waiting[r.id], r.w)
 		case reqAmend:
 			if ctx.Amend(r.id, r.price, r.size) != nil {
-				r.w.p.set(r.w.i, a.snapshot(ctx, ctx.Order(r.id), venue.SimOrderRequest{}))
+				r.w.p.set(r.w.i, a.snapshot(ctx, ctx.Order(r.id), tradeapi.SimOrderRequest{}))
 				continue
 			}
 			a.waiting[r.id] = append(a.waiting[r.id], r.w)
@@ -165,7 +165,7 @@ func (a *account) drain(ctx *backtest.Context) {
 	a.inbox = a.inbox[:0]
 }
 
-func toBacktest(ctx *backtest.Context, r venue.SimOrderRequest) backtest.OrderRequest {
+func toBacktest(ctx *backtest.Context, r tradeapi.SimOrderRequest) backtest.OrderRequest {
 	side := backtest.Buy
 	if !r.Buy {
 		side = backtest.Sell
@@ -184,7 +184,7 @@ func toBacktest(ctx *backtest.Context, r venue.SimOrderRequest) backtest.OrderRe
 
 func (a *account) onOrder(ctx *backtest.Context, o *backtest.Order) {
 	a.fold(ctx)
-	s := a.snapshot(ctx, o, venue.SimOrderRequest{})
+	s := a.snapshot(ctx, o, tradeapi.SimOrderRequest{})
 	// A Place is answered once its order left pending, a Cancel once its
 	// order is done (cancelled, or filled before the cancel arrived), a
 	// Modify at the order's next change.
@@ -203,7 +203,7 @@ func (a *account) onOrder(ctx *backtest.Context, o *backtest.Order) {
 		a.waiting[o.ID] = keep
 	}
 	for _, f := range a.watchers {
-		f(venue.SimUpdate{Order: s})
+		f(tradeapi.SimUpdate{Order: s})
 	}
 }
 
@@ -213,7 +213,7 @@ func (a *account) onFill(ctx *backtest.Context, f *backtest.Fill) {
 		return
 	}
 	o := ctx.Order(f.OrderID)
-	s := a.snapshot(ctx, o, venue.SimOrderRequest{})
+	s := a.snapshot(ctx, o, tradeapi.SimOrderRequest{})
 	sf := simFill(f)
 	if n := len(a.closed); n > 0 {
 		sf.ClosedPnl = a.closed[n-1]
@@ -225,12 +225,12 @@ func (a *account) onFill(ctx *backtest.Context, f *backtest.Fill) {
 		sf.Position += f.Size
 	}
 	for _, w := range a.watchers {
-		w(venue.SimUpdate{Order: s, Fill: &sf})
+		w(tradeapi.SimUpdate{Order: s, Fill: &sf})
 	}
 }
 
-func simFill(f *backtest.Fill) venue.SimFill {
-	return venue.SimFill{Seq: f.Seq, OrderID: f.OrderID, Instrument: f.Instrument, Buy: f.Side == backtest.Buy,
+func simFill(f *backtest.Fill) tradeapi.SimFill {
+	return tradeapi.SimFill{Seq: f.Seq, OrderID: f.OrderID, Instrument: f.Instrument, Buy: f.Side == backtest.Buy,
 		Price: f.Price, Size: f.Size, Maker: f.Liquidity == backtest.Maker, Fee: f.Fee, ExchangeNs: f.ExchangeNs, RecvNs: f.RecvNs}
 }
 
@@ -283,11 +283,11 @@ func (a *account) fold(ctx *backtest.Context) {
 	}
 }
 
-func (a *account) snapshot(ctx *backtest.Context, o *backtest.Order, req venue.SimOrderRequest) venue.SimOrder {
+func (a *account) snapshot(ctx *backtest.Context, o *backtest.Order, req tradeapi.SimOrderRequest) tradeapi.SimOrder {
 	if o == nil {
-		return venue.SimOrder{SimOrderRequest: req, Status: "rejected", Reason: "not accepted"}
+		return tradeapi.SimOrder{SimOrderRequest: req, Status: "rejected", Reason: "not accepted"}
 	}
-	s := venue.SimOrder{ID: o.ID, SimOrderRequest: venue.SimOrderRequest{Instrument: o.Instrument, Buy: o.Side == backtest.Buy,
+	s := tradeapi.SimOrder{ID: o.ID, SimOrderRequest: tradeapi.SimOrderRequest{Instrument: o.Instrument, Buy: o.Side == backtest.Buy,
 		Price: o.Price, Size: o.Size, Amount: o.Amount, TIF: o.TIF.String(), PostOnly: o.PostOnly, ReduceOnly: o.ReduceOnly,
 		ExpireNs: o.ExpireNs, Tag: o.Tag}, Status: o.Status.String(), Reason: o.Reason, Filled: o.Filled,
 		SubmitNs: o.SubmitNs, DoneNs: o.DoneNs}
@@ -313,25 +313,25 @@ func (a *account) endAll() {
 	ctx := a.eng.Context()
 	for id, ws := range a.waiting {
 		for _, w := range ws {
-			w.p.set(w.i, a.snapshot(ctx, ctx.Order(id), venue.SimOrderRequest{}))
+			w.p.set(w.i, a.snapshot(ctx, ctx.Order(id), tradeapi.SimOrderRequest{}))
 		}
 	}
 	clear(a.waiting)
 	for _, r := range a.inbox {
-		o := venue.SimOrder{SimOrderRequest: r.req, Status: "rejected", Reason: "the replay has ended"}
+		o := tradeapi.SimOrder{SimOrderRequest: r.req, Status: "rejected", Reason: "the replay has ended"}
 		if r.kind != reqSubmit {
-			o = a.snapshot(ctx, ctx.Order(r.id), venue.SimOrderRequest{})
+			o = a.snapshot(ctx, ctx.Order(r.id), tradeapi.SimOrderRequest{})
 		}
 		r.w.p.set(r.w.i, o)
 	}
 	a.inbox = a.inbox[:0]
 }
 
-// ID implements venue.Account.
+// ID implements tradeapi.Account.
 func (a *account) ID() string { return a.id }
 
-// Place implements venue.Account.
-func (a *account) Place(ctx context.Context, reqs []venue.SimOrderRequest) []venue.SimOrder {
+// Place implements tradeapi.Account.
+func (a *account) Place(ctx context.Context, reqs []tradeapi.SimOrderRequest) []tradeapi.SimOrder {
 	p := newPlacing(a.h, len(reqs))
 	if len(reqs) == 0 {
 		return nil
@@ -342,11 +342,11 @@ func (a *account) Place(ctx context.Context, reqs []venue.SimOrderRequest) []ven
 	for i, r := range reqs {
 		switch {
 		case h.ended:
-			p.set(i, venue.SimOrder{SimOrderRequest: r, Status: "rejected", Reason: "the replay has ended"})
+			p.set(i, tradeapi.SimOrder{SimOrderRequest: r, Status: "rejected", Reason: "the replay has ended"})
 		case r.ClientID != "" && a.cloids[r.ClientID] != 0:
-			p.set(i, venue.SimOrder{SimOrderRequest: r, Status: "rejected", Reason: "duplicate client order id"})
+			p.set(i, tradeapi.SimOrder{SimOrderRequest: r, Status: "rejected", Reason: "duplicate client order id"})
 		case a.sent >= h.opt.MaxOrders:
-			p.set(i, venue.SimOrder{SimOrderRequest: r, Status: "rejected", Reason: "too many orders"})
+			p.set(i, tradeapi.SimOrder{SimOrderRequest: r, Status: "rejected", Reason: "too many orders"})
 		default:
 			a.sent++
 			a.inbox = append(a.inbox, request{kind: reqSubmit, req: r, w: waiter{p: p, i: i, kind: reqSubmit}})
@@ -357,7 +357,7 @@ func (a *account) Place(ctx context.Context, reqs []venue.SimOrderRequest) []ven
 	out := a.await(ctx, p)
 	for i := range out {
 		if out[i].Status == "" {
-			out[i] = venue.SimOrder{SimOrderRequest: reqs[i], Status: "pending"}
+			out[i] = tradeapi.SimOrder{SimOrderRequest: reqs[i], Status: "pending"}
 		}
 	}
 	return out
@@ -365,7 +365,7 @@ func (a *account) Place(ctx context.Context, reqs []venue.SimOrderRequest) []ven
 
 // await waits for the simulator to answer p; the request does not hold the
 // replay back meanwhile (deterministic mode).
-func (a *account) await(ctx context.Context, p *placing) []venue.SimOrder {
+func (a *account) await(ctx context.Context, p *placing) []tradeapi.SimOrder {
 	h := a.h
 	h.Start()
 	select {
@@ -375,10 +375,10 @@ func (a *account) await(ctx context.Context, p *placing) []venue.SimOrder {
 	h.lock()
 	defer h.mu.Unlock()
 	p.unpark()
-	return append([]venue.SimOrder(nil), p.res...)
+	return append([]tradeapi.SimOrder(nil), p.res...)
 }
 
-// Cancel implements venue.Account.
+// Cancel implements tradeapi.Account.
 func (a *account) Cancel(ctx context.Context, ids []uint64) []string {
 	if len(ids) == 0 {
 		return nil
@@ -399,7 +399,7 @@ func (a *account) Cancel(ctx context.Context, ids []uint64) []string {
 			out[i] = "the replay has ended"
 		}
 		if out[i] != "" {
-			p.set(i, venue.SimOrder{Status: "rejected"})
+			p.set(i, tradeapi.SimOrder{Status: "rejected"})
 			continue
 		}
 		a.inbox = append(a.inbox, request{kind: reqCancel, id: id, w: waiter{p: p, i: i, kind: reqCancel}})
@@ -419,8 +419,8 @@ func (a *account) Cancel(ctx context.Context, ids []uint64) []string {
 	return out
 }
 
-// Modify implements venue.Account.
-func (a *account) Modify(ctx context.Context, id uint64, price, size int64) (venue.SimOrder, string) {
+// Modify implements tradeapi.Account.
+func (a *account) Modify(ctx context.Context, id uint64, price, size int64) (tradeapi.SimOrder, string) {
 	a.h.noteLate()
 	a.h.lock()
 	o := a.eng.Context().Order(id)
@@ -435,7 +435,7 @@ func (a *account) Modify(ctx context.Context, id uint64, price, size int64) (ven
 	}
 	if why != "" {
 		a.h.mu.Unlock()
-		return venue.SimOrder{}, why
+		return tradeapi.SimOrder{}, why
 	}
 	p := newPlacing(a.h, 1)
 	a.inbox = append(a.inbox, request{kind: reqAmend, id: id, price: price, size: size, w: waiter{p: p, kind: reqAmend}})
@@ -444,8 +444,8 @@ func (a *account) Modify(ctx context.Context, id uint64, price, size int64) (ven
 	return a.await(ctx, p)[0], ""
 }
 
-// Orders implements venue.Account.
-func (a *account) Orders(dst []venue.SimOrder, open bool) []venue.SimOrder {
+// Orders implements tradeapi.Account.
+func (a *account) Orders(dst []tradeapi.SimOrder, open bool) []tradeapi.SimOrder {
 	a.h.lock()
 	defer a.h.mu.Unlock()
 	ctx := a.eng.Context()
@@ -458,13 +458,13 @@ func (a *account) Orders(dst []venue.SimOrder, open bool) []venue.SimOrder {
 		if open && o.Status != backtest.StatusOpen {
 			continue
 		}
-		dst = append(dst, a.snapshot(ctx, o, venue.SimOrderRequest{}))
+		dst = append(dst, a.snapshot(ctx, o, tradeapi.SimOrderRequest{}))
 	}
 	return dst
 }
 
-// Order implements venue.Account.
-func (a *account) Order(id uint64, cloid string) (venue.SimOrder, bool) {
+// Order implements tradeapi.Account.
+func (a *account) Order(id uint64, cloid string) (tradeapi.SimOrder, bool) {
 	a.h.lock()
 	defer a.h.mu.Unlock()
 	ctx := a.eng.Context()
@@ -472,18 +472,18 @@ func (a *account) Order(id uint64, cloid string) (venue.SimOrder, bool) {
 	if cloid != "" {
 		var ok bool
 		if id, ok = a.cloids[cloid]; !ok {
-			return venue.SimOrder{}, false
+			return tradeapi.SimOrder{}, false
 		}
 	}
 	o := ctx.Order(id)
 	if o == nil {
-		return venue.SimOrder{}, false
+		return tradeapi.SimOrder{}, false
 	}
-	return a.snapshot(ctx, o, venue.SimOrderRequest{}), true
+	return a.snapshot(ctx, o, tradeapi.SimOrderRequest{}), true
 }
 
-// Fills implements venue.Account.
-func (a *account) Fills(dst []venue.SimFill) []venue.SimFill {
+// Fills implements tradeapi.Account.
+func (a *account) Fills(dst []tradeapi.SimFill) []tradeapi.SimFill {
 	a.h.lock()
 	defer a.h.mu.Unlock()
 	ctx := a.eng.Context()
@@ -504,13 +504,13 @@ func (a *account) Fills(dst []venue.SimFill) []venue.SimFill {
 	return dst
 }
 
-// State implements venue.Account.
-func (a *account) State() venue.SimState {
+// State implements tradeapi.Account.
+func (a *account) State() tradeapi.SimState {
 	a.h.lock()
 	defer a.h.mu.Unlock()
 	ctx := a.eng.Context()
 	a.fold(ctx)
-	st := venue.SimState{Cash: ctx.Cash(), Equity: ctx.Cash()}
+	st := tradeapi.SimState{Cash: ctx.Cash(), Equity: ctx.Cash()}
 	for _, in := range ctx.Instruments() {
 		if in.Position == 0 {
 			continue
@@ -524,7 +524,7 @@ func (a *account) State() venue.SimState {
 		}
 		sc := in.Scale
 		val := backtest.Notional(mark, in.Position, sc.PriceDecimals, sc.SizeDecimals)
-		p := venue.SimPosition{Instrument: in.ID, Size: in.Position, Mark: mark, Value: val}
+		p := tradeapi.SimPosition{Instrument: in.ID, Size: in.Position, Mark: mark, Value: val}
 		if liq, ok := ctx.LiquidationPrice(in.ID); ok {
 			p.LiqPx = liq
 		}
@@ -538,8 +538,8 @@ func (a *account) State() venue.SimState {
 	return st
 }
 
-// Watch implements venue.Account.
-func (a *account) Watch(f func(venue.SimUpdate)) (stop func()) {
+// Watch implements tradeapi.Account.
+func (a *account) Watch(f func(tradeapi.SimUpdate)) (stop func()) {
 	a.h.lock()
 	defer a.h.mu.Unlock()
 	k := a.nextW
@@ -552,14 +552,14 @@ func (a *account) Watch(f func(venue.SimUpdate)) (stop func()) {
 	}
 }
 
-// SetLeverage implements venue.Account.
+// SetLeverage implements tradeapi.Account.
 func (a *account) SetLeverage(instrument string, lev int, cross bool) {
 	a.h.lock()
 	defer a.h.mu.Unlock()
 	a.lev[instrument] = leverage{lev, cross}
 }
 
-// Leverage implements venue.Account.
+// Leverage implements tradeapi.Account.
 func (a *account) Leverage(instrument string) (int, bool) {
 	a.h.lock()
 	defer a.h.mu.Unlock()

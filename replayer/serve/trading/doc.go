@@ -1,7 +1,7 @@
 // Package trading is the simulated exchange behind replay serve --trading:
 // one shared replay of the recording drives the backtester (package
 // backtest) with one Engine per account, and the venue's own trading API
-// (venue.TradingAPI, from the venue's driver) answers bots from it. The
+// (tradeapi.TradingAPI, from the venue's driver) answers bots from it. The
 // orders a bot sends are handed to its account's engine by a bridge
 // strategy at the next recorded event the engine processes, through the
 // very Context a Go strategy submits with, so an order schedule sent

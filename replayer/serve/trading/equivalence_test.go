@@ -13,6 +13,7 @@ import (
 	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/replayer/serve/trading"
 	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/tradeapi"
 )
 
 // taker is the Go twin of examples/hyperliquid_taker.mjs: on every
@@ -66,7 +67,7 @@ func runExample(t *testing.T, bin, js string, flags []string, name string, src [
 	defer os.Remove(script)
 	r := startTrading(t, []string{sample(t, venueName)},
 		trading.Options{Deterministic: true, Settle: time.Nanosecond, Backtest: backtest.Config{Cash: 1000e10}},
-		venue.TradingOptions{})
+		tradeapi.TradingOptions{})
 	ws := "ws://" + r.addr
 	if venueName == "hyperliquid" {
 		ws += "/ws"

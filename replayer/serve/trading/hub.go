@@ -15,6 +15,7 @@ import (
 	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/tradeapi"
 )
 
 // Options configure a Hub.
@@ -73,7 +74,7 @@ type Client interface {
 }
 
 // Hub is one shared replay of a recording driving one simulated exchange
-// per account. It implements venue.Exchange. Every method is safe for
+// per account. It implements tradeapi.Exchange. Every method is safe for
 // concurrent use.
 type Hub struct {
 	paths []string
@@ -129,7 +130,7 @@ type recordedREST struct {
 	control datasets.Control
 }
 
-var _ venue.Exchange = (*Hub)(nil)
+var _ tradeapi.Exchange = (*Hub)(nil)
 
 // NewHub returns a hub over the datasets in paths; Run replays them.
 func NewHub(paths []string, opt Options) (*Hub, error) {
@@ -511,7 +512,7 @@ func (h *Hub) AddClient(c Client) (remove func()) {
 	}
 }
 
-// NowNs implements venue.Exchange.
+// NowNs implements tradeapi.Exchange.
 func (h *Hub) NowNs() int64 {
 	h.lock()
 	defer h.mu.Unlock()
@@ -525,8 +526,8 @@ func (h *Hub) Ended() bool {
 	return h.ended
 }
 
-// Account implements venue.Exchange.
-func (h *Hub) Account(id string) (venue.Account, bool) {
+// Account implements tradeapi.Exchange.
+func (h *Hub) Account(id string) (tradeapi.Account, bool) {
 	h.lock()
 	defer h.mu.Unlock()
 	if a := h.accounts[id]; a != nil {
@@ -559,8 +560,8 @@ func (h *Hub) Account(id string) (venue.Account, bool) {
 	return a, true
 }
 
-// Lookup implements venue.Exchange.
-func (h *Hub) Lookup(id string) (venue.Account, bool) {
+// Lookup implements tradeapi.Exchange.
+func (h *Hub) Lookup(id string) (tradeapi.Account, bool) {
 	h.lock()
 	defer h.mu.Unlock()
 	a := h.accounts[id]
@@ -570,7 +571,7 @@ func (h *Hub) Lookup(id string) (venue.Account, bool) {
 	return a, true
 }
 
-// Book implements venue.Exchange.
+// Book implements tradeapi.Exchange.
 func (h *Hub) Book(instrument string, depth int, bids, asks []book.Level) ([]book.Level, []book.Level, int64, bool) {
 	h.lock()
 	defer h.mu.Unlock()
@@ -581,24 +582,24 @@ func (h *Hub) Book(instrument string, depth int, bids, asks []book.Level) ([]boo
 	return b.Top(book.Bid, bids, depth), b.Top(book.Ask, asks, depth), h.exNs[instrument], true
 }
 
-// Instruments implements venue.Exchange.
-func (h *Hub) Instruments() []venue.SimInstrument {
+// Instruments implements tradeapi.Exchange.
+func (h *Hub) Instruments() []tradeapi.SimInstrument {
 	h.lock()
 	defer h.mu.Unlock()
-	var out []venue.SimInstrument
+	var out []tradeapi.SimInstrument
 	{
 		ctx := h.market.Context()
 		for _, in := range ctx.Instruments() {
 			mid, _ := in.Mid()
 			rate, _, known := ctx.TakerFeeRate(in.ID)
-			out = append(out, venue.SimInstrument{ID: in.ID, Market: in.Market, Tick: in.Tick, MinSize: in.MinSize,
+			out = append(out, tradeapi.SimInstrument{ID: in.ID, Market: in.Market, Tick: in.Tick, MinSize: in.MinSize,
 				SzDecimals: in.SzDecimals, Mid: mid, Resolved: in.Resolved, TakerFeeRate: rate, FeeKnown: known})
 		}
 	}
 	return out
 }
 
-// Recorded implements venue.Exchange.
+// Recorded implements tradeapi.Exchange.
 func (h *Hub) Recorded() [][]byte {
 	h.lock()
 	defer h.mu.Unlock()

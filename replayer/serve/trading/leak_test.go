@@ -8,7 +8,7 @@ import (
 	"github.com/tapedeck/tapedeck/backtest"
 	"github.com/tapedeck/tapedeck/replayer/serve"
 	"github.com/tapedeck/tapedeck/replayer/serve/trading"
-	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/tradeapi"
 )
 
 // TestServerStateDiesWithServer checks that nothing outlives a trading
@@ -20,7 +20,7 @@ func TestServerStateDiesWithServer(t *testing.T) {
 			hubs := make([]weak.Pointer[trading.Hub], 3)
 			for i := range hubs {
 				srv, err := serve.New([]string{sample(t, v)},
-					serve.WithTrading(trading.Options{Deterministic: true, Backtest: backtest.Config{Cash: 1000e10}}, venue.TradingOptions{}))
+					serve.WithTrading(trading.Options{Deterministic: true, Backtest: backtest.Config{Cash: 1000e10}}, tradeapi.TradingOptions{}))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -11,6 +11,7 @@ import (
 	"github.com/tapedeck/tapedeck/venue"
 	"github.com/tapedeck/tapedeck/venue/hyperliquid"
 	"github.com/tapedeck/tapedeck/venue/registry"
+	"github.com/tapedeck/tapedeck/venue/tradeapi"
 )
 
 // TestClosedPnl opens a BTC long at the ask and closes it at the bid on
@@ -18,7 +19,7 @@ import (
 // the opening one nothing, as the venue's closedPnl says.
 func TestClosedPnl(t *testing.T) {
 	r := startTrading(t, []string{sample(t, "hyperliquid")},
-		trading.Options{Speed: 1, Backtest: backtest.Config{Cash: 1000e10}}, venue.TradingOptions{})
+		trading.Options{Speed: 1, Backtest: backtest.Config{Cash: 1000e10}}, tradeapi.TradingOptions{})
 	ws, _, err := websocket.DefaultDialer.Dial("ws://"+r.addr+"/ws", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -41,13 +42,13 @@ func TestClosedPnl(t *testing.T) {
 		t.Fatal("no account")
 	}
 	const size = 100_000 // 0.001 BTC at 8 decimals
-	trade := func(buy bool) venue.SimOrder {
+	trade := func(buy bool) tradeapi.SimOrder {
 		bids, asks, _, _ := hub.Book("BTC", 1, nil, nil)
 		px := bids[0].Price
 		if buy {
 			px = asks[0].Price
 		}
-		o := acct.Place(context.Background(), []venue.SimOrderRequest{{Instrument: "BTC", Buy: buy, Price: px, Size: size, TIF: "IOC"}})[0]
+		o := acct.Place(context.Background(), []tradeapi.SimOrderRequest{{Instrument: "BTC", Buy: buy, Price: px, Size: size, TIF: "IOC"}})[0]
 		if o.Filled != size {
 			t.Fatalf("IOC %+v", o)
 		}
@@ -74,7 +75,7 @@ func TestClosedPnl(t *testing.T) {
 // simulator liquidates at, below the mark by about $20 / 0.001.
 func TestLiquidationPrice(t *testing.T) {
 	r := startTrading(t, []string{sample(t, "hyperliquid")},
-		trading.Options{Speed: 1, Backtest: backtest.Config{Cash: 20e10}}, venue.TradingOptions{})
+		trading.Options{Speed: 1, Backtest: backtest.Config{Cash: 20e10}}, tradeapi.TradingOptions{})
 	ws, _, err := websocket.DefaultDialer.Dial("ws://"+r.addr+"/ws", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +95,7 @@ func TestLiquidationPrice(t *testing.T) {
 	}
 	acct, _ := hub.Account(testUser)
 	_, asks, _, _ := hub.Book("BTC", 1, nil, nil)
-	if o := acct.Place(context.Background(), []venue.SimOrderRequest{{Instrument: "BTC", Buy: true, Price: asks[0].Price, Size: 100_000, TIF: "IOC"}})[0]; o.Filled == 0 {
+	if o := acct.Place(context.Background(), []tradeapi.SimOrderRequest{{Instrument: "BTC", Buy: true, Price: asks[0].Price, Size: 100_000, TIF: "IOC"}})[0]; o.Filled == 0 {
 		t.Fatalf("IOC %+v", o)
 	}
 	st := acct.State()

@@ -9,7 +9,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/tapedeck/tapedeck/backtest"
 	"github.com/tapedeck/tapedeck/replayer/serve/trading"
-	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/tradeapi"
 )
 
 // getJSON GETs url and decodes the body into v, returning the status.
@@ -41,7 +41,7 @@ func TestPolymarketFeeRateAndNegRiskFromData(t *testing.T) {
 	const other = "48331043336612883890938759509493159234755048973500640148014422747788308965732"
 	r := startTrading(t, []string{sample(t, "polymarket")},
 		trading.Options{Speed: 1, Backtest: backtest.Config{Cash: 1000e10, FeeRates: map[string]float64{token: 0.02}}},
-		venue.TradingOptions{})
+		tradeapi.TradingOptions{})
 	// The replay starts with the first subscription; the instrument is
 	// known once its first frame has come.
 	ws, _, err := websocket.DefaultDialer.Dial("ws://"+r.addr+"/ws/market", nil)

@@ -20,7 +20,7 @@ import (
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/replayer/serve"
 	"github.com/tapedeck/tapedeck/replayer/serve/trading"
-	"github.com/tapedeck/tapedeck/venue"
+	"github.com/tapedeck/tapedeck/venue/tradeapi"
 )
 
 // testKey is the second well-known Hardhat development key; its address is
@@ -53,7 +53,7 @@ type running struct {
 	stop func()
 }
 
-func startTrading(t *testing.T, paths []string, hub trading.Options, api venue.TradingOptions, opts ...serve.Option) *running {
+func startTrading(t *testing.T, paths []string, hub trading.Options, api tradeapi.TradingOptions, opts ...serve.Option) *running {
 	t.Helper()
 	opts = append(opts, serve.WithTrading(hub, api), serve.WithSubscribeWindow(50*time.Millisecond))
 	if hub.Deterministic {
@@ -132,7 +132,7 @@ func decode(t *testing.T, raw json.RawMessage, v any) {
 func TestHyperliquidSDKTrades(t *testing.T) {
 	bin, js, flags := node(t, "@nktkas/hyperliquid")
 	r := startTrading(t, []string{sample(t, "hyperliquid")},
-		trading.Options{Speed: 20, Backtest: backtest.Config{Cash: 1000e10}}, venue.TradingOptions{})
+		trading.Options{Speed: 20, Backtest: backtest.Config{Cash: 1000e10}}, tradeapi.TradingOptions{})
 	steps := runNode(t, bin, js, flags, "hl_sdk_trade.mjs", "http://"+r.addr, "ws://"+r.addr+"/ws", testKey, "BTC")
 	r.stop()
 
@@ -262,7 +262,7 @@ func TestPolymarketSDKTrades(t *testing.T) {
 	const token = "3329029450753225654467003002742946394863848082479209219558348197750220015613"
 	r := startTrading(t, []string{sample(t, "polymarket")},
 		trading.Options{Deterministic: true, Settle: 50 * time.Millisecond, Backtest: backtest.Config{Cash: 1000e10}},
-		venue.TradingOptions{})
+		tradeapi.TradingOptions{})
 	steps := runNode(t, bin, js, flags, "pm_sdk_trade.mjs", "http://"+r.addr, "ws://"+r.addr, testKey, token)
 	r.stop()
 

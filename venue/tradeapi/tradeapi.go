@@ -1,4 +1,10 @@
-package venue
+// Package tradeapi is the contract between a venue's trading API and the simulated
+// exchange that answers it: a driver that implements [TradingServer] speaks
+// its venue's trading wire (REST paths, WebSocket requests, user channels)
+// over an [Exchange] the caller owns (package replayer/serve/trading runs
+// the backtester's). It sits beside package venue, not in it, because only
+// the trading emulator and the venues that offer one use it.
+package tradeapi
 
 import (
 	"context"
