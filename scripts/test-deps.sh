@@ -20,7 +20,9 @@ fi
 
 # npm packages the tests drive (DuckDB, Apache Arrow JS, Polars, Hyperliquid SDK), into tests/js.
 # nodejs-polars stays at 0.24.1: later native builds require Node 22 (Debian 12 has 20).
-if [ ! -d tests/js/node_modules/@duckdb/node-api ] || [ ! -d tests/js/node_modules/nodejs-polars ] || [ tests/js/package-lock.json -nt tests/js/node_modules/.package-lock.json ]; then
+# Installed again when any dependency package.json names is missing (a copied
+# or stale node_modules) or the lock file changed since the last install.
+if ! node -e 'const fs=require("fs"),p=require("./tests/js/package.json");for(const d of Object.keys({...p.dependencies,...p.devDependencies}))if(!fs.existsSync("tests/js/node_modules/"+d+"/package.json"))process.exit(1)' 2>/dev/null || [ tests/js/package-lock.json -nt tests/js/node_modules/.package-lock.json ]; then
   (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
