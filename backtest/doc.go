@@ -237,8 +237,8 @@
 // NAME.arrow by format, through replayer/export's typed tables: the very
 // Parquet, Arrow IPC and CSV writers, options (export.WithCompression,
 // WithBatchRows, WithDatasets) and conventions of `replay export`'s tables.
-// Types: int64, string, bool; times timestamp[ns, UTC] (CSV: integer ns
-// since the epoch; DuckDB reads them as a µs TIMESTAMPTZ), null where there
+// Types: int64, string, bool; times timestamp[ns] in UTC (CSV: integer ns
+// since the epoch, 0 for null; DuckDB reads them as TIMESTAMP_NS), null where there
 // is none; prices and sizes exact
 // decimal128(38, s) with s the finest price or size scale of the run's
 // instruments (Polymarket 4/6, Hyperliquid 8/8: a run over both venues

@@ -40,7 +40,7 @@ func Extension(f columnar.Format) string {
 // columnar's typed tables: Parquet, Arrow IPC or CSV by the same writers,
 // options (compression, batch rows, source datasets) and conventions as the
 // replayed tables. Times are
-// timestamp[ns, UTC] (null where there is none), prices, sizes and money
+// timestamp[ns] in UTC (null where there is none), prices, sizes and money
 // exact decimals: prices and sizes at the finest scale of the run's
 // instruments (one scale per column), money at CashDecimals; CSV prints the
 // same values as exact text under the same column names. The columns are

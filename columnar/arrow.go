@@ -12,9 +12,10 @@ import (
 	"github.com/tapedeck/tapedeck/book"
 )
 
-// timestampNs is the type of every time column: nanoseconds since the epoch,
-// UTC (Parquet TIMESTAMP(NANOS, isAdjustedToUTC=true)).
-var timestampNs = &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
+// timestampNs is the type of every time column: nanoseconds since the epoch
+// (UTC) without a time zone, Parquet TIMESTAMP(NANOS, isAdjustedToUTC=false):
+// see Timestamp.
+var timestampNs = &arrow.TimestampType{Unit: arrow.Nanosecond}
 
 // DecimalPrecision is the precision of the decimal128 columns: Decimal,
 // and Price and Size with Layout.Exact.

@@ -28,6 +28,7 @@ type column struct {
 	// hundred null flags. levelOf is -1 for every other column.
 	levelOf int
 	level   int
+	nullInt int64 // what CSV prints for a null integer (SetNullInt)
 }
 
 // A Batch holds the rows of one table column by column in plain Go slices,
@@ -92,6 +93,11 @@ func (b *Batch) AddLevel(name string, t ColumnType, count, level int) int {
 
 // SetScale sets the decimals of a Decimal column (Add declares 0).
 func (b *Batch) SetScale(col int, decimals uint8) { b.cols[col].decimals = decimals }
+
+// SetNullInt sets what CSV prints for a null in an integer or time column
+// (default 0): CSV has no empty integer cells, which pandas would read as
+// float64 (and a ns time inexactly). Parquet and Arrow hold the null.
+func (b *Batch) SetNullInt(col int, v int64) { b.cols[col].nullInt = v }
 
 // SetWidth sets the bytes of each value of FixedBytes column col.
 func (b *Batch) SetWidth(col int, width int) { b.cols[col].width = width }

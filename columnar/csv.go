@@ -2,6 +2,7 @@ package columnar
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/hex"
 	"io"
 	"strconv"
@@ -17,8 +18,8 @@ type CSVHow uint8
 const (
 	CSVString  CSVHow = iota // quoted only when it holds a comma, quote or line break
 	CSVMicros                // ns → µs (floor); a null takes the Alt column
-	CSVInt                   // decimal digits
-	CSVPrice                 // exact decimal text at the price decimals (book.AppendDecimal)
+	CSVInt                   // decimal digits; a null prints as the column's null integer (Batch.SetNullInt)
+	CSVPrice                 // exact decimal text at the price decimals, always with a decimal point
 	CSVSize                  // exact decimal text at the size decimals
 	CSVBool                  // true or false
 	CSVEmpty                 // always empty (a column of a layout that cannot be filled)
@@ -125,6 +126,11 @@ func (c *csvWriter) appendField(dst []byte, b *Batch, f CSVField, r int) []byte 
 	}
 	col := f.Col
 	if b.isNull(col, r) {
+		if f.How == CSVInt {
+			// No empty integer cells: pandas reads a column with one as
+			// float64, and a ns time then inexactly.
+			return strconv.AppendInt(dst, b.cols[col].nullInt, 10)
+		}
 		if f.Alt < 0 || b.isNull(f.Alt, r) {
 			return dst
 		}
@@ -144,17 +150,31 @@ func (c *csvWriter) appendField(dst []byte, b *Batch, f CSVField, r int) []byte 
 		}
 		return strconv.AppendInt(dst, cl.i64[r], 10)
 	case CSVPrice:
-		return book.AppendDecimal(dst, cl.i64[r], c.scale.PriceDecimals)
+		return appendDecimal(dst, cl.i64[r], c.scale.PriceDecimals)
 	case CSVSize:
-		return book.AppendDecimal(dst, cl.i64[r], c.scale.SizeDecimals)
+		return appendDecimal(dst, cl.i64[r], c.scale.SizeDecimals)
 	case CSVBool:
 		return strconv.AppendBool(dst, cl.b[r])
 	case CSVDecimal:
-		return book.AppendDecimal(dst, cl.i64[r], cl.decimals)
+		return appendDecimal(dst, cl.i64[r], cl.decimals)
 	case CSVUint:
 		return strconv.AppendUint(dst, uint64(cl.i64[r]), 10)
 	case CSVHex:
 		return hex.AppendEncode(dst, []byte(cl.s[r]))
+	}
+	return dst
+}
+
+// appendDecimal appends the exact decimal text of v at dec decimals, with a
+// decimal point even for a whole number ("106217.0"): readers that guess a
+// column's type from its first rows (Polars, DuckDB, pandas) then read a
+// price or size column as floating point, not as integers that a later
+// "35.032" breaks.
+func appendDecimal(dst []byte, v int64, dec uint8) []byte {
+	start := len(dst)
+	dst = book.AppendDecimal(dst, v, dec)
+	if bytes.IndexByte(dst[start:], '.') < 0 {
+		dst = append(dst, ".0"...)
 	}
 	return dst
 }

@@ -291,8 +291,8 @@ func parquetSchema(as *arrow.Schema, props *parquet.WriterProperties) (*schema.S
 		case *arrow.Decimal128Type:
 			pt, lt, length = parquet.Types.FixedLenByteArray, schema.NewDecimalLogicalType(t.Precision, t.Scale), 16
 		case *arrow.TimestampType:
-			// TIMESTAMP(NANOS, isAdjustedToUTC), with the converted type set as
-			// pqarrow does for old readers.
+			// TIMESTAMP(NANOS, isAdjustedToUTC when zoned), with the
+			// converted type set as pqarrow does for old readers.
 			pt, lt = parquet.Types.Int64, schema.NewTimestampLogicalTypeForce(t.TimeZone != "", schema.TimeUnitNanos)
 		default:
 			return nil, fmt.Errorf("column %s: no Parquet type for %s", f.Name, f.Type)

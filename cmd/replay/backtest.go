@@ -73,7 +73,7 @@ recorded rebateRate (Gamma feeSchedule). --fee-tier N
 
 --out DIR writes orders, fills, positions (over time), equity and markouts
 through the export writers of "replay export": --format csv (the default: exact
-decimal text, times in ns), parquet or arrow (decimal128 and timestamp[ns, UTC]),
+decimal text, times in ns), parquet or arrow (decimal128 and timestamp[ns] in UTC),
 with --compression and --batch-rows as there. The summary ends with a digest:
 the same data, strategy and parameters give the same digest and byte-identical
 tables.

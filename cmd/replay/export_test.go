@@ -535,8 +535,8 @@ func TestExportReadByDuckDB(t *testing.T) {
 			span := m.EndNs - m.StartNs
 			var moments []string
 			for _, f := range []int64{1, 5, 20, 50, 80, 100} {
-				// Whole µs: DuckDB reads TIMESTAMP(NANOS, UTC) as a µs TIMESTAMPTZ.
-				moments = append(moments, strconv.FormatInt((m.StartNs+span*f/100)/1000*1000, 10))
+				// Any ns: DuckDB reads the times as TIMESTAMP_NS, exactly.
+				moments = append(moments, strconv.FormatInt(m.StartNs+span*f/100, 10))
 			}
 			list := strings.Join(moments, ",")
 			var duck struct {
@@ -561,9 +561,10 @@ func TestExportReadByDuckDB(t *testing.T) {
 				t.Fatalf("depth: %d rows, kv %v", depth.Count, depth.KV)
 			}
 			for _, c := range []string{"exchange_ts_ns", "local_ts_ns"} {
-				// TIMESTAMP(NANOS, isAdjustedToUTC) is what DuckDB reads as TIMESTAMPTZ.
-				if ty := depth.Types[depth.col(t, c)]; ty != "TIMESTAMP WITH TIME ZONE" {
-					t.Fatalf("%s is %s, want a UTC timestamp", c, ty)
+				// TIMESTAMP(NANOS) with no zone is what DuckDB reads to the ns
+				// (it has no zoned ns type: TIMESTAMP(NANOS, UTC) became µs).
+				if ty := depth.Types[depth.col(t, c)]; ty != "TIMESTAMP_NS" {
+					t.Fatalf("%s is %s, want TIMESTAMP_NS", c, ty)
 				}
 			}
 			if ty := depth.Types[depth.col(t, "bid_price_0")]; ty != "DOUBLE" {
@@ -635,10 +636,7 @@ func TestExportReadByDuckDB(t *testing.T) {
 				for i := range d.Rows {
 					for c := range d.Columns {
 						x, y := jsCell(d.Rows[i][c]), jsCell(a.Rows[i][c])
-						if strings.HasPrefix(d.Types[c], "TIMESTAMP") && y != "" {
-							y = microsNs(t, y) // DuckDB keeps µs of the ns Arrow JS reads
-						}
-						if x != y {
+						if x != y { // times too, to the ns
 							t.Fatalf("%s row %d %s: DuckDB %q, Arrow JS %q", tbl, i, d.Columns[c], x, y)
 						}
 					}
@@ -654,19 +652,10 @@ func TestExportReadByDuckDB(t *testing.T) {
 	}
 }
 
-// microsNs truncates a decimal ns count to whole µs, in ns.
-func microsNs(t *testing.T, s string) string {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		t.Fatalf("timestamp %q: %v", s, err)
-	}
-	return strconv.FormatInt(n/1000*1000, 10)
-}
-
 // checkAsofJoin checks DuckDB's ASOF JOIN of trades with quotes against the
 // rows Arrow JS read: every trade once, joined to the last quote of its
-// instrument at or before it (at DuckDB's µs), and that quote's prices
-// (any of the quotes at that very µs, where several share it).
+// instrument at or before it (to the ns), and that quote's prices (any of
+// the quotes at that very ns, where several share it).
 func checkAsofJoin(t *testing.T, join, trades, quotes jsTable) {
 	t.Helper()
 	if len(join.Rows) != len(trades.Rows) || len(trades.Rows) == 0 {
@@ -678,7 +667,7 @@ func checkAsofJoin(t *testing.T, join, trades, quotes jsTable) {
 	}
 	byInst := map[string][]quote{}
 	for _, r := range quotes.Rows {
-		ns, _ := strconv.ParseInt(microsNs(t, jsCell(r[quotes.col(t, "local_ts_ns")])), 10, 64)
+		ns, _ := strconv.ParseInt(jsCell(r[quotes.col(t, "local_ts_ns")]), 10, 64)
 		inst := jsCell(r[quotes.col(t, "instrument")])
 		byInst[inst] = append(byInst[inst], quote{ns, jsCell(r[quotes.col(t, "bid_price")]), jsCell(r[quotes.col(t, "ask_price")])})
 	}

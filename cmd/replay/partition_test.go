@@ -151,7 +151,7 @@ func TestPartitionedExport(t *testing.T) {
 	for _, c := range h.Schema {
 		types[c[0]] = c[1]
 	}
-	if types["date"] != "DATE" || types["local_ts_ns"] != "TIMESTAMP WITH TIME ZONE" || types["instrument"] != "VARCHAR" {
+	if types["date"] != "DATE" || types["local_ts_ns"] != "TIMESTAMP_NS" || types["instrument"] != "VARCHAR" {
 		t.Errorf("schema %v", h.Schema)
 	}
 	day := h.Partitions[9]

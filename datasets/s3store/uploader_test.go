@@ -92,16 +92,11 @@ func TestUploaderRetriesWithoutBlocking(t *testing.T) {
 	if s := up.Stats(); s.Files != 0 {
 		t.Fatalf("uploaded %d files through a failing store", s.Files)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitUntil(t, "three reported failures", func() bool {
 		mu.Lock()
-		n := len(failures)
-		mu.Unlock()
-		if n >= 3 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(failures) >= 3
+	})
 	mu.Lock()
 	if len(failures) < 3 || !strings.Contains(failures[0], "s3://tapes/retry/00000001.seg#1") || !strings.Contains(failures[0], "503") && !strings.Contains(failures[0], "SlowDown") {
 		t.Fatalf("failures reported: %v", failures)
@@ -137,10 +132,7 @@ func TestUploadResumeAfterKill(t *testing.T) {
 	writeSegments(t, dir, 4500, up)
 	want := readAll(t, ref)
 	// Wait for segments 1 and 2 to be verified (and deleted), then "die".
-	deadline := time.Now().Add(10 * time.Second)
-	for up.Stats().Deleted < 4 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "segments 1 and 2 verified and deleted", func() bool { return up.Stats().Deleted >= 4 })
 	up.Abort()
 	for _, n := range []string{"00000001.seg", "00000001.idx", "00000002.seg", "00000002.idx"} {
 		if _, err := os.Stat(filepath.Join(dir, n)); !os.IsNotExist(err) {
@@ -175,5 +167,18 @@ func TestUploadResumeAfterKill(t *testing.T) {
 	sameRecords(t, readAll(t, "s3://tapes/k"), want)
 	if m, err := datasets.ReadManifest("s3://tapes/k"); err != nil || !m.Clean {
 		t.Fatalf("final remote manifest: %+v %v", m, err)
+	}
+}
+
+// waitUntil polls cond until it holds. Its deadline only guards against a
+// hang: the tests wait for the event, however slow a loaded host makes it.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

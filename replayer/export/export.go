@@ -28,8 +28,9 @@ type Table uint8
 
 // The tables. Every table starts with exchange_ts_ns (the venue's time, null
 // when it gives none) and local_ts_ns (receive time), both timestamps in ns
-// since the epoch, UTC (Arrow timestamp[ns, UTC], Parquet TIMESTAMP(NANOS,
-// isAdjustedToUTC)), then venue and instrument; prices and sizes are
+// since the epoch, UTC (Arrow timestamp[ns] and Parquet TIMESTAMP(NANOS)
+// with no zone, which DuckDB, Polars and pandas read to the ns: see
+// columnar.Timestamp; CSV the integer, 0 for null), then venue and instrument; prices and sizes are
 // float64, or decimal128 with WithExact. One vocabulary per table: Parquet,
 // Arrow and FormatCSV have the same columns; FormatTardis renames them to
 // Tardis' (see FormatTardis).

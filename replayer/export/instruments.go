@@ -100,6 +100,9 @@ func (t *instrumentsTable) columns(b *columnar.Batch, _ venue.Capabilities) {
 		b.SetScale(c, feeDecimals)
 	}
 	t.cSource = b.Add("source", columnar.String, true)
+	for _, c := range []int{t.cOutIndex, t.cPriceDec, t.cSzDec} {
+		b.SetNullInt(c, -1) // CSV: -1 is unknown, 0 a value
+	}
 }
 
 // feeDecimals is the scale of the fee columns (rates, exponent, share).

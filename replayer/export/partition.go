@@ -100,7 +100,7 @@ func fitName(s string) string {
 // Partitioned writes a table as a Hive-partitioned tree: one file
 // PART/…/part-N.EXT per partition (N is the part number given, e.g. the
 // shard, so shards write side by side), each a complete table of the
-// format (Parquet TIMESTAMP(NANOS, UTC) times, the schema of the unsplit
+// format (Parquet TIMESTAMP(NANOS) times, the schema of the unsplit
 // table). The partition columns are in the paths (venue=…/date=…/…) as
 // hive_partitioning readers expect; the files keep their own venue and
 // instrument columns.

@@ -4,9 +4,9 @@
 //
 // usage: node polars_check.mjs [--schema trades|depth] [--text COL]... NAME=FILE...
 //
-// A .parquet FILE is read with readParquet; its Datetime columns are printed
-// as their int64 value (ns since the epoch) in decimal strings, with the
-// Polars type (e.g. Datetime(ns, UTC)). A CSV FILE is read with readCSV and,
+// A .parquet FILE is read with readParquet. Datetime and Int64 columns are
+// printed as their int64 value (a time's ns since the epoch) in decimal
+// strings, with the Polars type (e.g. Datetime(ns)). A CSV FILE is read with readCSV and,
 // after --schema, with the exact schema hftbacktest's Tardis converter
 // (hftbacktest.data.utils.tardis.convert) passes to Polars' read_csv:
 // trade_schema or depth_schema, which fail on any other column layout.
@@ -59,6 +59,11 @@ for (let i = 0; i < args.length; i++) {
   const times = df.columns.filter((c, j) => types[j].includes('Datetime'));
   if (times.length > 0) {
     df = df.withColumns(...times.map((c) => pl.col(c).cast(pl.Int64).cast(pl.Utf8)));
+  }
+  // Int64 as decimal strings too: a JS number holds 53 bits, a ns time 61.
+  const ints = df.columns.filter((c, j) => types[j].includes('Int64'));
+  if (ints.length > 0) {
+    df = df.withColumns(...ints.map((c) => pl.col(c).cast(pl.Utf8)));
   }
   out.tables[name] = { columns: df.columns, types, rows: df.rows() };
   dtypes = {};
