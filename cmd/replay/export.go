@@ -79,7 +79,8 @@ ordered and flagged for its exchange and local processors: a venue snapshot
 is a depth-clear event and snapshot events, level changes depth events, a loss
 a depth-clear (the book is empty until the next snapshot), trades trade events
 (the taker's side; backfill left out); each file after an instrument's first
-opens with the book at 00:00 UTC, so a backtest can start on any day. Load it
+opens with the book at 00:00 UTC, so a backtest can start on any day, and with
+--from its first file with the book as it stood at the window start. Load it
 with np.load(path)['data'] or hftbacktest's BacktestAsset().data([...]).
 
 --format nautilus without --table writes NautilusTrader's own data catalog

@@ -110,10 +110,29 @@ func hlRecords(t testing.TB) []rec {
 	return r
 }
 
+// sampleMiddle returns the shipped sample of venue v and the middle third of
+// its receive times, [from, to): a window whose books were built before it.
+func sampleMiddle(t testing.TB, v string) (path string, from, to int64) {
+	t.Helper()
+	path = filepath.Join("..", "..", "datasets", "samples", v)
+	r, err := replayer.New([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	span := r.EndNs() - r.StartNs()
+	return path, r.StartNs() + span/3, r.StartNs() + 2*span/3
+}
+
 // replay runs the datasets through the real replayer into subs (each with Key{}).
 func replay(t testing.TB, paths []string, subs ...replayer.Subscriber) *replayer.Summary {
 	t.Helper()
-	r, err := replayer.New(paths)
+	return replayWith(t, paths, nil, subs...)
+}
+
+// replayWith is replay with options for the replayer (a window).
+func replayWith(t testing.TB, paths []string, ropts []replayer.Option, subs ...replayer.Subscriber) *replayer.Summary {
+	t.Helper()
+	r, err := replayer.New(paths, ropts...)
 	if err != nil {
 		t.Fatal(err)
 	}

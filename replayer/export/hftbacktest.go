@@ -63,7 +63,10 @@ type hbtEvent struct {
 //     history replayed by the venue at a subscribe, are left out);
 //   - each file after an instrument's first opens with a HbtDepthClear and a
 //     snapshot of the book as it was at 00:00 UTC (local_ts the day's start),
-//     so a backtest can start on any day's file.
+//     so a backtest can start on any day's file;
+//   - in a windowed replay (the books built silently before the window), an
+//     instrument's first event in the window opens its file with a
+//     HbtDepthClear and a snapshot of the book as it then stands.
 //
 // exch_ts is the venue's time (local_ts when the message has none); local_ts
 // is the receive time, never shifted: where the venue's clock is ahead of
@@ -108,6 +111,7 @@ type hbtInst struct {
 	scale     book.Scale
 	inGroup   bool
 	hasMirror bool
+	synced    bool // a snapshot of its book has been written
 }
 
 // hbtBudgetRows bounds the rows held in memory while a day's files are built.
@@ -189,21 +193,14 @@ func (h *HftBacktest) OnEvent(e *replayer.Event) error {
 		if err != nil {
 			return err
 		}
-		h.begin(in, true)
-		in.lastExch = max(in.lastExch, exch)
-		h.put(in, hbtEvent{ev: HbtDepthClear, exchNs: exch, localNs: e.RecvNs, px: math.NaN()})
-		in.mirror.Clear()
-		for _, side := range [2]book.Side{book.Bid, book.Ask} {
-			h.cur = e.Book.Top(side, h.cur[:0], -1)
-			for _, lv := range h.cur {
-				h.put(in, h.level(in, HbtDepthSnapshot, side, lv, exch, e.RecvNs))
-				_ = in.mirror.Set(side, lv.Price, lv.Size, 0)
-			}
-		}
+		h.snapshot(in, e.Book, exch, e.RecvNs)
 	case venue.EventLevel:
 		in, err := h.inst(e)
 		if err != nil {
 			return err
+		}
+		if h.opening(in, e, exch) {
+			return h.err
 		}
 		h.begin(in, false)
 		in.lastExch = max(in.lastExch, exch)
@@ -217,6 +214,7 @@ func (h *HftBacktest) OnEvent(e *replayer.Event) error {
 		if err != nil {
 			return err
 		}
+		h.opening(in, e, exch)
 		h.begin(in, false)
 		in.lastExch = max(in.lastExch, exch)
 		h.put(in, h.level(in, HbtTradeEvent, d.Side, book.Level{Price: d.Price, Size: d.Size}, exch, e.RecvNs))
@@ -228,9 +226,45 @@ func (h *HftBacktest) OnEvent(e *replayer.Event) error {
 		if err != nil {
 			return err
 		}
+		if h.opening(in, e, exch) {
+			return h.err
+		}
 		h.diff(in, e.Book, exch, e.RecvNs)
 	}
 	return h.err
+}
+
+// snapshot writes b as a snapshot of in: a HbtDepthClear and a
+// HbtDepthSnapshot row per level, at exch and local.
+func (h *HftBacktest) snapshot(in *hbtInst, b *book.Book, exch, local int64) {
+	h.begin(in, true)
+	in.synced = true
+	in.lastExch = max(in.lastExch, exch)
+	h.put(in, hbtEvent{ev: HbtDepthClear, exchNs: exch, localNs: local, px: math.NaN()})
+	in.mirror.Clear()
+	for _, side := range [2]book.Side{book.Bid, book.Ask} {
+		h.cur = b.Top(side, h.cur[:0], -1)
+		for _, lv := range h.cur {
+			h.put(in, h.level(in, HbtDepthSnapshot, side, lv, exch, local))
+			_ = in.mirror.Set(side, lv.Price, lv.Size, 0)
+		}
+	}
+}
+
+// opening writes, on the first event of an instrument that had no venue
+// snapshot yet while the engine holds its book valid, the book after that
+// event as a snapshot, and reports whether it did. That is an instrument
+// whose book a windowed replay built before the window (silently: the
+// snapshot it came from is not delivered): without it the file would start
+// from an empty book and be wrong until the venue's next snapshot, rare on
+// Polymarket. A replay from the start never gets here: a book is valid only
+// after a snapshot, which is delivered.
+func (h *HftBacktest) opening(in *hbtInst, e *replayer.Event, exch int64) bool {
+	if in.synced || e.Book == nil || !e.Book.Valid() {
+		return false
+	}
+	h.snapshot(in, e.Book, exch, e.RecvNs)
+	return true
 }
 
 // level is the row of a level or trade on side.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
@@ -39,6 +40,12 @@ type hbtFile struct {
 // hbtExport runs datasets through the real replayer into an HftBacktest
 // writing files under a temporary directory, and records the books beside it.
 func hbtExport(t *testing.T, paths []string, opts ...Option) (map[string]hbtFile, *truth, *HftBacktest) {
+	t.Helper()
+	return hbtExportWith(t, paths, nil, opts...)
+}
+
+// hbtExportWith is hbtExport with options for the replayer (a window).
+func hbtExportWith(t *testing.T, paths []string, ropts []replayer.Option, opts ...Option) (map[string]hbtFile, *truth, *HftBacktest) {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]hbtFile{}
@@ -66,7 +73,7 @@ func hbtExport(t *testing.T, paths []string, opts ...Option) (map[string]hbtFile
 		t.Fatal(err)
 	}
 	tr := newTruth(-1)
-	replay(t, paths, tr, h)
+	replayWith(t, paths, ropts, tr, h)
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +174,37 @@ func TestHftBacktestSamples(t *testing.T) {
 			_, n := hbtCheck(t, files, tr)
 			if n < 100 {
 				t.Fatalf("only %d books compared", n)
+			}
+			t.Logf("%d files, %d rows, %d books compared", len(files), h.Rows(), n)
+		})
+	}
+}
+
+// A window in the middle of each sample, replayed as `replay export --from
+// --to` does (the books built silently before the window): each instrument's
+// file opens with its book as it stood, so every book of the window is
+// rebuilt, not only those after the instrument's next venue snapshot.
+func TestHftBacktestWindow(t *testing.T) {
+	for _, v := range []string{venue.Polymarket, venue.Hyperliquid} {
+		t.Run(v, func(t *testing.T) {
+			path, from, to := sampleMiddle(t, v)
+			files, tr, h := hbtExportWith(t, []string{path}, []replayer.Option{replayer.WithWindow(from, to)})
+			if len(files) == 0 || h.Rows() == 0 {
+				t.Fatalf("%d files, %d rows", len(files), h.Rows())
+			}
+			for _, st := range tr.states {
+				if st.recvNs < from || st.recvNs >= to {
+					t.Fatalf("%s: a book at %d, outside the window [%d, %d)", st.instrument, st.recvNs, from, to)
+				}
+			}
+			checked, n := hbtCheck(t, files, tr)
+			if n < 50 {
+				t.Fatalf("only %d books compared", n)
+			}
+			for p, c := range checked {
+				if c.FirstKind != HbtDepthClear {
+					t.Errorf("%s opens with kind %d, want a clear and the book at the window start", p, c.FirstKind)
+				}
 			}
 			t.Logf("%d files, %d rows, %d books compared", len(files), h.Rows(), n)
 		})

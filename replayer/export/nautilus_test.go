@@ -228,13 +228,7 @@ func TestNautilusSamples(t *testing.T) {
 func TestNautilusWindow(t *testing.T) {
 	for _, v := range []string{venue.Polymarket, venue.Hyperliquid} {
 		t.Run(v, func(t *testing.T) {
-			path := filepath.Join("..", "..", "datasets", "samples", v)
-			r, err := replayer.New([]string{path})
-			if err != nil {
-				t.Fatal(err)
-			}
-			span := r.EndNs() - r.StartNs()
-			from, to := r.StartNs()+span/3, r.StartNs()+2*span/3
+			path, from, to := sampleMiddle(t, v)
 			dir, tr, tl, n := nautExport(t, []string{path}, from, to)
 			if p := n.Problems(); len(p) > 0 {
 				t.Errorf("problems: %q", p)
