@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -518,4 +519,29 @@ func (r *Result) Names(id string, markets bool) bool {
 		}
 	}
 	return false
+}
+
+// ReasonCount is how many orders the exchange rejected for one reason.
+type ReasonCount struct {
+	Reason string
+	Orders int
+}
+
+// Rejections groups the run's rejected orders by the venue's reason,
+// without the values that broke the rule (the orders table has every one),
+// sorted by reason.
+func (r *Result) Rejections() []ReasonCount {
+	n := map[string]int{}
+	for _, o := range r.Orders {
+		if o.Status == StatusRejected {
+			k, _, _ := strings.Cut(o.Reason, " (")
+			k, _, _ = strings.Cut(k, ", bbo was")
+			n[k]++
+		}
+	}
+	out := make([]ReasonCount, 0, len(n))
+	for _, k := range slices.Sorted(maps.Keys(n)) {
+		out = append(out, ReasonCount{k, n[k]})
+	}
+	return out
 }

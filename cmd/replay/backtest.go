@@ -337,23 +337,8 @@ func printBacktest(w, errw io.Writer, res *backtest.Result, asJSON bool) error {
 	} else {
 		res.Summary.WriteTable(w)
 	}
-	reasons := map[string]int{}
-	for _, o := range res.Orders {
-		if o.Status == backtest.StatusRejected {
-			// Grouped by the venue's reason, without the values that broke
-			// the rule (orders.csv has every one).
-			k, _, _ := strings.Cut(o.Reason, " (")
-			k, _, _ = strings.Cut(k, ", bbo was")
-			reasons[k]++
-		}
-	}
-	keys := make([]string, 0, len(reasons))
-	for k := range reasons {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		fmt.Fprintf(errw, "rejected %d× %s\n", reasons[k], k)
+	for _, r := range res.Rejections() {
+		fmt.Fprintf(errw, "rejected %d× %s\n", r.Orders, r.Reason)
 	}
 	for _, e := range res.Errors {
 		fmt.Fprintln(errw, e)
