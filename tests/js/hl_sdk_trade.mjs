@@ -92,14 +92,25 @@ try {
     out("recancel", { error: String(e.message) });
   }
 
-  // An IOC buy through the ask: a taker fill.
+  // An IOC buy through the ask: taker fills, one per level it takes (the
+  // book may have moved since it was read). Wait until the subscription has
+  // told all of the filled size.
   const through = sig5(ask * 1.01);
-  const waitFill = new Promise((r) => (fillWaiter = r));
+  let iocFilled = null;
+  let allTold;
+  const waitFill = new Promise((r) => (allTold = r));
+  fillWaiter = () => {
+    if (!iocFilled) return;
+    const told = fills.filter((f) => f.oid === iocFilled.oid).reduce((a, f) => a + Number(f.sz), 0);
+    if (told >= Number(iocFilled.totalSz) - 1e-12) allTold();
+  };
   const taken = await exch.order({
     orders: [{ a: asset, b: true, p: through, s: size, r: false, t: { limit: { tif: "Ioc" } } }],
     grouping: "na",
   });
-  out("ioc", { filled: taken.response.data.statuses[0].filled });
+  iocFilled = taken.response.data.statuses[0].filled;
+  out("ioc", { filled: iocFilled });
+  fillWaiter();
   await waitFill;
   out("wsfill", { fills: fills.map((f) => ({ oid: f.oid, px: f.px, sz: f.sz, side: f.side, crossed: f.crossed })) });
 

@@ -191,7 +191,17 @@ func TestHyperliquidSDKTrades(t *testing.T) {
 		}
 	}
 	decode(t, steps["wsfill"], &wsfill)
-	if len(wsfill.Fills) != 1 || wsfill.Fills[0].Oid != ioc.Filled.Oid || !wsfill.Fills[0].Crossed || wsfill.Fills[0].Px != ioc.Filled.AvgPx {
+	// The IOC takes one level or several (paced, the book it meets depends
+	// on when it arrives): one fill per level, all the IOC's, all taker,
+	// adding up to its size; a single fill is at the average price.
+	wsSz := 0.0
+	for _, f := range wsfill.Fills {
+		if f.Oid != ioc.Filled.Oid || !f.Crossed {
+			t.Errorf("userFills subscription %s, IOC %s", steps["wsfill"], steps["ioc"])
+		}
+		wsSz += parseFloat(t, f.Sz)
+	}
+	if len(wsfill.Fills) == 0 || !sameSize(wsSz, parseFloat(t, rest.Sz)) || len(wsfill.Fills) == 1 && wsfill.Fills[0].Px != ioc.Filled.AvgPx {
 		t.Errorf("userFills subscription %s, IOC %s", steps["wsfill"], steps["ioc"])
 	}
 	var fills struct {
@@ -201,7 +211,14 @@ func TestHyperliquidSDKTrades(t *testing.T) {
 		}
 	}
 	decode(t, steps["fills"], &fills)
-	if len(fills.Fills) != 1 || fills.Fills[0].Dir != "Open Long" || fills.Fills[0].Sz != rest.Sz {
+	restSz := 0.0
+	for _, f := range fills.Fills {
+		if f.Dir != "Open Long" || f.Oid != ioc.Filled.Oid {
+			t.Errorf("userFills %s", steps["fills"])
+		}
+		restSz += parseFloat(t, f.Sz)
+	}
+	if len(fills.Fills) != len(wsfill.Fills) || !sameSize(restSz, parseFloat(t, rest.Sz)) {
 		t.Errorf("userFills %s", steps["fills"])
 	}
 	var ch struct {
@@ -237,11 +254,16 @@ func TestHyperliquidSDKTrades(t *testing.T) {
 		t.Fatalf("accounts %v", ids)
 	}
 	res := results[0]
-	if len(res.Fills) != 1 || res.Fills[0].Liquidity != backtest.Taker || res.Fills[0].OrderID != ioc.Filled.Oid {
+	if len(res.Fills) != len(wsfill.Fills) {
 		t.Fatalf("fills %+v", res.Fills)
 	}
-	if got := book.FormatDecimal(res.Fills[0].Price, 8); !strings.HasPrefix(got, strings.TrimSuffix(ioc.Filled.AvgPx, ".0")) {
-		t.Errorf("engine fill price %s, SDK told %s", got, ioc.Filled.AvgPx)
+	for i, f := range res.Fills {
+		if f.Liquidity != backtest.Taker || f.OrderID != ioc.Filled.Oid {
+			t.Fatalf("fills %+v", res.Fills)
+		}
+		if got := book.FormatDecimal(f.Price, 8); !strings.HasPrefix(got, strings.TrimSuffix(wsfill.Fills[i].Px, ".0")) {
+			t.Errorf("engine fill %d price %s, SDK told %s", i, got, wsfill.Fills[i].Px)
+		}
 	}
 	if len(res.Orders) != 3 || res.Orders[0].Status != backtest.StatusCancelled || res.Orders[2].Status != backtest.StatusRejected {
 		for _, o := range res.Orders {
@@ -342,3 +364,15 @@ func TestPolymarketSDKTrades(t *testing.T) {
 		t.Fatalf("accounts %v, results %+v", ids, results)
 	}
 }
+
+func parseFloat(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return v
+}
+
+// sameSize compares sizes the venue writes with at most 8 decimals.
+func sameSize(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
