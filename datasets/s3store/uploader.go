@@ -2,8 +2,10 @@ package s3store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -180,10 +182,15 @@ func (u *Uploader) loop(ctx context.Context) {
 		if _, err := os.Stat(filepath.Join(u.dir, idx)); err == nil {
 			names = append(names, idx)
 		}
-		if u.manifestDue(num) {
-			names = append(names, datasets.ManifestName)
+		// The manifest goes as it was when manifestDue judged it: the writer
+		// may replace the file with its final one while the segment is on
+		// its way, and that one must not pass the segments still pending.
+		man, due := u.manifestDue(num)
+		err := u.sendAll(ctx, names)
+		if err == nil && due {
+			err = u.send(ctx, datasets.ManifestName, man)
 		}
-		if err := u.sendAll(ctx, names); err != nil {
+		if err != nil {
 			u.mu.Lock()
 			u.loopErr = err
 			u.mu.Unlock()
@@ -204,44 +211,70 @@ func (u *Uploader) loop(ctx context.Context) {
 // final one (closed, or repaired) only after the last pending segment, or
 // a reader would find a finished dataset missing the segments still
 // waiting (a store slower than the writer's last segments).
-func (u *Uploader) manifestDue(num uint32) bool {
-	m, err := datasets.ReadManifest(u.dir)
-	if err != nil || !m.Clean && !m.Recovered {
-		return true // a failure is send's to report
+// It returns the manifest's bytes as judged (nil when they could not be
+// read: send then reads the file and reports what is wrong with it).
+func (u *Uploader) manifestDue(num uint32) ([]byte, bool) {
+	b, err := readManifestBytes(filepath.Join(u.dir, datasets.ManifestName))
+	var m struct{ Clean, Recovered bool }
+	if err != nil || json.Unmarshal(b, &m) != nil {
+		return nil, true // a failure is send's to report
+	}
+	if !m.Clean && !m.Recovered {
+		return b, true
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for n := range u.pending {
 		if n != num {
-			return false
+			return nil, false
 		}
 	}
-	return true
+	return b, true
+}
+
+// readManifestBytes reads a manifest file whole, refusing one over
+// datasets.MaxManifestSize.
+func readManifestBytes(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, datasets.MaxManifestSize+1))
+	if err == nil && len(b) > datasets.MaxManifestSize {
+		err = fmt.Errorf("%s: over %d bytes", path, datasets.MaxManifestSize)
+	}
+	return b, err
 }
 
 // sendAll uploads names in order, each retried until verified or ctx ends.
 func (u *Uploader) sendAll(ctx context.Context, names []string) error {
 	for _, name := range names {
-		if err := u.send(ctx, name); err != nil {
+		if err := u.send(ctx, name, nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// send uploads one file, retrying with backoff until it is verified or ctx
-// ends.
-func (u *Uploader) send(ctx context.Context, name string) error {
+// send uploads one file, or body under its name when body is not nil,
+// retrying with backoff until it is verified or ctx ends.
+func (u *Uploader) send(ctx context.Context, name string, body []byte) error {
 	p := filepath.Join(u.dir, name)
 	wait := u.o.MinBackoff
 	for attempt := 1; ; attempt++ {
-		fi, err := os.Stat(p)
-		if err == nil {
+		size, err := int64(len(body)), error(nil)
+		if body != nil {
+			err = u.st.PutBytes(ctx, name, body)
+		} else if fi, serr := os.Stat(p); serr != nil {
+			err = serr
+		} else {
+			size = fi.Size()
 			_, err = u.st.PutFile(ctx, name, p)
 		}
 		if err == nil {
 			u.files.Add(1)
-			u.bytes.Add(uint64(fi.Size()))
+			u.bytes.Add(uint64(size))
 			if attempt > 1 && u.o.OnRecovered != nil {
 				u.o.OnRecovered(u.st.Join(name), attempt)
 			}
@@ -335,7 +368,7 @@ func (u *Uploader) sweep(ctx context.Context) error {
 		if o, ok := have[name]; ok && name != datasets.ManifestName && sameContent(p, o) {
 			continue
 		}
-		if err := u.send(ctx, name); err != nil {
+		if err := u.send(ctx, name, nil); err != nil {
 			return err
 		}
 	}
