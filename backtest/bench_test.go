@@ -2,9 +2,9 @@ package backtest
 
 import (
 	"context"
-	"syscall"
 	"testing"
 
+	"github.com/tapedeck/tapedeck/bench"
 	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/replayer"
 )
@@ -37,7 +37,7 @@ func BenchmarkBacktest(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			var events uint64
-			cpu0 := cpuNs()
+			cpu0 := bench.CPUTime()
 			for range b.N {
 				r, err := replayer.New([]string{pmSample}, replayer.WithHashCheck(true))
 				if err != nil {
@@ -55,7 +55,7 @@ func BenchmarkBacktest(b *testing.B) {
 			b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 			// CPU time of the process per run: on a shared machine wall time
 			// mostly measures the neighbours.
-			b.ReportMetric(float64(cpuNs()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(bench.CPUTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -89,7 +89,7 @@ func BenchmarkBacktestShare(b *testing.B) {
 	var cpu [3]int64
 	for range b.N {
 		for i, sub := range subs {
-			c0 := cpuNs()
+			c0 := bench.CPUTime()
 			r, err := replayer.New([]string{pmSample}, replayer.WithHashCheck(true))
 			if err != nil {
 				b.Fatal(err)
@@ -100,7 +100,7 @@ func BenchmarkBacktestShare(b *testing.B) {
 				b.Fatal(err)
 			}
 			done()
-			cpu[i] += cpuNs() - c0
+			cpu[i] += bench.CPUTime() - c0
 		}
 	}
 	for i, name := range []string{"replay", "noop", "mm"} {
@@ -108,13 +108,4 @@ func BenchmarkBacktestShare(b *testing.B) {
 	}
 	b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "noop-share")
 	b.ReportMetric(float64(cpu[0])/float64(cpu[2]), "mm-share")
-}
-
-// cpuNs is the process's user + system CPU time so far.
-func cpuNs() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -2,19 +2,13 @@ package research
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tapedeck/tapedeck/backtest"
+	"github.com/tapedeck/tapedeck/bench"
 	"github.com/tapedeck/tapedeck/replayer"
 )
-
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkSweepCPU alternates one mm run and a 20-point mm sweep (5
 // spreads × 4 sizes, one replay) on the shipped Polymarket sample and
@@ -40,7 +34,7 @@ func BenchmarkSweepCPU(b *testing.B) {
 			pts, _ := Grid(axes)
 			var one, sweep time.Duration
 			for i := 0; i < b.N; i++ {
-				c0 := cpuNow()
+				c0 := time.Duration(bench.CPUTime())
 				given := backtest.Params{"spread": "0.03", "size": "10"}
 				if bc.strategy == "noop" {
 					given = nil
@@ -50,13 +44,13 @@ func BenchmarkSweepCPU(b *testing.B) {
 					Replay: []replayer.Option{replayer.WithHashCheck(true)}}); err != nil {
 					b.Fatal(err)
 				}
-				c1 := cpuNow()
+				c1 := time.Duration(bench.CPUTime())
 				j := &Job{Paths: []string{pmSample}, Strategies: []string{bc.strategy}, Points: pts, Config: cfg(),
 					Replay: []replayer.Option{replayer.WithHashCheck(true)}, Workers: workers}
 				if _, _, err := j.Execute(context.Background()); err != nil {
 					b.Fatal(err)
 				}
-				one, sweep = one+c1-c0, sweep+cpuNow()-c1
+				one, sweep = one+c1-c0, sweep+time.Duration(bench.CPUTime())-c1
 			}
 			b.ReportMetric(float64(one.Milliseconds())/float64(b.N), "one-cpu-ms")
 			b.ReportMetric(float64(sweep.Milliseconds())/float64(b.N), "sweep20-cpu-ms")
