@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -275,9 +276,21 @@ func runCapture(ctx context.Context, o *runOptions) error {
 		log.Info("status page", "url", "http://"+metricsAddr+"/", "metrics", "http://"+metricsAddr+"/metrics")
 	}
 	if o.Trading != "" {
-		paper, err := serve.StartPaper(ctx, serve.PaperOptions{Venue: o.Venue, Addr: o.Trading, Public: o.ListenPublic,
+		hostPort, loop, err := statusweb.CheckAddr(o.Trading, o.ListenPublic)
+		if err != nil {
+			return failed(fmt.Errorf("--trading: %w", err))
+		}
+		ln, err := net.Listen("tcp", hostPort)
+		if err != nil {
+			return failed(fmt.Errorf("--trading: %w", err))
+		}
+		if !loop {
+			log.Warn("the trading API listens beyond loopback: anyone who reaches the address can trade its simulated accounts", "addr", ln.Addr().String())
+		}
+		paper, err := serve.StartPaper(ctx, serve.PaperOptions{Venue: o.Venue, Listener: ln,
 			Cash: o.TradingCash, Logger: log, Subscribe: func(s feed.Subscriber) { rec.Subscribe(feed.Key{}, s) }})
 		if err != nil {
+			ln.Close()
 			return failed(fmt.Errorf("--trading: %w", err))
 		}
 		defer paper.Close()

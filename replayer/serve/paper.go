@@ -8,7 +8,6 @@ import (
 
 	"github.com/tapedeck/tapedeck/backtest"
 	"github.com/tapedeck/tapedeck/feed"
-	"github.com/tapedeck/tapedeck/internal/statusweb"
 	"github.com/tapedeck/tapedeck/replayer/serve/trading"
 	"github.com/tapedeck/tapedeck/venue/tradeapi"
 )
@@ -16,11 +15,12 @@ import (
 // PaperOptions configure paper trading over live books (capture run
 // --trading).
 type PaperOptions struct {
-	Venue  string
-	Addr   string  // HOST:PORT to listen on; loopback only unless Public
-	Public bool    // allow a non-loopback Addr (--listen-public)
-	Cash   float64 // each account's starting collateral
-	Logger *slog.Logger
+	Venue string
+	// Listener is where the API is served; the caller chose it (capture
+	// run refuses a non-loopback address without --listen-public).
+	Listener net.Listener
+	Cash     float64 // each account's starting collateral
+	Logger   *slog.Logger
 	// Subscribe hands the trading hub's live subscriber to the live engine
 	// (recorder.Subscribe); it is called before the API starts serving.
 	Subscribe func(feed.Subscriber)
@@ -37,7 +37,7 @@ type Paper struct {
 	done   chan struct{}
 }
 
-// StartPaper listens on o.Addr and serves until ctx ends or Close.
+// StartPaper serves on o.Listener until ctx ends or Close.
 func StartPaper(ctx context.Context, o PaperOptions) (*Paper, error) {
 	log := o.Logger
 	if log == nil {
@@ -54,17 +54,7 @@ func StartPaper(ctx context.Context, o PaperOptions) (*Paper, error) {
 	if err != nil {
 		return nil, err
 	}
-	hostPort, loop, err := statusweb.CheckAddr(o.Addr, o.Public)
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", hostPort)
-	if err != nil {
-		return nil, err
-	}
-	if !loop {
-		log.Warn("the trading API listens beyond loopback: anyone who reaches the address can trade its simulated accounts", "addr", ln.Addr().String())
-	}
+	ln := o.Listener
 	if o.Subscribe != nil {
 		o.Subscribe(hub.Live())
 	}
