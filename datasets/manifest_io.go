@@ -21,16 +21,33 @@ func ReadManifest(location string) (Manifest, error) {
 	return readManifestIn(st)
 }
 
+// ReadManifestFile is ReadManifest that also returns the manifest's bytes
+// as read, for a caller that must pass on exactly the version it judged
+// (a writer may replace the file at any moment).
+func ReadManifestFile(location string) (Manifest, []byte, error) {
+	st, err := OpenStore(location)
+	if err != nil {
+		return Manifest{}, nil, err
+	}
+	return readManifestBytes(st)
+}
+
 func readManifestIn(st Store) (Manifest, error) {
+	m, _, err := readManifestBytes(st)
+	return m, err
+}
+
+func readManifestBytes(st Store) (Manifest, []byte, error) {
 	var m Manifest
 	b, err := readFileMax(st, ManifestName, MaxManifestSize)
 	if errors.Is(err, fs.ErrNotExist) {
-		return m, fmt.Errorf("%w: %s", ErrNotDataset, st.Location())
+		return m, nil, fmt.Errorf("%w: %s", ErrNotDataset, st.Location())
 	}
 	if err != nil {
-		return m, fmt.Errorf("datasets: read manifest: %w", err)
+		return m, nil, fmt.Errorf("datasets: read manifest: %w", err)
 	}
-	return parseManifest(st.Join(ManifestName), b)
+	m, err = parseManifest(st.Join(ManifestName), b)
+	return m, b, err
 }
 
 // parseManifest decodes and checks a manifest's bytes; path names it in errors.

@@ -2,10 +2,8 @@ package s3store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -214,9 +212,8 @@ func (u *Uploader) loop(ctx context.Context) {
 // It returns the manifest's bytes as judged (nil when they could not be
 // read: send then reads the file and reports what is wrong with it).
 func (u *Uploader) manifestDue(num uint32) ([]byte, bool) {
-	b, err := readManifestBytes(filepath.Join(u.dir, datasets.ManifestName))
-	var m struct{ Clean, Recovered bool }
-	if err != nil || json.Unmarshal(b, &m) != nil {
+	m, b, err := datasets.ReadManifestFile(u.dir)
+	if err != nil {
 		return nil, true // a failure is send's to report
 	}
 	if !m.Clean && !m.Recovered {
@@ -230,21 +227,6 @@ func (u *Uploader) manifestDue(num uint32) ([]byte, bool) {
 		}
 	}
 	return b, true
-}
-
-// readManifestBytes reads a manifest file whole, refusing one over
-// datasets.MaxManifestSize.
-func readManifestBytes(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, datasets.MaxManifestSize+1))
-	if err == nil && len(b) > datasets.MaxManifestSize {
-		err = fmt.Errorf("%s: over %d bytes", path, datasets.MaxManifestSize)
-	}
-	return b, err
 }
 
 // sendAll uploads names in order, each retried until verified or ctx ends.
