@@ -130,18 +130,7 @@ func TestLiveRejectedFramesAreRecorded(t *testing.T) {
 // a record's Dropped, including those still held back when the capture
 // stops. Before, those were lost (metric 52,321, recorded 31,985).
 func TestLiveIntegrityBurstAllAccounted(t *testing.T) {
-	s := fakeexchange.New(fakeexchange.PolymarketHashConfig())
-	defer s.Close()
-	asset := fakeexchange.PolymarketHashAsset
-	c := startCapture(t, pmSpec(s, asset), nil, recorder.WithHeal(false))
-	waitFor(t, "the first hash-checked book", func() bool {
-		b, ok := c.rec.LiveBook(asset)
-		return ok && b.Quality.HashChecked >= 2 && len(s.Live()) > 0
-	})
-	good := s.Conns()[0].Sent()[0]
-	i := strings.Index(string(good), `"hash":"`) + len(`"hash":"`)
-	bad := slices.Clone(good)
-	bad[i] = "01"[min(int(bad[i]-'0'), 1)^1]
+	s, c, _, bad := hashCapture(t, recorder.WithHeal(false))
 	const burst = 300
 	for range burst {
 		s.SendAll(bad)
@@ -178,20 +167,10 @@ func TestLiveIntegrityBurstAllAccounted(t *testing.T) {
 // (the whole tail of a sample recording on an idle host) left every book of
 // the connection invalid at the end of its replay, healed or not.
 func TestLiveHeldFindingsBeforeCleanClose(t *testing.T) {
-	s := fakeexchange.New(fakeexchange.PolymarketHashConfig())
-	defer s.Close()
 	asset := fakeexchange.PolymarketHashAsset
 	// An hour of spacing: every finding after the first is held until the
 	// capture stops, whatever the speed of the host.
-	c := startCapture(t, pmSpec(s, asset), nil, recorder.WithHeal(false), recorder.WithHealBackoff(time.Hour, time.Hour))
-	waitFor(t, "the first hash-checked book", func() bool {
-		b, ok := c.rec.LiveBook(asset)
-		return ok && b.Quality.HashChecked >= 2 && len(s.Live()) > 0
-	})
-	good := s.Conns()[0].Sent()[0]
-	i := strings.Index(string(good), `"hash":"`) + len(`"hash":"`)
-	bad := slices.Clone(good)
-	bad[i] = "01"[min(int(bad[i]-'0'), 1)^1]
+	s, c, good, bad := hashCapture(t, recorder.WithHeal(false), recorder.WithHealBackoff(time.Hour, time.Hour))
 	const burst = 3
 	for range burst {
 		s.SendAll(bad)
@@ -241,4 +220,25 @@ func TestLiveHeldFindingsBeforeCleanClose(t *testing.T) {
 			t.Errorf("the replayed book of %s is not valid at the end: the venue's last snapshot matched its hash", asset)
 		}
 	}
+}
+
+// hashCapture records a Polymarket venue whose book hashes are checked
+// (fakeexchange.PolymarketHashConfig) until its first book has been
+// checked, and returns the venue's book frame as sent and a copy whose hash
+// differs by one digit.
+func hashCapture(t *testing.T, opts ...recorder.Option) (s *fakeexchange.Server, c *capture, good, bad []byte) {
+	t.Helper()
+	s = fakeexchange.New(fakeexchange.PolymarketHashConfig())
+	t.Cleanup(s.Close)
+	asset := fakeexchange.PolymarketHashAsset
+	c = startCapture(t, pmSpec(s, asset), nil, opts...)
+	waitFor(t, "the first hash-checked book", func() bool {
+		b, ok := c.rec.LiveBook(asset)
+		return ok && b.Quality.HashChecked >= 2 && len(s.Live()) > 0
+	})
+	good = s.Conns()[0].Sent()[0]
+	i := strings.Index(string(good), `"hash":"`) + len(`"hash":"`)
+	bad = slices.Clone(good)
+	bad[i] = "01"[min(int(bad[i]-'0'), 1)^1]
+	return s, c, good, bad
 }
