@@ -403,7 +403,7 @@ type accountView struct {
 // position is Instrument.Position).
 type instView struct {
 	taken takenLevels // what taker fill reports say the strategy took (Context.Available)
-	live []*Order // orders not reported done, in submission order
+	live  []*Order    // orders not reported done, in submission order
 }
 
 func (v *instView) drop(o *Order) {
