@@ -281,7 +281,8 @@ type noteKind uint8
 const (
 	noteOrder noteKind = iota
 	noteFill
-	noteAccount // funding paid, a settlement
+	noteAccount // a settlement: cash and position change
+	noteFunding // funding paid: cash is the payment (positive paid)
 )
 
 func (e *Engine) noteAt() int64 { return e.xNs + e.cfg.Latency.Ack() }
@@ -299,9 +300,9 @@ func (e *Engine) noteWith(o *Order, reason string) {
 	e.notes.push(n)
 }
 
-func (e *Engine) noteAccount(in *Instrument, cash, pos int64) {
+func (e *Engine) noteAccount(kind noteKind, in *Instrument, cash, pos int64) {
 	e.seq++
-	e.notes.push(note{atNs: e.noteAt(), seq: e.seq, kind: noteAccount, in: in, cash: cash, pos: pos})
+	e.notes.push(note{atNs: e.noteAt(), seq: e.seq, kind: kind, in: in, cash: cash, pos: pos})
 }
 
 // deliver hands the strategy every notification and timer due by the
@@ -328,7 +329,10 @@ func (e *Engine) deliver() {
 		switch n.kind {
 		case noteAccount:
 			e.view.cash += n.cash
-			n.in.view.pos += n.pos
+			n.in.Position += n.pos
+		case noteFunding:
+			e.view.cash -= n.cash
+			n.in.Funding += n.cash
 		case noteFill:
 			f := &e.fills[n.fill]
 			e.view.fills = append(e.view.fills, *f)
@@ -337,10 +341,11 @@ func (e *Engine) deliver() {
 			}
 			e.view.cash += f.cashDelta
 			if f.Side == Buy {
-				n.in.view.pos += f.Size
+				n.in.Position += f.Size
 			} else {
-				n.in.view.pos -= f.Size
+				n.in.Position -= f.Size
 			}
+			n.in.LastTrade = f.Price
 			if h, ok := e.strat.(FillHandler); ok && !e.stratDead {
 				fc := new(Fill) // the strategy's own copy: only a handler's costs an allocation
 				*fc = *f

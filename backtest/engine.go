@@ -442,7 +442,7 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 	if in != nil && in.xb != nil {
 		e.follow(in, ev)
 	}
-	if in != nil && (in.Position != 0 || len(in.open) > 0) && ev.Book != nil {
+	if in != nil && (in.xPos != 0 || len(in.open) > 0) && ev.Book != nil {
 		if m, ok := in.Mid(); ok {
 			in.lastMid = m
 		}
@@ -451,7 +451,7 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 		e.metadata(ev, d, in)
 		if in != nil {
 			e.market(in, ev)
-			if in.Position != 0 && in.rules != nil && in.rules.t.CrossMargin {
+			if in.xPos != 0 && in.rules != nil && in.rules.t.CrossMargin {
 				e.checkMargin(in.rules)
 			}
 		}

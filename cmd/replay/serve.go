@@ -18,6 +18,7 @@ import (
 	"github.com/tapedeck/tapedeck/backtest"
 	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/internal/units"
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/replayer/serve"
 	"github.com/tapedeck/tapedeck/replayer/serve/trading"
@@ -329,9 +330,9 @@ func runServe(ctx context.Context, opts *serveCmdOptions) error {
 	err = s.Serve(ctx, ln)
 	st := s.Stats()
 	fmt.Fprintf(opts.ErrOut, "served %d connections: %d frames (%s); %d slow clients disconnected; %d over a client limit; %d replays stopped by read errors\n",
-		st.Connections, st.FramesSent, humanBytes(st.BytesSent), st.SlowDisconnects, st.OverLimit, st.ReadErrors)
+		st.Connections, st.FramesSent, units.DecimalBytes(st.BytesSent), st.SlowDisconnects, st.OverLimit, st.ReadErrors)
 	if k := st.Skipped; k != (replayer.Skipped{}) {
-		fmt.Fprintf(opts.ErrOut, "not waited out: %s\n", skippedText(&k))
+		fmt.Fprintf(opts.ErrOut, "not waited out: %s\n", k.String())
 	}
 	if err == nil && opts.Trading {
 		err = serveResults(opts, s)
