@@ -69,6 +69,7 @@ func (c *Context) Submit(r OrderRequest) (uint64, error) {
 		return o.ID, &Error{OrderID: o.ID, Instrument: r.Instrument, Reason: reason}
 	}
 	o.Venue, lo.Venue = in.Venue, in.Venue
+	o.in, lo.in = in, in
 	in.view.live = append(in.view.live, lo)
 	if in.rules == nil {
 		e.rejectNow(in, o, "no simulated exchange for venue "+strconv.Quote(in.Venue))
@@ -139,6 +140,15 @@ func (c *Context) Amend(id uint64, price, size int64) error {
 	}
 	c.e.push(action{atNs: c.e.nowNs + c.e.cfg.Latency.Entry(), kind: actAmend, order: o, price: price, size: size})
 	return nil
+}
+
+// instOf returns o's instrument: the one it was submitted for, or (an
+// order for an instrument unknown when submitted) the one of its id now.
+func (e *Engine) instOf(o *Order) *Instrument {
+	if o.in != nil {
+		return o.in
+	}
+	return e.lookup(o.Instrument)
 }
 
 func (e *Engine) order(id uint64) *Order {

@@ -304,7 +304,9 @@ type Instrument struct {
 	scratch     []book.Level
 	merged      []book.Level // levels' merge of a book and its mirror
 	marks       []markout
-	marksDue    int64 // the earliest atNs in marks (valid when marks is not empty)
+	marksDue    int64     // the earliest atNs in marks (valid when marks is not empty)
+	fee         *feeState // its market's fee state, once there is one (Engine.feeOf)
+	feeFor      string    // the key fee was found for
 }
 
 // takenLevel remembers recorded size the strategy's taker orders consumed
