@@ -77,8 +77,14 @@
 //
 // Queue position (Config.Queue, ParseQueueModel), on L2 data: a resting
 // order starts behind the level's size at its arrival; trades printed at its
-// price consume the queue ahead first and then fill it; a trade through its
-// price, or the opposite best moving through it, fills it all.
+// price consume the queue ahead first and then fill it, never more than
+// each trade's size beyond the queue, in whole lots; a trade through its
+// price, or the opposite best moving through it, fills it all. These are
+// hftbacktest's PartialFillExchange rules (src/backtest/proc/
+// partialfillexchange.rs: exec_qty = min(filled, trade qty, leaves) at the
+// price; the whole leaves qty when the trade or the best goes through).
+// The queue ahead is the model's estimate (Context.QueueEstimate,
+// Fill.Queue): venues do not report it.
 //
 //   - risk-averse (RiskAverse, the default): front ← front − traded;
 //     a decrease of the level only caps front at the level's new size.
