@@ -33,7 +33,10 @@
 // instruments table uses.
 //
 //   - Polymarket: GTC, GTD (expiration more than one minute ahead; the
-//     order leaves the book one minute before it), FOK and FAK (a BUY sized
+//     order leaves the book one minute before it, exactly, on the exchange
+//     clock: docs.polymarket.com "Place orders", "GTD orders expire one
+//     minute before their stated expiration as a security threshold"),
+//     FOK and FAK (a BUY sized
 //     in dollars, Amount; a SELL in shares), post-only on GTC/GTD (rejected
 //     if marketable); tick size 0.01 until a book summary or a
 //     tick_size_change says otherwise, minimum size 5 or the summary's
