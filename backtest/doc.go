@@ -202,8 +202,10 @@
 // the equity curve (cash plus positions at their marks, sampled every
 // Config.EquityEveryNs, default one second, and at the end: one sample per
 // time, the latest state), the positions
-// at those samples and the markouts (mid 1 s, 10 s and 60 s after each fill,
-// signed as a gain). Summary has PnL (in all and by instrument), fees,
+// at those samples and the markouts (the mid 1 s, 10 s and 60 s after each
+// fill, signed as a gain: the instrument's mid at its first event stamped
+// at or after the fill's exchange time plus the horizon whose book has both
+// sides and is not crossed). Summary has PnL (in all and by instrument), fees,
 // rebates, funding, turnover, the fill ratio in dollars (a dollar-sized
 // order counts at its amount) and each venue's orders, fills and units,
 // max drawdown, Sharpe and Sortino of the equity's changes over
@@ -276,13 +278,14 @@
 //     rebate), exchange_ts_ns (the filling event's venue time; null if it
 //     had none), local_ts_ns (its receive time), tag.
 //   - positions: local_ts_ns, venue, instrument, position (negative is
-//     short), mark (mid; the last trade with a side empty; the settlement
-//     once resolved), value (position × mark, money): one row per sample
+//     short), mark (the mid; when the book is crossed or a side is empty,
+//     the last mid it had with both sides uncrossed, else the last fill's
+//     price; the settlement once resolved), value (position × mark, money): one row per sample
 //     and instrument with a position or resting orders.
 //   - equity: local_ts_ns, cash, equity (cash + the positions' values): one
 //     row per sample.
 //   - markouts: fill_seq, venue, instrument, horizon_ns, mid (the mid a
-//     horizon after the fill), pnl_per_unit ((mid − price) for a buy,
+//     horizon after the fill, as above), pnl_per_unit ((mid − price) for a buy,
 //     (price − mid) for a sell).
 //
 // # Built-in strategies
