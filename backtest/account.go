@@ -218,7 +218,7 @@ func (e *Engine) checkMargin(r *venueRules) {
 		if in.Position < 0 {
 			side = Buy
 		}
-		o := &Order{ID: uint64(len(e.orders) + 1), Venue: in.Venue, Instrument: in.ID, Side: side, Price: markOf(in),
+		o := &Order{ID: e.nextOrderID(), Venue: in.Venue, Instrument: in.ID, Side: side, Price: markOf(in),
 			Size: abs64(in.Position), TIF: IOC, ReduceOnly: true, Tag: "liquidation", SubmitNs: e.nowNs, ActiveNs: e.xNs,
 			Status: StatusOpen}
 		e.orders = append(e.orders, o)
