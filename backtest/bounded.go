@@ -70,7 +70,7 @@ func (t *tally) order(e *Engine, o *Order, final bool) {
 		t.strays = append(t.strays, o)
 		return
 	}
-	in := e.lookup(o.Instrument)
+	in := e.instOf(o)
 	if in == nil {
 		return
 	}

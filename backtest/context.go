@@ -19,10 +19,10 @@ type Context struct{ e *Engine }
 // delivered (ns since the epoch).
 func (c *Context) Now() int64 { return c.e.nowNs }
 
-// Instrument returns the simulator's state of an instrument (book, tick,
-// minimum size, rules), or nil if none was seen. Its Position and Funding
-// are the exchange's, ahead of the reports: a strategy's own view is
-// Context.Position, Cash and Fills (see the package doc).
+// Instrument returns an instrument as the strategy knows it (book, tick,
+// minimum size, rules as the feed delivered them; Position, Funding and
+// LastTrade as the reports received so far make them), or nil if none was
+// seen. Read-only.
 func (c *Context) Instrument(id string) *Instrument { return c.e.lookup(id) }
 
 // Instruments returns every instrument seen, in first-seen order.
@@ -69,6 +69,7 @@ func (c *Context) Submit(r OrderRequest) (uint64, error) {
 		return o.ID, &Error{OrderID: o.ID, Instrument: r.Instrument, Reason: reason}
 	}
 	o.Venue, lo.Venue = in.Venue, in.Venue
+	o.in, lo.in = in, in
 	in.view.live = append(in.view.live, lo)
 	if in.rules == nil {
 		e.rejectNow(in, o, "no simulated exchange for venue "+strconv.Quote(in.Venue))
@@ -141,6 +142,15 @@ func (c *Context) Amend(id uint64, price, size int64) error {
 	return nil
 }
 
+// instOf returns o's instrument: the one it was submitted for, or (an
+// order for an instrument unknown when submitted) the one of its id now.
+func (e *Engine) instOf(o *Order) *Instrument {
+	if o.in != nil {
+		return o.in
+	}
+	return e.lookup(o.Instrument)
+}
+
 func (e *Engine) order(id uint64) *Order {
 	if id <= e.orderBase || id > e.orderBase+uint64(len(e.orders)) {
 		return nil
@@ -191,13 +201,14 @@ func (c *Context) Working(instrument string) int {
 }
 
 // QueueEstimate is the queue model's estimate (Config.Queue) of the size
-// ahead of a resting order now, in size units, and whether the order rests
-// at the simulated exchange. It is a model of the hidden queue, not
+// ahead of a resting order now, in size units; ok is false unless the
+// strategy has been told the order is open (Order's status), as a
+// client's own estimate would be. It is a model of the hidden queue, not
 // something the venue tells: on a live venue a strategy would have to
 // estimate it itself from the same feed.
 func (c *Context) QueueEstimate(id uint64) (int64, bool) {
-	o := c.e.order(id)
-	if o == nil || o.Status != StatusOpen {
+	o, lo := c.e.order(id), c.e.localOrder(id)
+	if o == nil || lo.Status != StatusOpen {
 		return 0, false
 	}
 	return max(o.Queue, 0), true
@@ -213,7 +224,7 @@ func (c *Context) Fills() []Fill { return c.e.view.fills }
 // reports, funding and settlements received so far make it.
 func (c *Context) Position(instrument string) int64 {
 	if in := c.e.lookup(instrument); in != nil {
-		return in.view.pos
+		return in.Position
 	}
 	return 0
 }

@@ -126,11 +126,16 @@
 // expiry at E applies before any event stamped E or later, whichever
 // instrument it is for. What the exchange does at time M (an ack, a fill,
 // a rejection, a refused cancel, funding, a settlement) reaches the
-// strategy at R = M + ack latency, on its clock: Context.Order,
-// OpenOrders, Working, Position, Cash and Fills are that local view,
-// changed only by reports received (hftbacktest's local orders and
-// state). Queue position is not reported by venues: Context.QueueEstimate
-// gives the queue model's estimate, as such. With
+// strategy at R = M + ack latency, on its clock: everything the Context
+// tells of the account is that local view, changed only by reports
+// received (hftbacktest's local orders and state, which its
+// LocalProcessor changes only as exchange responses arrive: src/backtest/
+// proc/local.rs): Order, OpenOrders, Working, Position, Cash, Fills,
+// Instrument's Position, Funding and LastTrade, and LiquidationPrice
+// (computed from those). What the feed delivers (books, mark, funding
+// rate, resolution) is public and seen at its receive time. Queue position
+// is not reported by venues: Context.QueueEstimate gives the queue model's
+// estimate, as such, for an order the strategy has been told is open. With
 // Config.IgnoreExchangeTime every event's receive time serves as its
 // exchange time. An event stamped before its venue's clock (another
 // connection's, late) is applied where it arrives.

@@ -31,7 +31,7 @@ func (e *Engine) enter(in *Instrument, o *Order) {
 		e.reject(in, o, reason)
 		return
 	}
-	if t.Outcomes && !e.cfg.AllowShort && o.Side == Sell && o.Size > in.Position-e.sellingRest(in, o) {
+	if t.Outcomes && !e.cfg.AllowShort && o.Side == Sell && o.Size > in.xPos-e.sellingRest(in, o) {
 		e.reject(in, o, t.Reasons.NoBalance)
 		return
 	}
@@ -40,7 +40,7 @@ func (e *Engine) enter(in *Instrument, o *Order) {
 		return
 	}
 	if o.ReduceOnly {
-		o.Size = min(o.Size, abs64(in.Position))
+		o.Size = min(o.Size, abs64(in.xPos))
 	}
 	bs := o.Side.bookSide()
 	opp := book.Ask
@@ -341,9 +341,9 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 	delta := notional
 	if o.Side == Buy {
 		delta = -notional
-		in.Position += q
+		in.xPos += q
 	} else {
-		in.Position -= q
+		in.xPos -= q
 	}
 	delta -= fee
 	e.cash += delta
@@ -355,7 +355,7 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 		e.rebates -= fee
 	}
 	e.turnover += notional
-	in.LastTrade = price
+	in.lastFill = price
 	if m, ok := in.Mid(); ok {
 		in.lastMid = m // marks start from the book the fill met
 	}

@@ -90,11 +90,15 @@ func (e *Engine) markouts(in *Instrument, nowNs int64) {
 	in.marksDue = due
 }
 
-// value is the position at its mark: the settlement once resolved, else
-// the mid of the book as it last stood uncrossed with both sides (a crossed
-// book is a batch of the venue in progress), else the last fill's price.
-func (in *Instrument) value() (int64, int64) {
-	px := in.LastTrade
+// value is the position at its mark, at the exchange or (local) as the
+// strategy knows it: the settlement once resolved, else the mid of the
+// book as it last stood uncrossed with both sides (a crossed book is a
+// batch of the venue in progress), else the last fill's price.
+func (in *Instrument) value(local bool) (int64, int64) {
+	pos, px := in.xPos, in.lastFill
+	if local {
+		pos, px = in.Position, in.LastTrade
+	}
 	if in.Resolved {
 		px = in.Settle
 	} else if m, ok := in.Mid(); ok {
@@ -102,14 +106,29 @@ func (in *Instrument) value() (int64, int64) {
 	} else if in.lastMid > 0 {
 		px = in.lastMid
 	}
-	return Notional(px, in.Position, in.Scale.PriceDecimals, in.Scale.SizeDecimals), px
+	return Notional(px, pos, in.Scale.PriceDecimals, in.Scale.SizeDecimals), px
 }
 
+// equityNow is the exchange's account value: cash plus the positions at
+// their marks.
 func (e *Engine) equityNow() int64 {
 	eq := e.cash
 	for _, in := range e.held {
-		v, _ := in.value()
+		v, _ := in.value(false)
 		eq += v
+	}
+	return eq
+}
+
+// localEquity is the account value as the strategy knows it: the cash and
+// positions the reports received make, at the marks the feed gave.
+func (e *Engine) localEquity() int64 {
+	eq := e.view.cash
+	for _, in := range e.instList {
+		if in.Position != 0 {
+			v, _ := in.value(true)
+			eq += v
+		}
 	}
 	return eq
 }
@@ -141,12 +160,12 @@ func (e *Engine) record(nowNs int64) {
 	}
 	e.equity = append(e.equity, p)
 	for _, in := range e.instList {
-		if in.Position == 0 && len(in.open) == 0 {
+		if in.xPos == 0 && len(in.open) == 0 {
 			continue
 		}
-		v, px := in.value()
+		v, px := in.value(false)
 		e.positions = append(e.positions, PositionPoint{RecvNs: nowNs, Venue: in.Venue, Instrument: in.ID,
-			Position: in.Position, Mark: px, Value: v})
+			Position: in.xPos, Mark: px, Value: v})
 	}
 }
 
@@ -312,8 +331,8 @@ func (e *Engine) result() *Result {
 	s.PeakMargin, s.Liquidations, s.CancelRejects = cashF(e.peakMargin), e.liquidations, e.cancelRejects
 	s.InstrumentPnL = map[string]float64{}
 	for _, in := range e.instList {
-		if in.cashFlow != 0 || in.Position != 0 {
-			v, _ := in.value()
+		if in.cashFlow != 0 || in.xPos != 0 {
+			v, _ := in.value(false)
 			s.InstrumentPnL[in.ID] = cashF(in.cashFlow + v)
 		}
 	}
@@ -325,8 +344,8 @@ func (e *Engine) result() *Result {
 	}
 	s.Positions = map[string]float64{}
 	for _, in := range e.instList {
-		if in.Position != 0 {
-			s.Positions[in.ID] = float64(in.Position) / float64(pow10(in.Scale.SizeDecimals))
+		if in.xPos != 0 {
+			s.Positions[in.ID] = float64(in.xPos) / float64(pow10(in.Scale.SizeDecimals))
 		}
 	}
 	if e.stratErr != nil {

@@ -136,7 +136,7 @@ func check(in *Instrument, o *Order, nowNs int64) string {
 		Notional(o.Price, o.Size, sc.PriceDecimals, sc.SizeDecimals) < int64(math.Round(t.MinNotional*1e10)) {
 		return fmt.Sprintf("%s (value %s)", r.MinNotional, fmtDec(Notional(o.Price, o.Size, sc.PriceDecimals, sc.SizeDecimals), CashDecimals))
 	}
-	if o.ReduceOnly && ((o.Side == Buy && in.Position >= 0) || (o.Side == Sell && in.Position <= 0)) {
+	if o.ReduceOnly && ((o.Side == Buy && in.xPos >= 0) || (o.Side == Sell && in.xPos <= 0)) {
 		return r.ReduceOnly
 	}
 	return ""
@@ -270,13 +270,23 @@ type Instrument struct {
 	Resolved   bool
 	Settle     int64 // settlement price when Resolved (0 or one unit)
 
-	Position   int64   // at the exchange (Context.Position is the strategy's view); size units; negative is short
-	Funding    int64   // funding paid so far (cash units; positive paid)
+	// The strategy's view (see the package doc): what the fill reports,
+	// funding and settlements received so far say, never the exchange's
+	// state ahead of them.
+	Position  int64 // size units; negative is short (Context.Position)
+	Funding   int64 // funding paid (cash units; positive paid)
+	LastTrade int64 // price of the last fill reported; 0 before the first
+
+	// What the feed has delivered (public, at its receive time).
 	FundRate   float64 // latest funding rate recorded
 	MarkPx     int64   // latest mark price recorded
-	LastTrade  int64
-	ExchangeNs int64
+	ExchangeNs int64   // latest exchange timestamp of its events
 	lastPeriod int64
+
+	// The simulated exchange's state, ahead of the strategy's view.
+	xPos     int64 // position
+	xFunding int64 // funding paid
+	lastFill int64 // price of the last fill
 
 	rules       *venueRules
 	maxPriceDec int
@@ -294,7 +304,9 @@ type Instrument struct {
 	scratch     []book.Level
 	merged      []book.Level // levels' merge of a book and its mirror
 	marks       []markout
-	marksDue    int64 // the earliest atNs in marks (valid when marks is not empty)
+	marksDue    int64     // the earliest atNs in marks (valid when marks is not empty)
+	fee         *feeState // its market's fee state, once there is one (Engine.feeOf)
+	feeFor      string    // the key fee was found for
 }
 
 // takenLevel remembers recorded size the strategy's taker orders consumed
@@ -357,9 +369,9 @@ type accountView struct {
 	cash   int64
 }
 
-// instView is an instrument as the strategy knows it.
+// instView is what the strategy knows of an instrument's orders (its
+// position is Instrument.Position).
 type instView struct {
-	pos  int64
 	live []*Order // orders not reported done, in submission order
 }
 

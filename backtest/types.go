@@ -152,10 +152,11 @@ type Order struct {
 	ActiveNs int64  // exchange time the order reached the venue (the latest, after an amend)
 	DoneNs   int64  // exchange time it was filled, cancelled, expired or rejected
 
-	prevLevel  int64   // level size last seen at Price (queue model)
-	tradedHere int64   // trade size at Price since the last level change (probabilistic model)
-	unit       float64 // fixed-point units per share or coin
-	refs       int32   // actions and reports about it not yet applied or delivered (bounded.go)
+	in         *Instrument // its instrument (nil: unknown when submitted); see Engine.instOf
+	prevLevel  int64       // level size last seen at Price (queue model)
+	tradedHere int64       // trade size at Price since the last level change (probabilistic model)
+	unit       float64     // fixed-point units per share or coin
+	refs       int32       // actions and reports about it not yet applied or delivered (bounded.go)
 }
 
 // Leaves returns the unfilled size.
