@@ -100,7 +100,7 @@ func (e *Engine) drain(r *venueRules, x, prev int64) {
 }
 
 func (e *Engine) push(a action) {
-	in := e.lookup(a.order.Instrument)
+	in := e.instOf(a.order)
 	if a.kind == actExpire {
 		a.seq = a.order.ID
 	} else {
@@ -113,7 +113,7 @@ func (e *Engine) push(a action) {
 // apply carries out an action at the exchange (e.xNs is its time).
 func (e *Engine) apply(a action) {
 	o := a.order
-	in := e.lookup(o.Instrument)
+	in := e.instOf(o)
 	switch a.kind {
 	case actExpire:
 		if o.Status == StatusOpen {
@@ -172,7 +172,7 @@ func (e *Engine) track(in *Instrument) {
 	if in.xb == nil {
 		in.xb = book.New(in.Scale)
 		if in.Book != nil {
-			copyBook(in.xb, in.Book, &in.scratch)
+			copyBook(in.xb, in.Book)
 		} else {
 			in.xb.Invalidate()
 		}
@@ -182,19 +182,14 @@ func (e *Engine) track(in *Instrument) {
 	}
 }
 
-// copyBook makes dst a copy of src (levels and validity).
-func copyBook(dst, src *book.Book, scratch *[]book.Level) {
+// copyBook makes dst a copy of src (levels and validity); an invalid src
+// invalidates dst and leaves its levels.
+func copyBook(dst, src *book.Book) {
 	if !src.Valid() {
 		dst.Invalidate()
 		return
 	}
-	s := src.Top(book.Bid, (*scratch)[:0], -1)
-	n := len(s)
-	s = src.Top(book.Ask, s, -1)
-	if err := dst.Replace(s[:n], s[n:]); err != nil {
-		dst.Invalidate()
-	}
-	*scratch = s[:0]
+	dst.CopyFrom(src)
 }
 
 // follow applies ev to the exchange-side book of a tracked instrument, as
@@ -211,7 +206,7 @@ func (e *Engine) follow(in *Instrument, ev *feed.Event) {
 	}
 	switch d.Type {
 	case venue.EventSnapshot:
-		copyBook(xb, ev.Book, &in.scratch)
+		copyBook(xb, ev.Book)
 	case venue.EventLevel:
 		if err := xb.Set(d.Side, d.Price, d.Size, d.Count); err != nil {
 			xb.Invalidate()
@@ -351,6 +346,16 @@ func (e *Engine) deliver() {
 				n.in.Position -= f.Size
 			}
 			n.in.LastTrade = f.Price
+			if f.Liquidity == Taker {
+				opp := book.Ask
+				if f.Side == Sell {
+					opp = book.Bid
+				}
+				n.in.seeTaken(opp, f.Price, f.Size)
+				if c := n.in.Complement; c != nil {
+					c.seeTaken(1-opp, pow10(n.in.Scale.PriceDecimals)-f.Price, f.Size)
+				}
+			}
 			if h, ok := e.strat.(FillHandler); ok && !e.stratDead {
 				fc := new(Fill) // the strategy's own copy: only a handler's costs an allocation
 				*fc = *f
@@ -361,7 +366,7 @@ func (e *Engine) deliver() {
 			wasDone := lo.Status.Done()
 			n.snap.apply(lo)
 			if !wasDone && lo.Status.Done() {
-				if in := e.lookup(lo.Instrument); in != nil {
+				if in := e.instOf(lo); in != nil {
 					in.view.drop(lo)
 				}
 			}

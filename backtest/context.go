@@ -69,6 +69,7 @@ func (c *Context) Submit(r OrderRequest) (uint64, error) {
 		return o.ID, &Error{OrderID: o.ID, Instrument: r.Instrument, Reason: reason}
 	}
 	o.Venue, lo.Venue = in.Venue, in.Venue
+	o.in, lo.in = in, in
 	in.view.live = append(in.view.live, lo)
 	if in.rules == nil {
 		e.rejectNow(in, o, "no simulated exchange for venue "+strconv.Quote(in.Venue))
@@ -139,6 +140,15 @@ func (c *Context) Amend(id uint64, price, size int64) error {
 	}
 	c.e.push(action{atNs: c.e.nowNs + c.e.cfg.Latency.Entry(), kind: actAmend, order: o, price: price, size: size})
 	return nil
+}
+
+// instOf returns o's instrument: the one it was submitted for, or (an
+// order for an instrument unknown when submitted) the one of its id now.
+func (e *Engine) instOf(o *Order) *Instrument {
+	if o.in != nil {
+		return o.in
+	}
+	return e.lookup(o.Instrument)
 }
 
 func (e *Engine) order(id uint64) *Order {
@@ -246,8 +256,10 @@ func (c *Context) Best(instrument string, side book.Side) (book.Level, bool) {
 // or better on the instrument, as the strategy sees it: the book as
 // received (nothing while it is crossed: a crossed book is a same-time
 // batch of the venue in progress, the aggressor resting before its match), its mirror for an outcome token (a BUY YES meets BUY NO at
-// 1 − p), less what the strategy's own taker orders already took. Orders in
-// flight meet the book as it is when they arrive, which may differ.
+// 1 − p), less what the fill reports received say the strategy's own
+// taker orders took there since the venue last published the level (a
+// fill not yet reported is not known). Orders in flight meet the book as
+// it is when they arrive, which may differ.
 func (c *Context) Available(instrument string, side Side, limit int64) int64 {
 	in := c.e.lookup(instrument)
 	if in == nil || in.Book == nil || !in.Book.Valid() || in.Book.Crossed() {
@@ -262,14 +274,14 @@ func (c *Context) Available(instrument string, side Side, limit int64) int64 {
 		if !better(side, l.Price, limit) {
 			break
 		}
-		n += max(l.Size-in.takenAt(opp, l.Price), 0)
+		n += max(l.Size-in.view.taken.at(opp, l.Price), 0)
 	}
 	return n
 }
 
 // Take returns the best price and size a taker of side meets now on the
-// instrument, as Available sees the book (mirror included, own takes
-// excluded); ok is false when there is none.
+// instrument, as Available sees the book (mirror included, own reported
+// takes excluded); ok is false when there is none.
 func (c *Context) Take(instrument string, side Side) (price, size int64, ok bool) {
 	in := c.e.lookup(instrument)
 	if in == nil || in.Book == nil || !in.Book.Valid() || in.Book.Crossed() {
@@ -280,7 +292,7 @@ func (c *Context) Take(instrument string, side Side) (price, size int64, ok bool
 		opp = book.Bid
 	}
 	for _, l := range c.e.levels(in, opp, true) {
-		if n := l.Size - in.takenAt(opp, l.Price); n > 0 {
+		if n := l.Size - in.view.taken.at(opp, l.Price); n > 0 {
 			return l.Price, n, true
 		}
 	}

@@ -309,7 +309,7 @@ func (e *Engine) result() *Result {
 	}
 	var sub, fil int64
 	for _, o := range e.orders {
-		in := e.lookup(o.Instrument)
+		in := e.instOf(o)
 		if in == nil {
 			continue
 		}

@@ -152,9 +152,10 @@ type Order struct {
 	ActiveNs int64  // exchange time the order reached the venue (the latest, after an amend)
 	DoneNs   int64  // exchange time it was filled, cancelled, expired or rejected
 
-	prevLevel  int64   // level size last seen at Price (queue model)
-	tradedHere int64   // trade size at Price since the last level change (probabilistic model)
-	unit       float64 // fixed-point units per share or coin
+	in         *Instrument // its instrument (nil: unknown when submitted); see Engine.instOf
+	prevLevel  int64       // level size last seen at Price (queue model)
+	tradedHere int64       // trade size at Price since the last level change (probabilistic model)
+	unit       float64     // fixed-point units per share or coin
 }
 
 // Leaves returns the unfilled size.
