@@ -355,6 +355,16 @@ func (e *Engine) deliver() {
 				n.in.Position -= f.Size
 			}
 			n.in.LastTrade = f.Price
+			if f.Liquidity == Taker {
+				opp := book.Ask
+				if f.Side == Sell {
+					opp = book.Bid
+				}
+				n.in.seeTaken(opp, f.Price, f.Size)
+				if c := n.in.Complement; c != nil {
+					c.seeTaken(1-opp, pow10(n.in.Scale.PriceDecimals)-f.Price, f.Size)
+				}
+			}
 			if h, ok := e.strat.(FillHandler); ok && !e.stratDead {
 				fc := new(Fill) // the strategy's own copy: only a handler's costs an allocation
 				*fc = *f

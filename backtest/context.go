@@ -260,8 +260,10 @@ func (c *Context) Best(instrument string, side book.Side) (book.Level, bool) {
 // or better on the instrument, as the strategy sees it: the book as
 // received (nothing while it is crossed: a crossed book is a same-time
 // batch of the venue in progress, the aggressor resting before its match), its mirror for an outcome token (a BUY YES meets BUY NO at
-// 1 − p), less what the strategy's own taker orders already took. Orders in
-// flight meet the book as it is when they arrive, which may differ.
+// 1 − p), less what the fill reports received say the strategy's own
+// taker orders took there since the venue last published the level (a
+// fill not yet reported is not known). Orders in flight meet the book as
+// it is when they arrive, which may differ.
 func (c *Context) Available(instrument string, side Side, limit int64) int64 {
 	in := c.e.lookup(instrument)
 	if in == nil || in.Book == nil || !in.Book.Valid() || in.Book.Crossed() {
@@ -276,14 +278,14 @@ func (c *Context) Available(instrument string, side Side, limit int64) int64 {
 		if !better(side, l.Price, limit) {
 			break
 		}
-		n += max(l.Size-in.takenAt(opp, l.Price), 0)
+		n += max(l.Size-in.view.taken.at(opp, l.Price), 0)
 	}
 	return n
 }
 
 // Take returns the best price and size a taker of side meets now on the
-// instrument, as Available sees the book (mirror included, own takes
-// excluded); ok is false when there is none.
+// instrument, as Available sees the book (mirror included, own reported
+// takes excluded); ok is false when there is none.
 func (c *Context) Take(instrument string, side Side) (price, size int64, ok bool) {
 	in := c.e.lookup(instrument)
 	if in == nil || in.Book == nil || !in.Book.Valid() || in.Book.Crossed() {
@@ -294,7 +296,7 @@ func (c *Context) Take(instrument string, side Side) (price, size int64, ok bool
 		opp = book.Bid
 	}
 	for _, l := range c.e.levels(in, opp, true) {
-		if n := l.Size - in.takenAt(opp, l.Price); n > 0 {
+		if n := l.Size - in.view.taken.at(opp, l.Price); n > 0 {
 			return l.Price, n, true
 		}
 	}

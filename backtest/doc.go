@@ -131,8 +131,9 @@
 // received (hftbacktest's local orders and state, which its
 // LocalProcessor changes only as exchange responses arrive: src/backtest/
 // proc/local.rs): Order, OpenOrders, Working, Position, Cash, Fills,
-// Instrument's Position, Funding and LastTrade, and LiquidationPrice
-// (computed from those). What the feed delivers (books, mark, funding
+// Instrument's Position, Funding and LastTrade, LiquidationPrice
+// (computed from those), and the own takes Available and Take subtract
+// from the book. What the feed delivers (books, mark, funding
 // rate, resolution) is public and seen at its receive time. Queue position
 // is not reported by venues: Context.QueueEstimate gives the queue model's
 // estimate, as such, for an order the strategy has been told is open. With

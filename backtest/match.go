@@ -433,7 +433,7 @@ func (e *Engine) market(in *Instrument, ev *feed.Event) {
 	d := ev.Decoded
 	switch d.Type {
 	case venue.EventSnapshot:
-		in.taken = in.taken[:0]
+		in.untakeAll()
 	case venue.EventLevel:
 		in.untake(d.Side, d.Price)
 	}
