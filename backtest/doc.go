@@ -214,11 +214,13 @@
 // is of the negative returns), peak margin, liquidations, refused cancels,
 // the mean markouts and a digest (XXH64 of every order's final state,
 // every fill and the cash): the same data, strategy and parameters give
-// the same digest and byte-identical files. The drawdown, ratios and
-// markouts are folded into the summary as the run goes (the ratios from
-// exact sums of the fixed-point equity changes), so a summary-only run
-// (ManyOptions.SummaryOnly: no series kept, no orders or fills handed
-// back, what sweeps without tables use) has the very same summary.
+// the same digest and byte-identical files. The drawdown, ratios,
+// markouts, counts and values are folded into the summary as the run goes
+// (the ratios from exact sums of the fixed-point equity changes), so a
+// summary-only run (ManyOptions.SummaryOnly: no series kept, orders and
+// fills let go once done and reported, what sweeps without tables use)
+// has the very same summary and digest while what it holds does not grow
+// with the recording's length.
 //
 // # Balances and margin
 //

@@ -156,6 +156,7 @@ type Order struct {
 	prevLevel  int64       // level size last seen at Price (queue model)
 	tradedHere int64       // trade size at Price since the last level change (probabilistic model)
 	unit       float64     // fixed-point units per share or coin
+	refs       int32       // actions and reports about it not yet applied or delivered (bounded.go)
 }
 
 // Leaves returns the unfilled size.
@@ -179,6 +180,7 @@ type Fill struct {
 
 	cashDelta int64 // cash change at CashDecimals (notional and fee)
 	filled    int64 // the order's filled size after this fill
+	reported  bool  // its report reached the strategy (summary-only runs: it may go, bounded.go)
 }
 
 // Error is a rejection or a strategy fault naming the order.
