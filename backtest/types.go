@@ -172,7 +172,7 @@ type Fill struct {
 	Price      int64
 	Size       int64
 	Liquidity  Liquidity
-	Queue      int64 // size that was ahead in the queue when it filled (maker fills)
+	Queue      int64 // the queue model's estimate of the size ahead when it filled (maker fills; no venue reports it)
 	Fee        int64 // at the cash scale (CashScale); negative is a rebate
 	ExchangeNs int64 // exchange time of the match (the venue's clock)
 	RecvNs     int64 // local time the fill report reaches the strategy (ExchangeNs + ack latency)
