@@ -236,7 +236,7 @@ func (e *Engine) checkMargin(r *venueRules) {
 		if in.xPos < 0 {
 			side = Buy
 		}
-		o := &Order{ID: uint64(len(e.orders) + 1), Venue: in.Venue, Instrument: in.ID, Side: side, Price: markOf(in, false),
+		o := &Order{ID: e.nextOrderID(), Venue: in.Venue, Instrument: in.ID, Side: side, Price: markOf(in, false),
 			Size: abs64(in.xPos), TIF: IOC, ReduceOnly: true, Tag: "liquidation", SubmitNs: e.nowNs, ActiveNs: e.xNs,
 			Status: StatusOpen, in: in}
 		e.orders = append(e.orders, o)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
@@ -295,6 +296,50 @@ func TestInstrumentViewWaitsForReports(t *testing.T) {
 	}
 	if after != 2 {
 		t.Fatalf("%d checks after the funding report, want 2", after)
+	}
+}
+
+// Context.Available and Take subtract the strategy's own takes only once
+// their fill reports arrive: a BUY that took the 80 YES at 0.42 at exchange
+// time T (and so the 80 NO bid at 0.58 of the mirror) leaves both offered
+// to the strategy until T + 5 ms.
+func TestAvailableWaitsForTheFillReport(t *testing.T) {
+	const ack = 5e6
+	tp, s := pmTape(t, Config{Latency: ConstantLatency{AckNs: ack}})
+	ctx := &tp.e.ctx
+	s.do = func(ctx *Context) {
+		ctx.Submit(OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.42"), Size: tp.sz("80"), TIF: GTC})
+	}
+	tp.idle(1)
+	var before, after int
+	for range 8 {
+		tp.idle(1)
+		if len(tp.e.fills) != 1 || tp.e.insts[pmYes].takenAt(book.Ask, tp.px("0.42")) != tp.sz("80") {
+			t.Fatalf("at the exchange: %d fills", len(tp.e.fills))
+		}
+		yes, no := ctx.Available(pmYes, Buy, tp.px("0.42")), ctx.Available(pmNo, Sell, tp.px("0.58"))
+		p, n, _ := ctx.Take(pmYes, Buy)
+		if tp.recvNs < tp.e.fills[0].ExchangeNs+ack {
+			before++
+			if yes != tp.sz("80") || no != tp.sz("80") || p != tp.px("0.42") || n != tp.sz("80") {
+				t.Fatalf("before the report: available %d YES, %d NO, take %d × %d; want the 80 at 0.42 still", yes, no, n, p)
+			}
+			continue
+		}
+		after++
+		if yes != 0 || no != 0 || p != tp.px("0.43") || n != tp.sz("200") {
+			t.Fatalf("after the report: available %d YES, %d NO, take %d × %d; want nothing at 0.42, 200 at 0.43", yes, no, n, p)
+		}
+	}
+	if before != 4 || after != 4 {
+		t.Fatalf("%d frames before the report, %d after; want 4 and 4", before, after)
+	}
+	// The venue re-publishes the level in both books: what it shows is
+	// whole again, at the exchange and for the strategy.
+	tp.pmChange(pmYes, "SELL", "0.42", "30")
+	tp.pmChange(pmNo, "BUY", "0.58", "30")
+	if got := ctx.Available(pmYes, Buy, tp.px("0.42")); got != tp.sz("30") || tp.e.insts[pmYes].takenAt(book.Ask, tp.px("0.42")) != 0 {
+		t.Fatalf("after the venue's update: available %d, want 30", got)
 	}
 }
 

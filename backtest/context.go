@@ -55,7 +55,7 @@ func (c *Context) Shares(id string, s float64) int64 {
 func (c *Context) Submit(r OrderRequest) (uint64, error) {
 	e := c.e
 	o := e.newOrder()
-	*o = Order{ID: uint64(len(e.orders) + 1), Instrument: r.Instrument, Side: r.Side, Price: r.Price, Size: r.Size,
+	*o = Order{ID: e.nextOrderID(), Instrument: r.Instrument, Side: r.Side, Price: r.Price, Size: r.Size,
 		Amount: r.Amount, TIF: r.TIF, PostOnly: r.PostOnly, ReduceOnly: r.ReduceOnly, ExpireNs: r.ExpireNs, Tag: r.Tag,
 		SubmitNs: e.nowNs, Status: StatusPending}
 	e.orders = append(e.orders, o)
@@ -115,7 +115,7 @@ func (e *Engine) rejectNow(in *Instrument, o *Order, reason string) {
 func (c *Context) Cancel(id uint64) error {
 	o, lo := c.e.order(id), c.e.localOrder(id)
 	if o == nil {
-		return &Error{OrderID: id, Reason: "no such order"}
+		return c.e.noOrder(id)
 	}
 	if lo.Status.Done() {
 		return &Error{OrderID: id, Instrument: o.Instrument, Reason: "order is " + lo.Status.String()}
@@ -133,7 +133,7 @@ func (c *Context) Cancel(id uint64) error {
 func (c *Context) Amend(id uint64, price, size int64) error {
 	o, lo := c.e.order(id), c.e.localOrder(id)
 	if o == nil {
-		return &Error{OrderID: id, Reason: "no such order"}
+		return c.e.noOrder(id)
 	}
 	if lo.Status.Done() {
 		return &Error{OrderID: id, Instrument: o.Instrument, Reason: "order is " + lo.Status.String()}
@@ -152,23 +152,25 @@ func (e *Engine) instOf(o *Order) *Instrument {
 }
 
 func (e *Engine) order(id uint64) *Order {
-	if id == 0 || id > uint64(len(e.orders)) {
+	if id <= e.orderBase || id > e.orderBase+uint64(len(e.orders)) {
 		return nil
 	}
-	return e.orders[id-1]
+	return e.orders[id-e.orderBase-1]
 }
 
 func (e *Engine) localOrder(id uint64) *Order {
-	if id == 0 || id > uint64(len(e.view.orders)) {
+	if id <= e.orderBase || id > e.orderBase+uint64(len(e.view.orders)) {
 		return nil
 	}
-	return e.view.orders[id-1]
+	return e.view.orders[id-e.orderBase-1]
 }
 
 // Order returns an order as the strategy knows it (nil if no such id): as
 // submitted until the venue's first response reaches it, then as the last
 // response or fill report left it. Read-only; Queue is always 0 here (see
-// QueueEstimate).
+// QueueEstimate). A summary-only run (ManyOptions.SummaryOnly) forgets an
+// order once the strategy has been told it is done and nothing about it
+// is in flight: Order then returns nil for it.
 func (c *Context) Order(id uint64) *Order { return c.e.localOrder(id) }
 
 // OpenOrders appends the instrument's orders ("" for all) the strategy
@@ -213,7 +215,9 @@ func (c *Context) QueueEstimate(id uint64) (int64, bool) {
 }
 
 // Fills returns the fills reported to the strategy so far, in the order
-// the reports arrived (read-only; valid until the next callback).
+// the reports arrived (read-only; valid until the next callback). A
+// summary-only run (ManyOptions.SummaryOnly) keeps only those reported
+// since the last event the engine received.
 func (c *Context) Fills() []Fill { return c.e.view.fills }
 
 // Position returns the instrument's position in size units, as the fill
@@ -256,8 +260,10 @@ func (c *Context) Best(instrument string, side book.Side) (book.Level, bool) {
 // or better on the instrument, as the strategy sees it: the book as
 // received (nothing while it is crossed: a crossed book is a same-time
 // batch of the venue in progress, the aggressor resting before its match), its mirror for an outcome token (a BUY YES meets BUY NO at
-// 1 − p), less what the strategy's own taker orders already took. Orders in
-// flight meet the book as it is when they arrive, which may differ.
+// 1 − p), less what the fill reports received say the strategy's own
+// taker orders took there since the venue last published the level (a
+// fill not yet reported is not known). Orders in flight meet the book as
+// it is when they arrive, which may differ.
 func (c *Context) Available(instrument string, side Side, limit int64) int64 {
 	in := c.e.lookup(instrument)
 	if in == nil || in.Book == nil || !in.Book.Valid() || in.Book.Crossed() {
@@ -272,14 +278,14 @@ func (c *Context) Available(instrument string, side Side, limit int64) int64 {
 		if !better(side, l.Price, limit) {
 			break
 		}
-		n += max(l.Size-in.takenAt(opp, l.Price), 0)
+		n += max(l.Size-in.view.taken.at(opp, l.Price), 0)
 	}
 	return n
 }
 
 // Take returns the best price and size a taker of side meets now on the
-// instrument, as Available sees the book (mirror included, own takes
-// excluded); ok is false when there is none.
+// instrument, as Available sees the book (mirror included, own reported
+// takes excluded); ok is false when there is none.
 func (c *Context) Take(instrument string, side Side) (price, size int64, ok bool) {
 	in := c.e.lookup(instrument)
 	if in == nil || in.Book == nil || !in.Book.Valid() || in.Book.Crossed() {
@@ -290,7 +296,7 @@ func (c *Context) Take(instrument string, side Side) (price, size int64, ok bool
 		opp = book.Bid
 	}
 	for _, l := range c.e.levels(in, opp, true) {
-		if n := l.Size - in.takenAt(opp, l.Price); n > 0 {
+		if n := l.Size - in.view.taken.at(opp, l.Price); n > 0 {
 			return l.Price, n, true
 		}
 	}

@@ -300,7 +300,7 @@ type Instrument struct {
 	boundOracle int64      // the oracle price then
 	lastMid     int64      // the mid when the book last had one (marks)
 	cashFlow    int64      // cash its fills, funding and settlement moved (PnL by instrument)
-	taken       []takenLevel
+	taken       takenLevels
 	scratch     []book.Level
 	merged      []book.Level // levels' merge of a book and its mirror
 	marks       []markout
@@ -318,32 +318,64 @@ type takenLevel struct {
 	size  int64
 }
 
-func (in *Instrument) takenAt(side book.Side, price int64) int64 {
-	for _, t := range in.taken {
-		if t.side == side && t.price == price {
-			return t.size
+// takenLevels are the levels an instrument's takes touched (a handful:
+// searched in order).
+type takenLevels []takenLevel
+
+func (t takenLevels) at(side book.Side, price int64) int64 {
+	for _, l := range t {
+		if l.side == side && l.price == price {
+			return l.size
 		}
 	}
 	return 0
 }
 
-func (in *Instrument) take(side book.Side, price, size int64) {
-	for i := range in.taken {
-		if in.taken[i].side == side && in.taken[i].price == price {
-			in.taken[i].size += size
+func (t *takenLevels) add(side book.Side, price, size int64) {
+	for i := range *t {
+		if l := &(*t)[i]; l.side == side && l.price == price {
+			l.size += size
 			return
 		}
 	}
-	in.taken = append(in.taken, takenLevel{side, price, size})
+	*t = append(*t, takenLevel{side, price, size})
 }
 
-func (in *Instrument) untake(side book.Side, price int64) {
-	for i := range in.taken {
-		if in.taken[i].side == side && in.taken[i].price == price {
-			in.taken[i] = in.taken[len(in.taken)-1]
-			in.taken = in.taken[:len(in.taken)-1]
+func (t *takenLevels) remove(side book.Side, price int64) {
+	s := *t
+	for i := range s {
+		if s[i].side == side && s[i].price == price {
+			s[i] = s[len(s)-1]
+			*t = s[:len(s)-1]
 			return
 		}
+	}
+}
+
+func (in *Instrument) takenAt(side book.Side, price int64) int64 { return in.taken.at(side, price) }
+
+func (in *Instrument) take(side book.Side, price, size int64) { in.taken.add(side, price, size) }
+
+// untake forgets what was taken at a level the venue has changed, at the
+// exchange and in the strategy's view (the same event shows it the level).
+func (in *Instrument) untake(side book.Side, price int64) {
+	in.taken.remove(side, price)
+	in.view.taken.remove(side, price)
+}
+
+// untakeAll forgets every take (a snapshot replaced the book).
+func (in *Instrument) untakeAll() {
+	in.taken = in.taken[:0]
+	in.view.taken = in.view.taken[:0]
+}
+
+// seeTaken adds to the strategy's view of in's takes what a taker fill
+// report tells it (size at price on side opp), as far as the exchange
+// still counts it taken: a level the venue has re-published since is
+// whole again in the book the strategy has.
+func (in *Instrument) seeTaken(opp book.Side, price, size int64) {
+	if q := min(size, in.taken.at(opp, price)-in.view.taken.at(opp, price)); q > 0 {
+		in.view.taken.add(opp, price, q)
 	}
 }
 
@@ -372,7 +404,8 @@ type accountView struct {
 // instView is what the strategy knows of an instrument's orders (its
 // position is Instrument.Position).
 type instView struct {
-	live []*Order // orders not reported done, in submission order
+	taken takenLevels // what taker fill reports say the strategy took (Context.Available)
+	live  []*Order    // orders not reported done, in submission order
 }
 
 func (v *instView) drop(o *Order) {
