@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -156,7 +155,7 @@ directory per account when there are several), and the summaries are printed;
 			if opts.Speed, err = replayer.ParseSpeed(speed); err != nil {
 				return cli.FlagErrorf("--speed: %v", err)
 			}
-			if err := checkServeListen(opts.Listen); err != nil {
+			if err := cli.CheckHostPort(opts.Listen); err != nil {
 				return cli.FlagErrorf("--listen %q: %v", opts.Listen, err)
 			}
 			if opts.Queue < 1 {
@@ -230,18 +229,6 @@ directory per account when there are several), and the summaries are printed;
 	tf.BoolVar(&sim.AllowShort, "allow-short", false, "--trading: allow Polymarket SELLs beyond the shares held")
 	cmd.Flags().AddFlagSet(tf)
 	return cmd
-}
-
-// checkServeListen accepts HOST:PORT with a numeric port.
-func checkServeListen(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
-	}
-	return nil
 }
 
 func runServe(ctx context.Context, opts *serveCmdOptions) error {
