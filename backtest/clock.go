@@ -107,12 +107,14 @@ func (e *Engine) push(a action) {
 		e.seq++
 		a.seq = actionSeq + e.seq
 	}
+	a.order.refs++
 	in.rules.due.push(a)
 }
 
 // apply carries out an action at the exchange (e.xNs is its time).
 func (e *Engine) apply(a action) {
 	o := a.order
+	o.refs--
 	in := e.instOf(o)
 	switch a.kind {
 	case actExpire:
@@ -293,6 +295,7 @@ func (e *Engine) note(o *Order) { e.noteWith(o, "") }
 // report (a cancel the venue refused).
 func (e *Engine) noteWith(o *Order, reason string) {
 	e.seq++
+	o.refs++
 	n := note{atNs: e.noteAt(), seq: e.seq, kind: noteOrder, snap: snapOf(o)}
 	if reason != "" {
 		n.snap.reason = reason
@@ -309,6 +312,9 @@ func (e *Engine) noteAccount(kind noteKind, in *Instrument, cash, pos int64) {
 // local clock, in time order; each updates the strategy's view (local
 // orders, positions, cash, fills) as it arrives.
 func (e *Engine) deliver() {
+	if e.summaryOnly {
+		e.view.fills = e.view.fills[:0] // Context.Fills: this event's reports only
+	}
 	for len(e.timers) > 0 || len(e.notes) > 0 {
 		var useTimer bool
 		switch {
@@ -334,11 +340,14 @@ func (e *Engine) deliver() {
 			e.view.cash -= n.cash
 			n.in.Funding += n.cash
 		case noteFill:
-			f := &e.fills[n.fill]
+			f := &e.fills[n.fill-e.fillBase]
 			e.view.fills = append(e.view.fills, *f)
-			if lo := e.view.orders[f.OrderID-1]; f.filled > lo.Filled {
+			i := e.orderIndex(f.OrderID)
+			e.orders[i].refs--
+			if lo := e.view.orders[i]; f.filled > lo.Filled {
 				lo.Filled = f.filled
 			}
+			f.reported = e.summaryOnly
 			e.view.cash += f.cashDelta
 			if f.Side == Buy {
 				n.in.Position += f.Size
@@ -362,7 +371,9 @@ func (e *Engine) deliver() {
 				e.guard(&feed.Event{RecvNs: e.nowNs}, func() { h.OnFill(&e.ctx, fc) })
 			}
 		case noteOrder:
-			lo := e.view.orders[n.snap.id-1]
+			i := e.orderIndex(n.snap.id)
+			e.orders[i].refs--
+			lo := e.view.orders[i]
 			wasDone := lo.Status.Done()
 			n.snap.apply(lo)
 			if !wasDone && lo.Status.Done() {

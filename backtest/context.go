@@ -55,7 +55,7 @@ func (c *Context) Shares(id string, s float64) int64 {
 func (c *Context) Submit(r OrderRequest) (uint64, error) {
 	e := c.e
 	o := e.newOrder()
-	*o = Order{ID: uint64(len(e.orders) + 1), Instrument: r.Instrument, Side: r.Side, Price: r.Price, Size: r.Size,
+	*o = Order{ID: e.nextOrderID(), Instrument: r.Instrument, Side: r.Side, Price: r.Price, Size: r.Size,
 		Amount: r.Amount, TIF: r.TIF, PostOnly: r.PostOnly, ReduceOnly: r.ReduceOnly, ExpireNs: r.ExpireNs, Tag: r.Tag,
 		SubmitNs: e.nowNs, Status: StatusPending}
 	e.orders = append(e.orders, o)
@@ -115,7 +115,7 @@ func (e *Engine) rejectNow(in *Instrument, o *Order, reason string) {
 func (c *Context) Cancel(id uint64) error {
 	o, lo := c.e.order(id), c.e.localOrder(id)
 	if o == nil {
-		return &Error{OrderID: id, Reason: "no such order"}
+		return c.e.noOrder(id)
 	}
 	if lo.Status.Done() {
 		return &Error{OrderID: id, Instrument: o.Instrument, Reason: "order is " + lo.Status.String()}
@@ -133,7 +133,7 @@ func (c *Context) Cancel(id uint64) error {
 func (c *Context) Amend(id uint64, price, size int64) error {
 	o, lo := c.e.order(id), c.e.localOrder(id)
 	if o == nil {
-		return &Error{OrderID: id, Reason: "no such order"}
+		return c.e.noOrder(id)
 	}
 	if lo.Status.Done() {
 		return &Error{OrderID: id, Instrument: o.Instrument, Reason: "order is " + lo.Status.String()}
@@ -152,23 +152,25 @@ func (e *Engine) instOf(o *Order) *Instrument {
 }
 
 func (e *Engine) order(id uint64) *Order {
-	if id == 0 || id > uint64(len(e.orders)) {
+	if id <= e.orderBase || id > e.orderBase+uint64(len(e.orders)) {
 		return nil
 	}
-	return e.orders[id-1]
+	return e.orders[id-e.orderBase-1]
 }
 
 func (e *Engine) localOrder(id uint64) *Order {
-	if id == 0 || id > uint64(len(e.view.orders)) {
+	if id <= e.orderBase || id > e.orderBase+uint64(len(e.view.orders)) {
 		return nil
 	}
-	return e.view.orders[id-1]
+	return e.view.orders[id-e.orderBase-1]
 }
 
 // Order returns an order as the strategy knows it (nil if no such id): as
 // submitted until the venue's first response reaches it, then as the last
 // response or fill report left it. Read-only; Queue is always 0 here (see
-// QueueEstimate).
+// QueueEstimate). A summary-only run (ManyOptions.SummaryOnly) forgets an
+// order once the strategy has been told it is done and nothing about it
+// is in flight: Order then returns nil for it.
 func (c *Context) Order(id uint64) *Order { return c.e.localOrder(id) }
 
 // OpenOrders appends the instrument's orders ("" for all) the strategy
@@ -213,7 +215,9 @@ func (c *Context) QueueEstimate(id uint64) (int64, bool) {
 }
 
 // Fills returns the fills reported to the strategy so far, in the order
-// the reports arrived (read-only; valid until the next callback).
+// the reports arrived (read-only; valid until the next callback). A
+// summary-only run (ManyOptions.SummaryOnly) keeps only those reported
+// since the last event the engine received.
 func (c *Context) Fills() []Fill { return c.e.view.fills }
 
 // Position returns the instrument's position in size units, as the fill

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/feed"
@@ -131,9 +132,11 @@ type Engine struct {
 	markets  map[string][]*Instrument
 	venues   map[string]*venueRules // by venue name; nil: not tradable
 
-	orders    []*Order // the exchange's orders, by ID − 1
+	orders    []*Order // the exchange's orders, by ID − 1 − orderBase
+	orderBase uint64   // orders a summary-only run has let go (bounded.go)
 	orderSlab []Order  // where newOrder takes orders from
-	fills     []Fill
+	fills     []Fill   // by Seq − 1 − fillBase
+	fillBase  int      // fills a summary-only run has let go
 	notes     queue[note]
 	timers    queue[timer]
 	seq       uint64
@@ -172,8 +175,14 @@ type Engine struct {
 
 	// summaryOnly keeps no series (equity, positions, markouts) and hands
 	// back no orders or fills (ManyOptions.SummaryOnly): the summary's
-	// figures come from curve and markSums, which every run keeps.
+	// figures come from curve, markSums and tally, which every run keeps,
+	// and it lets go of the orders and fills it no longer needs as it
+	// runs (bounded.go).
 	summaryOnly bool
+	tally       tally
+	dig         *xxhash.Digest // summary-only: the digest of the orders let go
+	digBuf      []byte
+	fillLog     fillLog
 	listing     *listing // the REST body being delivered, read once for every engine of a RunMany
 	curve       curve
 	markSums    markoutSums
@@ -463,6 +472,9 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 		e.guard(ev, func() { e.strat.OnEvent(&e.ctx, ev) })
 	}
 	e.sample(ev.RecvNs)
+	if e.summaryOnly {
+		e.release()
+	}
 	return nil
 }
 

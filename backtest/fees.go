@@ -1,7 +1,9 @@
 package backtest
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -278,13 +280,14 @@ func (e *Engine) feeRates() []FeeRateUse {
 	for _, u := range e.feeUses {
 		filled[u.Market] = true
 	}
+	// The instruments with orders, by their first order, as the orders
+	// are (tally.feeFirst).
+	ordered := slices.SortedFunc(maps.Keys(e.tally.feeFirst), func(a, b *Instrument) int {
+		return cmp.Compare(e.tally.feeFirst[a], e.tally.feeFirst[b])
+	})
 	var idle []*Instrument
 	seen := map[string]bool{}
-	for _, o := range e.orders {
-		in := e.instOf(o)
-		if in == nil || in.rules == nil || in.rules.fees == nil {
-			continue
-		}
+	for _, in := range ordered {
 		k := feeKey(in)
 		if filled[k] || seen[k] {
 			continue

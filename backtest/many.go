@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/feed"
@@ -39,15 +38,21 @@ type ManyOptions struct {
 	// sampler, say), each given every event after the engines.
 	Also []feed.Subscriber
 	// SummaryOnly keeps, for each run, what its Summary needs and no more:
-	// the equity curve, the positions and the markouts are folded into the
-	// summary's figures as the run goes instead of kept as series, and each
-	// Result holds its Summary, Errors, Scales and Markets only (no Orders,
-	// Fills, Equity, Positions or Markouts: there are no tables to write).
-	// What a finished run keeps does not grow with the recording's length.
-	// The summaries are those of full runs to the last bit (the full runs
-	// compute their figures the same way). The strategies see no
-	// difference: a run still keeps its orders and fills while it runs
-	// (Context.Order, Context.Fills and the digest need them).
+	// the equity curve, the positions, the markouts, the orders and the
+	// fills are folded into the summary's figures and digest as the run
+	// goes instead of kept, and each Result holds its Summary, Errors,
+	// Scales and Markets only (no Orders, Fills, Equity, Positions or
+	// Markouts: there are no tables to write). What a run holds, while it
+	// runs and after, grows with its open orders and the reports in
+	// flight, not with the recording's length; the digest's records of the
+	// fills (56 bytes each, hashed after every order's final state) go to
+	// a temporary file past 16 KiB per run, removed at the end. The
+	// summaries are those of full runs to the last bit (the full runs
+	// compute their figures the same way). A strategy sees two
+	// differences: Context.Order returns nil for an order once it has been
+	// told the order is done and nothing about it is in flight, and
+	// Context.Fills holds only the fills reported since the last event
+	// (the built-in strategies read neither).
 	SummaryOnly bool
 }
 
@@ -99,6 +104,9 @@ func RunMany(ctx context.Context, paths []string, specs []Spec, mo ManyOptions) 
 	}
 	sum, err := rp.Run(ctx)
 	if err != nil {
+		for _, e := range engines {
+			e.fillLog.close()
+		}
 		return nil, sum, err
 	}
 	res := make([]*Result, len(engines))
@@ -107,72 +115,4 @@ func RunMany(ctx context.Context, paths []string, specs []Spec, mo ManyOptions) 
 		res[i].Summary.Strategy, res[i].Summary.Params = specs[i].Name, specs[i].Params
 	}
 	return res, sum, nil
-}
-
-// fanout delivers each event to every engine, in the engines' order on one
-// goroutine, or split across workers that all finish an event before the
-// next one is delivered (the event and its books are borrowed for the call).
-type fanout struct {
-	engines []*Engine
-	shares  [][]*Engine // engines of each extra worker
-	start   []chan *feed.Event
-	done    sync.WaitGroup
-	mine    []*Engine // engines stepped on the caller's goroutine
-}
-
-func newFanout(engines []*Engine, workers int) *fanout {
-	f := &fanout{engines: engines, mine: engines}
-	if workers <= 1 || len(engines) < 2 {
-		return f
-	}
-	workers = min(workers, len(engines))
-	per := (len(engines) + workers - 1) / workers
-	f.mine = engines[:per]
-	for lo := per; lo < len(engines); lo += per {
-		share := engines[lo:min(lo+per, len(engines))]
-		ch := make(chan *feed.Event)
-		f.shares = append(f.shares, share)
-		f.start = append(f.start, ch)
-		go func() {
-			for ev := range ch {
-				for _, e := range share {
-					e.OnEvent(ev)
-				}
-				f.done.Done()
-			}
-		}()
-	}
-	return f
-}
-
-// OnEvent implements feed.Subscriber. An engine isolates its strategy's
-// panics itself, so one run's failure never stops the others.
-func (f *fanout) OnEvent(ev *feed.Event) error {
-	if ev.Kind == datasets.KindRESTResponse && ev.Control != nil {
-		// Every engine reads the body's listing (Engine.restBody): once.
-		l := &listing{body: ev.Payload}
-		for _, e := range f.engines {
-			e.listing = l
-		}
-	}
-	if len(f.start) > 0 {
-		f.done.Add(len(f.start))
-		for _, ch := range f.start {
-			ch <- ev
-		}
-	}
-	for _, e := range f.mine {
-		e.OnEvent(ev)
-	}
-	if len(f.start) > 0 {
-		f.done.Wait()
-	}
-	return nil
-}
-
-func (f *fanout) close() {
-	for _, ch := range f.start {
-		close(ch)
-	}
-	f.start = nil
 }

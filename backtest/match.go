@@ -360,17 +360,20 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 		in.lastMid = m // marks start from the book the fill met
 	}
 	at := e.noteAt()
-	e.fills = append(e.fills, Fill{Seq: uint64(len(e.fills) + 1), OrderID: o.ID, Venue: in.Venue, Instrument: in.ID,
+	n := e.fillBase + len(e.fills) // the fill's index (Seq − 1)
+	e.fills = append(e.fills, Fill{Seq: uint64(n + 1), OrderID: o.ID, Venue: in.Venue, Instrument: in.ID,
 		Side: o.Side, Price: price, Size: q, Liquidity: liq, Queue: queue, Fee: fee, ExchangeNs: e.xNs, RecvNs: at,
 		Tag: o.Tag, cashDelta: delta, filled: o.Filled})
+	e.filled(in, &e.fills[len(e.fills)-1])
 	for i, h := range e.cfg.MarkoutsNs {
 		if len(in.marks) == 0 || e.xNs+h < in.marksDue {
 			in.marksDue = e.xNs + h
 		}
-		in.marks = append(in.marks, markout{fill: len(e.fills) - 1, atNs: e.xNs + h, horizon: h, hi: e.markHi[i]})
+		in.marks = append(in.marks, markout{seq: uint64(n + 1), price: price, side: o.Side, atNs: e.xNs + h, horizon: h, hi: e.markHi[i]})
 	}
 	e.seq++
-	e.notes.push(note{atNs: at, seq: e.seq, kind: noteFill, fill: len(e.fills) - 1, in: in})
+	o.refs++
+	e.notes.push(note{atNs: at, seq: e.seq, kind: noteFill, fill: n, in: in})
 	if o.Amount == 0 && o.Leaves() == 0 {
 		e.finish(in, o, StatusFilled, "")
 	}
