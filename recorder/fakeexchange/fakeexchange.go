@@ -440,6 +440,11 @@ func (c *Conn) write(frame []byte) bool {
 	// back (only writers, who hold wmu, append).
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	return c.writeLocked(frame)
+}
+
+// writeLocked is write for a caller that holds c.wmu.
+func (c *Conn) writeLocked(frame []byte) bool {
 	keep := !c.s.cfg.Flood && !c.s.cfg.CountOnly
 	c.mu.Lock()
 	if keep {
@@ -535,7 +540,13 @@ func (c *Conn) clientMsg(msg []byte, binary bool) {
 	for _, a := range answers {
 		c.write(a)
 	}
+	// The new subscriptions and their initial dump go in under the write
+	// lock: the pump may see them as soon as they are in c.subs, and its
+	// first update for them must wait until the dump is on the wire (on a
+	// loaded host a pump tick fell between the two, and an update went out
+	// before its book).
 	var dump [][]byte
+	c.wmu.Lock()
 	c.mu.Lock()
 	for _, t := range r.Removed {
 		c.subs = slices.DeleteFunc(c.subs, func(x venue.Topic) bool { return x.Key == t.Key })
@@ -551,8 +562,9 @@ func (c *Conn) clientMsg(msg []byte, binary bool) {
 		// Initial dump: one book per new instrument, in one array frame,
 		// before any update for them.
 		frame := append([]byte{'['}, bytes.Join(dump, []byte{','})...)
-		c.write(append(frame, ']'))
+		c.writeLocked(append(frame, ']'))
 	}
+	c.wmu.Unlock()
 	c.poke()
 }
 
