@@ -24,10 +24,10 @@ func (e *Engine) fundAt(r *venueRules, h int64) {
 		if px == 0 {
 			px = in.MarkPx
 		}
-		if in.Position == 0 || px == 0 {
+		if in.xPos == 0 || px == 0 {
 			continue
 		}
-		notional := Notional(px, in.Position, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
+		notional := Notional(px, in.xPos, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
 		pay := int64(math.Round(float64(notional) * rate))
 		if pay == 0 {
 			continue
@@ -35,8 +35,8 @@ func (e *Engine) fundAt(r *venueRules, h int64) {
 		e.cash -= pay
 		in.cashFlow -= pay
 		e.funding += pay
-		in.Funding += pay
-		e.noteAccount(in, -pay, 0)
+		in.xFunding += pay
+		e.noteAccount(noteFunding, in, pay, 0)
 	}
 	if r.t.CrossMargin {
 		e.checkMargin(r)
@@ -56,11 +56,11 @@ func (e *Engine) settle(in *Instrument, wins bool) {
 	for _, o := range slices.Clone(in.open) {
 		e.finish(in, o, StatusCancelled, "market resolved")
 	}
-	pay := Notional(in.Settle, in.Position, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
+	pay := Notional(in.Settle, in.xPos, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
 	e.cash += pay
 	in.cashFlow += pay
-	e.noteAccount(in, pay, -in.Position)
-	in.Position = 0
+	e.noteAccount(noteAccount, in, pay, -in.xPos)
+	in.xPos = 0
 	e.hold(in)
 }
 
@@ -88,39 +88,84 @@ func (e *Engine) settle(in *Instrument, wins bool) {
 
 // markOf is the price margin and liquidations value a position at: the
 // venue's recorded mark price, else the last uncrossed mid, else the last
-// fill's price.
-func markOf(in *Instrument) int64 {
+// fill's price (at the exchange, or the last reported with local).
+func markOf(in *Instrument, local bool) int64 {
 	switch {
 	case in.MarkPx > 0:
 		return in.MarkPx
 	case in.lastMid > 0:
 		return in.lastMid
+	case local:
+		return in.LastTrade
 	}
-	return in.LastTrade
+	return in.lastFill
 }
 
 func leverage(in *Instrument) int64 { return int64(max(in.MaxLeverage, 1)) }
 
 // marginUsed is the initial margin of venue r's positions and resting
-// orders, and the maintenance margin of its positions (CashDecimals).
-func (e *Engine) marginUsed(r *venueRules) (initial, maint int64) {
-	for _, in := range e.held {
-		if in.rules != r {
+// orders, and the maintenance margin of its positions (CashDecimals): at
+// the exchange, or (local) of the positions and resting orders the
+// strategy has been told of.
+func (e *Engine) marginUsed(r *venueRules, local bool) (initial, maint int64) {
+	held := e.held
+	if local {
+		held = e.instList
+	}
+	for _, in := range held {
+		pos := in.xPos
+		if local {
+			pos = in.Position
+		}
+		if in.rules != r || pos == 0 {
 			continue
 		}
-		m := Notional(markOf(in), abs64(in.Position), in.Scale.PriceDecimals, in.Scale.SizeDecimals) / leverage(in)
+		m := Notional(markOf(in, local), abs64(pos), in.Scale.PriceDecimals, in.Scale.SizeDecimals) / leverage(in)
 		initial += m
 		maint += int64(math.Round(float64(m) * r.t.MaintenanceShare))
 	}
 	for _, in := range e.instList {
-		if in.rules != r || len(in.open) == 0 {
+		open := in.open
+		if local {
+			open = in.view.live
+		}
+		if in.rules != r || len(open) == 0 {
 			continue
 		}
-		for _, o := range in.open {
-			initial += Notional(o.Price, o.Leaves(), in.Scale.PriceDecimals, in.Scale.SizeDecimals) / leverage(in)
+		for _, o := range open {
+			if o.Status == StatusOpen {
+				initial += Notional(o.Price, o.Leaves(), in.Scale.PriceDecimals, in.Scale.SizeDecimals) / leverage(in)
+			}
 		}
 	}
 	return initial, maint
+}
+
+// marginValue is the account value margin is judged by (equity in the
+// package doc): cash plus each position at its value, a cross-margin
+// venue's at the mark margin uses (markOf, the venue's mark price where
+// recorded, not the book's mid), at the exchange or (local) as the
+// strategy knows them.
+func (e *Engine) marginValue(local bool) int64 {
+	v, list := e.cash, e.held
+	if local {
+		v, list = e.view.cash, e.instList
+	}
+	for _, in := range list {
+		pos := in.xPos
+		if local {
+			pos = in.Position
+		}
+		switch {
+		case pos == 0:
+		case in.rules != nil && in.rules.t.CrossMargin:
+			v += Notional(markOf(in, local), pos, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
+		default:
+			x, _ := in.value(local)
+			v += x
+		}
+	}
+	return v
 }
 
 // afford reports the venue's reason when the account cannot carry o as it
@@ -144,7 +189,7 @@ func (e *Engine) afford(in *Instrument, o *Order) string {
 			return fmt.Sprintf("%s (needs %s, available %s)", t.Reasons.NoBalance, fmtDec(cost, CashDecimals), fmtDec(e.cash-e.reservedBuys(), CashDecimals))
 		}
 	case t.CrossMargin:
-		pos := in.Position
+		pos := in.xPos
 		for _, x := range in.open {
 			if x.Side == o.Side {
 				if o.Side == Buy {
@@ -163,8 +208,8 @@ func (e *Engine) afford(in *Instrument, o *Order) string {
 			return ""
 		}
 		need := Notional(o.Price, inc, sc.PriceDecimals, sc.SizeDecimals) / leverage(in)
-		used, _ := e.marginUsed(in.rules)
-		if free := e.equityNow() - used; need > free {
+		used, _ := e.marginUsed(in.rules, false)
+		if free := e.marginValue(false) - used; need > free {
 			return fmt.Sprintf("%s (margin %s needed at %dx, %s free)", t.Reasons.NoBalance, fmtDec(need, CashDecimals), leverage(in), fmtDec(free, CashDecimals))
 		}
 	}
@@ -191,9 +236,9 @@ func (e *Engine) reservedBuys() int64 {
 func (e *Engine) hold(in *Instrument) {
 	i := slices.Index(e.held, in)
 	switch {
-	case in.Position != 0 && i < 0:
+	case in.xPos != 0 && i < 0:
 		e.held = append(e.held, in)
-	case in.Position == 0 && i >= 0:
+	case in.xPos == 0 && i >= 0:
 		e.held = slices.Delete(e.held, i, i+1)
 	}
 }
@@ -201,9 +246,9 @@ func (e *Engine) hold(in *Instrument) {
 // checkMargin records the peak margin of cross-margin venue r and
 // liquidates its positions when the account value is below maintenance.
 func (e *Engine) checkMargin(r *venueRules) {
-	initial, maint := e.marginUsed(r)
+	initial, maint := e.marginUsed(r, false)
 	e.peakMargin = max(e.peakMargin, initial)
-	if maint == 0 || e.equityNow() >= maint {
+	if maint == 0 || e.marginValue(false) >= maint {
 		return
 	}
 	e.liquidations++
@@ -215,12 +260,12 @@ func (e *Engine) checkMargin(r *venueRules) {
 			e.finish(in, o, StatusCancelled, "liquidation")
 		}
 		side := Sell
-		if in.Position < 0 {
+		if in.xPos < 0 {
 			side = Buy
 		}
-		o := &Order{ID: uint64(len(e.orders) + 1), Venue: in.Venue, Instrument: in.ID, Side: side, Price: markOf(in),
-			Size: abs64(in.Position), TIF: IOC, ReduceOnly: true, Tag: "liquidation", SubmitNs: e.nowNs, ActiveNs: e.xNs,
-			Status: StatusOpen}
+		o := &Order{ID: e.nextOrderID(), Venue: in.Venue, Instrument: in.ID, Side: side, Price: markOf(in, false),
+			Size: abs64(in.xPos), TIF: IOC, ReduceOnly: true, Tag: "liquidation", SubmitNs: e.nowNs, ActiveNs: e.xNs,
+			Status: StatusOpen, in: in}
 		e.orders = append(e.orders, o)
 		lo := *o
 		lo.Status = StatusPending
@@ -234,27 +279,31 @@ func (e *Engine) checkMargin(r *venueRules) {
 // would fall to the maintenance margin of its cross-margin venue, every
 // other mark unchanged: where the simulator liquidates the account (see
 // Balances and margin in the package doc), as a venue's liquidationPx
-// says. ok false when the instrument is not held on a cross-margin venue or
-// no positive price reaches the maintenance margin.
+// says. It is computed from the strategy's view (positions, cash and
+// resting orders as the reports received make them), as a client computes
+// it from what its venue has told it. ok false when the instrument is not
+// held on a cross-margin venue or no positive price reaches the
+// maintenance margin.
 func (c *Context) LiquidationPrice(instrument string) (int64, bool) {
 	e := c.e
 	in := e.lookup(instrument)
 	if in == nil || in.Position == 0 || in.rules == nil || !in.rules.t.CrossMargin {
 		return 0, false
 	}
-	_, maint := e.marginUsed(in.rules)
+	_, maint := e.marginUsed(in.rules, true)
 	share := in.rules.t.MaintenanceShare
-	pos, mark, sc := float64(in.Position), float64(markOf(in)), in.Scale
+	mark0, sc := markOf(in, true), in.Scale
+	pos, mark := float64(in.Position), float64(mark0)
 	f := math.Pow10(CashDecimals - int(sc.PriceDecimals) - int(sc.SizeDecimals)) // cash per price unit per size unit
 	k := share / float64(leverage(in))
 	// This position's maintenance at the mark, as marginUsed counts it.
-	own := math.Round(float64(Notional(markOf(in), abs64(in.Position), sc.PriceDecimals, sc.SizeDecimals)/leverage(in)) * share)
+	own := math.Round(float64(Notional(mark0, abs64(in.Position), sc.PriceDecimals, sc.SizeDecimals)/leverage(in)) * share)
 	// value(P) = equity + pos·(P − mark)·f; maintenance(P) = others + |pos|·P·f·k.
 	den := f * (pos - math.Abs(pos)*k)
 	if den == 0 {
 		return 0, false
 	}
-	p := (float64(maint) - own - float64(e.equityNow()) + pos*mark*f) / den
+	p := (float64(maint) - own - float64(e.marginValue(true)) + pos*mark*f) / den
 	if !(p > 0) || p > math.MaxInt64/2 {
 		return 0, false
 	}

@@ -100,20 +100,22 @@ func (e *Engine) drain(r *venueRules, x, prev int64) {
 }
 
 func (e *Engine) push(a action) {
-	in := e.lookup(a.order.Instrument)
+	in := e.instOf(a.order)
 	if a.kind == actExpire {
 		a.seq = a.order.ID
 	} else {
 		e.seq++
 		a.seq = actionSeq + e.seq
 	}
+	a.order.refs++
 	in.rules.due.push(a)
 }
 
 // apply carries out an action at the exchange (e.xNs is its time).
 func (e *Engine) apply(a action) {
 	o := a.order
-	in := e.lookup(o.Instrument)
+	o.refs--
+	in := e.instOf(o)
 	switch a.kind {
 	case actExpire:
 		if o.Status == StatusOpen {
@@ -172,7 +174,7 @@ func (e *Engine) track(in *Instrument) {
 	if in.xb == nil {
 		in.xb = book.New(in.Scale)
 		if in.Book != nil {
-			copyBook(in.xb, in.Book, &in.scratch)
+			copyBook(in.xb, in.Book)
 		} else {
 			in.xb.Invalidate()
 		}
@@ -182,19 +184,14 @@ func (e *Engine) track(in *Instrument) {
 	}
 }
 
-// copyBook makes dst a copy of src (levels and validity).
-func copyBook(dst, src *book.Book, scratch *[]book.Level) {
+// copyBook makes dst a copy of src (levels and validity); an invalid src
+// invalidates dst and leaves its levels.
+func copyBook(dst, src *book.Book) {
 	if !src.Valid() {
 		dst.Invalidate()
 		return
 	}
-	s := src.Top(book.Bid, (*scratch)[:0], -1)
-	n := len(s)
-	s = src.Top(book.Ask, s, -1)
-	if err := dst.Replace(s[:n], s[n:]); err != nil {
-		dst.Invalidate()
-	}
-	*scratch = s[:0]
+	dst.CopyFrom(src)
 }
 
 // follow applies ev to the exchange-side book of a tracked instrument, as
@@ -211,7 +208,7 @@ func (e *Engine) follow(in *Instrument, ev *feed.Event) {
 	}
 	switch d.Type {
 	case venue.EventSnapshot:
-		copyBook(xb, ev.Book, &in.scratch)
+		copyBook(xb, ev.Book)
 	case venue.EventLevel:
 		if err := xb.Set(d.Side, d.Price, d.Size, d.Count); err != nil {
 			xb.Invalidate()
@@ -286,7 +283,8 @@ type noteKind uint8
 const (
 	noteOrder noteKind = iota
 	noteFill
-	noteAccount // funding paid, a settlement
+	noteAccount // a settlement: cash and position change
+	noteFunding // funding paid: cash is the payment (positive paid)
 )
 
 func (e *Engine) noteAt() int64 { return e.xNs + e.cfg.Latency.Ack() }
@@ -297,6 +295,7 @@ func (e *Engine) note(o *Order) { e.noteWith(o, "") }
 // report (a cancel the venue refused).
 func (e *Engine) noteWith(o *Order, reason string) {
 	e.seq++
+	o.refs++
 	n := note{atNs: e.noteAt(), seq: e.seq, kind: noteOrder, snap: snapOf(o)}
 	if reason != "" {
 		n.snap.reason = reason
@@ -304,15 +303,18 @@ func (e *Engine) noteWith(o *Order, reason string) {
 	e.notes.push(n)
 }
 
-func (e *Engine) noteAccount(in *Instrument, cash, pos int64) {
+func (e *Engine) noteAccount(kind noteKind, in *Instrument, cash, pos int64) {
 	e.seq++
-	e.notes.push(note{atNs: e.noteAt(), seq: e.seq, kind: noteAccount, in: in, cash: cash, pos: pos})
+	e.notes.push(note{atNs: e.noteAt(), seq: e.seq, kind: kind, in: in, cash: cash, pos: pos})
 }
 
 // deliver hands the strategy every notification and timer due by the
 // local clock, in time order; each updates the strategy's view (local
 // orders, positions, cash, fills) as it arrives.
 func (e *Engine) deliver() {
+	if e.summaryOnly {
+		e.view.fills = e.view.fills[:0] // Context.Fills: this event's reports only
+	}
 	for len(e.timers) > 0 || len(e.notes) > 0 {
 		var useTimer bool
 		switch {
@@ -333,18 +335,35 @@ func (e *Engine) deliver() {
 		switch n.kind {
 		case noteAccount:
 			e.view.cash += n.cash
-			n.in.view.pos += n.pos
+			n.in.Position += n.pos
+		case noteFunding:
+			e.view.cash -= n.cash
+			n.in.Funding += n.cash
 		case noteFill:
-			f := &e.fills[n.fill]
+			f := &e.fills[n.fill-e.fillBase]
 			e.view.fills = append(e.view.fills, *f)
-			if lo := e.view.orders[f.OrderID-1]; f.filled > lo.Filled {
+			i := e.orderIndex(f.OrderID)
+			e.orders[i].refs--
+			if lo := e.view.orders[i]; f.filled > lo.Filled {
 				lo.Filled = f.filled
 			}
+			f.reported = e.summaryOnly
 			e.view.cash += f.cashDelta
 			if f.Side == Buy {
-				n.in.view.pos += f.Size
+				n.in.Position += f.Size
 			} else {
-				n.in.view.pos -= f.Size
+				n.in.Position -= f.Size
+			}
+			n.in.LastTrade = f.Price
+			if f.Liquidity == Taker {
+				opp := book.Ask
+				if f.Side == Sell {
+					opp = book.Bid
+				}
+				n.in.seeTaken(opp, f.Price, f.Size)
+				if c := n.in.Complement; c != nil {
+					c.seeTaken(1-opp, pow10(n.in.Scale.PriceDecimals)-f.Price, f.Size)
+				}
 			}
 			if h, ok := e.strat.(FillHandler); ok && !e.stratDead {
 				fc := new(Fill) // the strategy's own copy: only a handler's costs an allocation
@@ -352,11 +371,13 @@ func (e *Engine) deliver() {
 				e.guard(&feed.Event{RecvNs: e.nowNs}, func() { h.OnFill(&e.ctx, fc) })
 			}
 		case noteOrder:
-			lo := e.view.orders[n.snap.id-1]
+			i := e.orderIndex(n.snap.id)
+			e.orders[i].refs--
+			lo := e.view.orders[i]
 			wasDone := lo.Status.Done()
 			n.snap.apply(lo)
 			if !wasDone && lo.Status.Done() {
-				if in := e.lookup(lo.Instrument); in != nil {
+				if in := e.instOf(lo); in != nil {
 					in.view.drop(lo)
 				}
 			}

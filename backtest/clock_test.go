@@ -1,9 +1,11 @@
 package backtest
 
 import (
+	"math"
 	"strings"
 	"testing"
 
+	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
@@ -127,6 +129,9 @@ func TestStrategySeesOnlyWhatWasReported(t *testing.T) {
 	if lo := ctx.Order(id); lo.Status != StatusPending || ctx.Working(pmYes) != 1 || len(ctx.OpenOrders(nil, pmYes)) != 0 {
 		t.Fatalf("before the ack: %s, working %d", lo.Status, ctx.Working(pmYes))
 	}
+	if q, ok := ctx.QueueEstimate(id); ok || tp.e.order(id).Status != StatusOpen {
+		t.Fatalf("before the ack the queue estimate says the order rests (%d %v)", q, ok)
+	}
 	tp.idle(5)
 	if lo := ctx.Order(id); lo.Status != StatusOpen || lo.Queue != 0 || len(ctx.OpenOrders(nil, pmYes)) != 1 {
 		t.Fatalf("after the ack: %+v", *lo)
@@ -135,8 +140,8 @@ func TestStrategySeesOnlyWhatWasReported(t *testing.T) {
 		t.Fatalf("queue estimate %d %v, want 100 ahead", q, ok)
 	}
 	tp.pmTrade(pmYes, "SELL", "0.40", "104") // 100 ahead, then 4 of ours
-	if tp.e.insts[pmYes].Position != tp.sz("4") {
-		t.Fatalf("exchange position %d, want 4", tp.e.insts[pmYes].Position)
+	if tp.e.insts[pmYes].xPos != tp.sz("4") {
+		t.Fatalf("exchange position %d, want 4", tp.e.insts[pmYes].xPos)
 	}
 	if ctx.Position(pmYes) != 0 || ctx.Cash() != cash(t, "1000") || len(ctx.Fills()) != 0 || ctx.Order(id).Filled != 0 {
 		t.Fatalf("the strategy saw the fill before its report: position %d cash %d", ctx.Position(pmYes), ctx.Cash())
@@ -219,6 +224,122 @@ func TestCancelBeforeOrderIsRefused(t *testing.T) {
 				t.Fatalf("working %d, cancel rejects %d", tp.e.ctx.Working(""), tp.e.cancelRejects)
 			}
 		})
+	}
+}
+
+// Everything the strategy reads of an instrument through the Context waits
+// for the reports: a fill at exchange time T with an acknowledgement
+// latency of 5 ms shows in Instrument(id).Position, LastTrade, the
+// liquidation price and Context.Position and Cash at T + 5 ms, not before;
+// funding paid at the hour H shows in Instrument(id).Funding and Cash at
+// H + 5 ms.
+func TestInstrumentViewWaitsForReports(t *testing.T) {
+	const ack = 5e6
+	tp, s := hlTape(t, Config{Cash: cash(t, "1000"), Latency: ConstantLatency{AckNs: ack}})
+	ctx := &tp.e.ctx
+	s.do = func(ctx *Context) {
+		ctx.Submit(OrderRequest{Instrument: "BTC", Side: Sell, Price: tp.px("100000"), Size: tp.sz("0.3"), TIF: IOC})
+	}
+	tp.idle(1)
+	// Sold 0.3 at the 100000 bid, taker fee 30000 × 0.00045 = 13.5: cash
+	// 1000 + 30000 − 13.5 = 30986.5. Liquidation where 30986.5 − 0.3 P =
+	// 0.3 P / 40 × ½: P = 30986.5 / 0.30375.
+	liq := int64(math.Round(30986.5 / 0.30375 * float64(pow10(tp.sc.PriceDecimals))))
+	var before, after int
+	for range 8 {
+		tp.idle(1)
+		in := ctx.Instrument("BTC")
+		if len(tp.e.fills) != 1 || in.xPos != -tp.sz("0.3") {
+			t.Fatalf("at the exchange: %d fills, position %d", len(tp.e.fills), in.xPos)
+		}
+		lp, ok := ctx.LiquidationPrice("BTC")
+		if tp.recvNs < tp.e.fills[0].ExchangeNs+ack {
+			before++
+			if in.Position != 0 || ctx.Position("BTC") != 0 || in.LastTrade != 0 || ctx.Cash() != cash(t, "1000") || ok {
+				t.Fatalf("%d ns after the fill, before its report: position %d/%d, last trade %d, cash %d, liquidation %d %v",
+					tp.recvNs-tp.e.fills[0].ExchangeNs, in.Position, ctx.Position("BTC"), in.LastTrade, ctx.Cash(), lp, ok)
+			}
+			continue
+		}
+		after++
+		if in.Position != -tp.sz("0.3") || ctx.Position("BTC") != in.Position || in.LastTrade != tp.px("100000") ||
+			ctx.Cash() != cash(t, "30986.5") || !ok || abs64(lp-liq) > 1 {
+			t.Fatalf("after the report: position %d/%d, last trade %d, cash %d, liquidation %d %v (want %d)",
+				in.Position, ctx.Position("BTC"), in.LastTrade, ctx.Cash(), lp, ok, liq)
+		}
+	}
+	if before != 4 || after != 4 {
+		t.Fatalf("%d frames before the report, %d after; want 4 and 4", before, after)
+	}
+	tp.hlCtx("BTC", "100000", "0.0000125")
+	// t0 is on an hour: the next frame is stamped one ms after the next.
+	hour := t0 + 3600e9
+	tp.step = hour + 1e6 - tp.recvNs
+	tp.idle(1)
+	tp.step = 1e6
+	// The short receives 0.3 × 100000 × 0.0000125 = 0.375 at the hour.
+	in := ctx.Instrument("BTC")
+	if in.xFunding != -cash(t, "0.375") {
+		t.Fatalf("funding at the exchange %d, want -0.375", in.xFunding)
+	}
+	before, after = 1, 0
+	for range 6 {
+		if tp.recvNs < hour+ack {
+			if in.Funding != 0 || ctx.Cash() != cash(t, "30986.5") {
+				t.Fatalf("%d ns after the hour: funding %d cash %d, before the report", tp.recvNs-hour, in.Funding, ctx.Cash())
+			}
+		} else if after++; in.Funding != -cash(t, "0.375") || ctx.Cash() != cash(t, "30986.875") {
+			t.Fatalf("%d ns after the hour: funding %d cash %d, want -0.375 and 30986.875", tp.recvNs-hour, in.Funding, ctx.Cash())
+		}
+		tp.idle(1)
+		before++
+	}
+	if after != 2 {
+		t.Fatalf("%d checks after the funding report, want 2", after)
+	}
+}
+
+// Context.Available and Take subtract the strategy's own takes only once
+// their fill reports arrive: a BUY that took the 80 YES at 0.42 at exchange
+// time T (and so the 80 NO bid at 0.58 of the mirror) leaves both offered
+// to the strategy until T + 5 ms.
+func TestAvailableWaitsForTheFillReport(t *testing.T) {
+	const ack = 5e6
+	tp, s := pmTape(t, Config{Latency: ConstantLatency{AckNs: ack}})
+	ctx := &tp.e.ctx
+	s.do = func(ctx *Context) {
+		ctx.Submit(OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.42"), Size: tp.sz("80"), TIF: GTC})
+	}
+	tp.idle(1)
+	var before, after int
+	for range 8 {
+		tp.idle(1)
+		if len(tp.e.fills) != 1 || tp.e.insts[pmYes].takenAt(book.Ask, tp.px("0.42")) != tp.sz("80") {
+			t.Fatalf("at the exchange: %d fills", len(tp.e.fills))
+		}
+		yes, no := ctx.Available(pmYes, Buy, tp.px("0.42")), ctx.Available(pmNo, Sell, tp.px("0.58"))
+		p, n, _ := ctx.Take(pmYes, Buy)
+		if tp.recvNs < tp.e.fills[0].ExchangeNs+ack {
+			before++
+			if yes != tp.sz("80") || no != tp.sz("80") || p != tp.px("0.42") || n != tp.sz("80") {
+				t.Fatalf("before the report: available %d YES, %d NO, take %d × %d; want the 80 at 0.42 still", yes, no, n, p)
+			}
+			continue
+		}
+		after++
+		if yes != 0 || no != 0 || p != tp.px("0.43") || n != tp.sz("200") {
+			t.Fatalf("after the report: available %d YES, %d NO, take %d × %d; want nothing at 0.42, 200 at 0.43", yes, no, n, p)
+		}
+	}
+	if before != 4 || after != 4 {
+		t.Fatalf("%d frames before the report, %d after; want 4 and 4", before, after)
+	}
+	// The venue re-publishes the level in both books: what it shows is
+	// whole again, at the exchange and for the strategy.
+	tp.pmChange(pmYes, "SELL", "0.42", "30")
+	tp.pmChange(pmNo, "BUY", "0.58", "30")
+	if got := ctx.Available(pmYes, Buy, tp.px("0.42")); got != tp.sz("30") || tp.e.insts[pmYes].takenAt(book.Ask, tp.px("0.42")) != 0 {
+		t.Fatalf("after the venue's update: available %d, want 30", got)
 	}
 }
 

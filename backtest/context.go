@@ -19,10 +19,10 @@ type Context struct{ e *Engine }
 // delivered (ns since the epoch).
 func (c *Context) Now() int64 { return c.e.nowNs }
 
-// Instrument returns the simulator's state of an instrument (book, tick,
-// minimum size, rules), or nil if none was seen. Its Position and Funding
-// are the exchange's, ahead of the reports: a strategy's own view is
-// Context.Position, Cash and Fills (see the package doc).
+// Instrument returns an instrument as the strategy knows it (book, tick,
+// minimum size, rules as the feed delivered them; Position, Funding and
+// LastTrade as the reports received so far make them), or nil if none was
+// seen. Read-only.
 func (c *Context) Instrument(id string) *Instrument { return c.e.lookup(id) }
 
 // Instruments returns every instrument seen, in first-seen order.
@@ -55,7 +55,7 @@ func (c *Context) Shares(id string, s float64) int64 {
 func (c *Context) Submit(r OrderRequest) (uint64, error) {
 	e := c.e
 	o := e.newOrder()
-	*o = Order{ID: uint64(len(e.orders) + 1), Instrument: r.Instrument, Side: r.Side, Price: r.Price, Size: r.Size,
+	*o = Order{ID: e.nextOrderID(), Instrument: r.Instrument, Side: r.Side, Price: r.Price, Size: r.Size,
 		Amount: r.Amount, TIF: r.TIF, PostOnly: r.PostOnly, ReduceOnly: r.ReduceOnly, ExpireNs: r.ExpireNs, Tag: r.Tag,
 		SubmitNs: e.nowNs, Status: StatusPending}
 	e.orders = append(e.orders, o)
@@ -69,6 +69,7 @@ func (c *Context) Submit(r OrderRequest) (uint64, error) {
 		return o.ID, &Error{OrderID: o.ID, Instrument: r.Instrument, Reason: reason}
 	}
 	o.Venue, lo.Venue = in.Venue, in.Venue
+	o.in, lo.in = in, in
 	in.view.live = append(in.view.live, lo)
 	if in.rules == nil {
 		e.rejectNow(in, o, "no simulated exchange for venue "+strconv.Quote(in.Venue))
@@ -114,7 +115,7 @@ func (e *Engine) rejectNow(in *Instrument, o *Order, reason string) {
 func (c *Context) Cancel(id uint64) error {
 	o, lo := c.e.order(id), c.e.localOrder(id)
 	if o == nil {
-		return &Error{OrderID: id, Reason: "no such order"}
+		return c.e.noOrder(id)
 	}
 	if lo.Status.Done() {
 		return &Error{OrderID: id, Instrument: o.Instrument, Reason: "order is " + lo.Status.String()}
@@ -132,7 +133,7 @@ func (c *Context) Cancel(id uint64) error {
 func (c *Context) Amend(id uint64, price, size int64) error {
 	o, lo := c.e.order(id), c.e.localOrder(id)
 	if o == nil {
-		return &Error{OrderID: id, Reason: "no such order"}
+		return c.e.noOrder(id)
 	}
 	if lo.Status.Done() {
 		return &Error{OrderID: id, Instrument: o.Instrument, Reason: "order is " + lo.Status.String()}
@@ -141,24 +142,35 @@ func (c *Context) Amend(id uint64, price, size int64) error {
 	return nil
 }
 
+// instOf returns o's instrument: the one it was submitted for, or (an
+// order for an instrument unknown when submitted) the one of its id now.
+func (e *Engine) instOf(o *Order) *Instrument {
+	if o.in != nil {
+		return o.in
+	}
+	return e.lookup(o.Instrument)
+}
+
 func (e *Engine) order(id uint64) *Order {
-	if id == 0 || id > uint64(len(e.orders)) {
+	if id <= e.orderBase || id > e.orderBase+uint64(len(e.orders)) {
 		return nil
 	}
-	return e.orders[id-1]
+	return e.orders[id-e.orderBase-1]
 }
 
 func (e *Engine) localOrder(id uint64) *Order {
-	if id == 0 || id > uint64(len(e.view.orders)) {
+	if id <= e.orderBase || id > e.orderBase+uint64(len(e.view.orders)) {
 		return nil
 	}
-	return e.view.orders[id-1]
+	return e.view.orders[id-e.orderBase-1]
 }
 
 // Order returns an order as the strategy knows it (nil if no such id): as
 // submitted until the venue's first response reaches it, then as the last
 // response or fill report left it. Read-only; Queue is always 0 here (see
-// QueueEstimate).
+// QueueEstimate). A summary-only run (ManyOptions.SummaryOnly) forgets an
+// order once the strategy has been told it is done and nothing about it
+// is in flight: Order then returns nil for it.
 func (c *Context) Order(id uint64) *Order { return c.e.localOrder(id) }
 
 // OpenOrders appends the instrument's orders ("" for all) the strategy
@@ -189,27 +201,30 @@ func (c *Context) Working(instrument string) int {
 }
 
 // QueueEstimate is the queue model's estimate (Config.Queue) of the size
-// ahead of a resting order now, in size units, and whether the order rests
-// at the simulated exchange. It is a model of the hidden queue, not
+// ahead of a resting order now, in size units; ok is false unless the
+// strategy has been told the order is open (Order's status), as a
+// client's own estimate would be. It is a model of the hidden queue, not
 // something the venue tells: on a live venue a strategy would have to
 // estimate it itself from the same feed.
 func (c *Context) QueueEstimate(id uint64) (int64, bool) {
-	o := c.e.order(id)
-	if o == nil || o.Status != StatusOpen {
+	o, lo := c.e.order(id), c.e.localOrder(id)
+	if o == nil || lo.Status != StatusOpen {
 		return 0, false
 	}
 	return max(o.Queue, 0), true
 }
 
 // Fills returns the fills reported to the strategy so far, in the order
-// the reports arrived (read-only; valid until the next callback).
+// the reports arrived (read-only; valid until the next callback). A
+// summary-only run (ManyOptions.SummaryOnly) keeps only those reported
+// since the last event the engine received.
 func (c *Context) Fills() []Fill { return c.e.view.fills }
 
 // Position returns the instrument's position in size units, as the fill
 // reports, funding and settlements received so far make it.
 func (c *Context) Position(instrument string) int64 {
 	if in := c.e.lookup(instrument); in != nil {
-		return in.view.pos
+		return in.Position
 	}
 	return 0
 }
@@ -245,8 +260,10 @@ func (c *Context) Best(instrument string, side book.Side) (book.Level, bool) {
 // or better on the instrument, as the strategy sees it: the book as
 // received (nothing while it is crossed: a crossed book is a same-time
 // batch of the venue in progress, the aggressor resting before its match), its mirror for an outcome token (a BUY YES meets BUY NO at
-// 1 − p), less what the strategy's own taker orders already took. Orders in
-// flight meet the book as it is when they arrive, which may differ.
+// 1 − p), less what the fill reports received say the strategy's own
+// taker orders took there since the venue last published the level (a
+// fill not yet reported is not known). Orders in flight meet the book as
+// it is when they arrive, which may differ.
 func (c *Context) Available(instrument string, side Side, limit int64) int64 {
 	in := c.e.lookup(instrument)
 	if in == nil || in.Book == nil || !in.Book.Valid() || in.Book.Crossed() {
@@ -261,14 +278,14 @@ func (c *Context) Available(instrument string, side Side, limit int64) int64 {
 		if !better(side, l.Price, limit) {
 			break
 		}
-		n += max(l.Size-in.takenAt(opp, l.Price), 0)
+		n += max(l.Size-in.view.taken.at(opp, l.Price), 0)
 	}
 	return n
 }
 
 // Take returns the best price and size a taker of side meets now on the
-// instrument, as Available sees the book (mirror included, own takes
-// excluded); ok is false when there is none.
+// instrument, as Available sees the book (mirror included, own reported
+// takes excluded); ok is false when there is none.
 func (c *Context) Take(instrument string, side Side) (price, size int64, ok bool) {
 	in := c.e.lookup(instrument)
 	if in == nil || in.Book == nil || !in.Book.Valid() || in.Book.Crossed() {
@@ -279,7 +296,7 @@ func (c *Context) Take(instrument string, side Side) (price, size int64, ok bool
 		opp = book.Bid
 	}
 	for _, l := range c.e.levels(in, opp, true) {
-		if n := l.Size - in.takenAt(opp, l.Price); n > 0 {
+		if n := l.Size - in.view.taken.at(opp, l.Price); n > 0 {
 			return l.Price, n, true
 		}
 	}

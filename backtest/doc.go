@@ -33,7 +33,10 @@
 // instruments table uses.
 //
 //   - Polymarket: GTC, GTD (expiration more than one minute ahead; the
-//     order leaves the book one minute before it), FOK and FAK (a BUY sized
+//     order leaves the book one minute before it, exactly, on the exchange
+//     clock: docs.polymarket.com "Place orders", "GTD orders expire one
+//     minute before their stated expiration as a security threshold"),
+//     FOK and FAK (a BUY sized
 //     in dollars, Amount; a SELL in shares), post-only on GTC/GTD (rejected
 //     if marketable); tick size 0.01 until a book summary or a
 //     tick_size_change says otherwise, minimum size 5 or the summary's
@@ -77,8 +80,14 @@
 //
 // Queue position (Config.Queue, ParseQueueModel), on L2 data: a resting
 // order starts behind the level's size at its arrival; trades printed at its
-// price consume the queue ahead first and then fill it; a trade through its
-// price, or the opposite best moving through it, fills it all.
+// price consume the queue ahead first and then fill it, never more than
+// each trade's size beyond the queue, in whole lots; a trade through its
+// price, or the opposite best moving through it, fills it all. These are
+// hftbacktest's PartialFillExchange rules (src/backtest/proc/
+// partialfillexchange.rs: exec_qty = min(filled, trade qty, leaves) at the
+// price; the whole leaves qty when the trade or the best goes through).
+// The queue ahead is the model's estimate (Context.QueueEstimate,
+// Fill.Queue): venues do not report it.
 //
 //   - risk-averse (RiskAverse, the default): front ← front − traded;
 //     a decrease of the level only caps front at the level's new size.
@@ -126,11 +135,17 @@
 // expiry at E applies before any event stamped E or later, whichever
 // instrument it is for. What the exchange does at time M (an ack, a fill,
 // a rejection, a refused cancel, funding, a settlement) reaches the
-// strategy at R = M + ack latency, on its clock: Context.Order,
-// OpenOrders, Working, Position, Cash and Fills are that local view,
-// changed only by reports received (hftbacktest's local orders and
-// state). Queue position is not reported by venues: Context.QueueEstimate
-// gives the queue model's estimate, as such. With
+// strategy at R = M + ack latency, on its clock: everything the Context
+// tells of the account is that local view, changed only by reports
+// received (hftbacktest's local orders and state, which its
+// LocalProcessor changes only as exchange responses arrive: src/backtest/
+// proc/local.rs): Order, OpenOrders, Working, Position, Cash, Fills,
+// Instrument's Position, Funding and LastTrade, LiquidationPrice
+// (computed from those), and the own takes Available and Take subtract
+// from the book. What the feed delivers (books, mark, funding
+// rate, resolution) is public and seen at its receive time. Queue position
+// is not reported by venues: Context.QueueEstimate gives the queue model's
+// estimate, as such, for an order the strategy has been told is open. With
 // Config.IgnoreExchangeTime every event's receive time serves as its
 // exchange time. An event stamped before its venue's clock (another
 // connection's, late) is applied where it arrives.
@@ -187,8 +202,10 @@
 // the equity curve (cash plus positions at their marks, sampled every
 // Config.EquityEveryNs, default one second, and at the end: one sample per
 // time, the latest state), the positions
-// at those samples and the markouts (mid 1 s, 10 s and 60 s after each fill,
-// signed as a gain). Summary has PnL (in all and by instrument), fees,
+// at those samples and the markouts (the mid 1 s, 10 s and 60 s after each
+// fill, signed as a gain: the instrument's mid at its first event stamped
+// at or after the fill's exchange time plus the horizon whose book has both
+// sides and is not crossed). Summary has PnL (in all and by instrument), fees,
 // rebates, funding, turnover, the fill ratio in dollars (a dollar-sized
 // order counts at its amount) and each venue's orders, fills and units,
 // max drawdown, Sharpe and Sortino of the equity's changes over
@@ -197,11 +214,13 @@
 // is of the negative returns), peak margin, liquidations, refused cancels,
 // the mean markouts and a digest (XXH64 of every order's final state,
 // every fill and the cash): the same data, strategy and parameters give
-// the same digest and byte-identical files. The drawdown, ratios and
-// markouts are folded into the summary as the run goes (the ratios from
-// exact sums of the fixed-point equity changes), so a summary-only run
-// (ManyOptions.SummaryOnly: no series kept, no orders or fills handed
-// back, what sweeps without tables use) has the very same summary.
+// the same digest and byte-identical files. The drawdown, ratios,
+// markouts, counts and values are folded into the summary as the run goes
+// (the ratios from exact sums of the fixed-point equity changes), so a
+// summary-only run (ManyOptions.SummaryOnly: no series kept, orders and
+// fills let go once done and reported, what sweeps without tables use)
+// has the very same summary and digest while what it holds does not grow
+// with the recording's length.
 //
 // # Balances and margin
 //
@@ -261,13 +280,14 @@
 //     rebate), exchange_ts_ns (the filling event's venue time; null if it
 //     had none), local_ts_ns (its receive time), tag.
 //   - positions: local_ts_ns, venue, instrument, position (negative is
-//     short), mark (mid; the last trade with a side empty; the settlement
-//     once resolved), value (position × mark, money): one row per sample
+//     short), mark (the mid; when the book is crossed or a side is empty,
+//     the last mid it had with both sides uncrossed, else the last fill's
+//     price; the settlement once resolved), value (position × mark, money): one row per sample
 //     and instrument with a position or resting orders.
 //   - equity: local_ts_ns, cash, equity (cash + the positions' values): one
 //     row per sample.
 //   - markouts: fill_seq, venue, instrument, horizon_ns, mid (the mid a
-//     horizon after the fill), pnl_per_unit ((mid − price) for a buy,
+//     horizon after the fill, as above), pnl_per_unit ((mid − price) for a buy,
 //     (price − mid) for a sell).
 //
 // # Built-in strategies

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/feed"
@@ -127,13 +128,15 @@ type Engine struct {
 
 	insts    map[string]*Instrument
 	instList []*Instrument
-	hot      [2]*Instrument // the last two instruments lookup found, most recent first
+	hot      [hotSlots]*Instrument // instruments lookup found, by hotSlot of their id
 	markets  map[string][]*Instrument
 	venues   map[string]*venueRules // by venue name; nil: not tradable
 
-	orders    []*Order // the exchange's orders, by ID − 1
+	orders    []*Order // the exchange's orders, by ID − 1 − orderBase
+	orderBase uint64   // orders a summary-only run has let go (bounded.go)
 	orderSlab []Order  // where newOrder takes orders from
-	fills     []Fill
+	fills     []Fill   // by Seq − 1 − fillBase
+	fillBase  int      // fills a summary-only run has let go
 	notes     queue[note]
 	timers    queue[timer]
 	seq       uint64
@@ -172,8 +175,14 @@ type Engine struct {
 
 	// summaryOnly keeps no series (equity, positions, markouts) and hands
 	// back no orders or fills (ManyOptions.SummaryOnly): the summary's
-	// figures come from curve and markSums, which every run keeps.
+	// figures come from curve, markSums and tally, which every run keeps,
+	// and it lets go of the orders and fills it no longer needs as it
+	// runs (bounded.go).
 	summaryOnly bool
+	tally       tally
+	dig         *xxhash.Digest // summary-only: the digest of the orders let go
+	digBuf      []byte
+	fillLog     fillLog
 	listing     *listing // the REST body being delivered, read once for every engine of a RunMany
 	curve       curve
 	markSums    markoutSums
@@ -304,28 +313,40 @@ func NewEngine(s Strategy, cfg Config) *Engine {
 // must not be used concurrently with OnEvent or Finish.
 func (e *Engine) Context() *Context { return &e.ctx }
 
-// instrument returns (creating) the state of an instrument.
 // lookup returns the instrument with this id, or nil. A strategy and the
-// matching path ask for the same one or two instruments (a token and its
-// complement) many times per event, so the last two found are tried before
-// the map: a Polymarket token id is 77 digits, and two ids differ within
-// their first bytes while the same interned id compares by address.
-// Instruments are never removed, so a remembered one stays right.
+// matching path ask for the same few instruments (a token and its
+// complement) many times per event, so each one found is kept in a slot
+// picked by a couple of its id's bytes and tried before the map: a
+// Polymarket token id is 77 digits to hash, while the same interned id
+// compares by address and two different ids differ within their first
+// bytes. Instruments are never removed, so a remembered one stays right.
 func (e *Engine) lookup(id string) *Instrument {
-	if in := e.hot[0]; in != nil && in.ID == id {
-		return in
-	}
-	if in := e.hot[1]; in != nil && in.ID == id {
-		e.hot[0], e.hot[1] = in, e.hot[0]
+	s := &e.hot[hotSlot(id)]
+	if in := *s; in != nil && in.ID == id {
 		return in
 	}
 	in := e.insts[id]
 	if in != nil {
-		e.hot[0], e.hot[1] = in, e.hot[0]
+		*s = in
 	}
 	return in
 }
 
+// hotSlots is the size of Engine.hot: a run trades a handful of
+// instruments, whatever the recording holds.
+const hotSlots = 16
+
+// hotSlot picks id's slot in Engine.hot from its last and middle bytes
+// (the ends of decimal token ids, coin names).
+func hotSlot(id string) int {
+	n := len(id)
+	if n == 0 {
+		return 0
+	}
+	return (int(id[n-1]) + 3*int(id[n/2])) & (hotSlots - 1)
+}
+
+// instrument returns (creating) the state of an instrument.
 func (e *Engine) instrument(ven, id string, sc book.Scale) *Instrument {
 	if in := e.lookup(id); in != nil {
 		return in
@@ -430,7 +451,7 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 	if in != nil && in.xb != nil {
 		e.follow(in, ev)
 	}
-	if in != nil && (in.Position != 0 || len(in.open) > 0) && ev.Book != nil {
+	if in != nil && (in.xPos != 0 || len(in.open) > 0) && ev.Book != nil {
 		if m, ok := in.Mid(); ok {
 			in.lastMid = m
 		}
@@ -439,7 +460,7 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 		e.metadata(ev, d, in)
 		if in != nil {
 			e.market(in, ev)
-			if in.Position != 0 && in.rules != nil && in.rules.t.CrossMargin {
+			if in.xPos != 0 && in.rules != nil && in.rules.t.CrossMargin {
 				e.checkMargin(in.rules)
 			}
 		}
@@ -451,6 +472,9 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 		e.guard(ev, func() { e.strat.OnEvent(&e.ctx, ev) })
 	}
 	e.sample(ev.RecvNs)
+	if e.summaryOnly {
+		e.release()
+	}
 	return nil
 }
 

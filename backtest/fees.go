@@ -1,7 +1,9 @@
 package backtest
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -104,12 +106,23 @@ func feeKey(in *Instrument) string {
 	return in.ID
 }
 
+// feeOf returns the fee state of in's market (nil if none and not create).
+// The instrument keeps the state found for its key: every trade, order and
+// fill asks, and a market's key is a 66-character condition id to hash.
+// States are never removed or replaced, so a kept one stays right while the
+// key is the same.
 func (e *Engine) feeOf(in *Instrument, create bool) *feeState {
 	k := feeKey(in)
+	if in.fee != nil && in.feeFor == k {
+		return in.fee
+	}
 	st := e.feeStates[k]
 	if st == nil && create {
 		st = &feeState{}
 		e.feeStates[k] = st
+	}
+	if st != nil {
+		in.fee, in.feeFor = st, k
 	}
 	return st
 }
@@ -267,13 +280,14 @@ func (e *Engine) feeRates() []FeeRateUse {
 	for _, u := range e.feeUses {
 		filled[u.Market] = true
 	}
+	// The instruments with orders, by their first order, as the orders
+	// are (tally.feeFirst).
+	ordered := slices.SortedFunc(maps.Keys(e.tally.feeFirst), func(a, b *Instrument) int {
+		return cmp.Compare(e.tally.feeFirst[a], e.tally.feeFirst[b])
+	})
 	var idle []*Instrument
 	seen := map[string]bool{}
-	for _, o := range e.orders {
-		in := e.lookup(o.Instrument)
-		if in == nil || in.rules == nil || in.rules.fees == nil {
-			continue
-		}
+	for _, in := range ordered {
 		k := feeKey(in)
 		if filled[k] || seen[k] {
 			continue

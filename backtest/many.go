@@ -39,15 +39,21 @@ type ManyOptions struct {
 	// sampler, say), each given every event after the engines.
 	Also []feed.Subscriber
 	// SummaryOnly keeps, for each run, what its Summary needs and no more:
-	// the equity curve, the positions and the markouts are folded into the
-	// summary's figures as the run goes instead of kept as series, and each
-	// Result holds its Summary, Errors, Scales and Markets only (no Orders,
-	// Fills, Equity, Positions or Markouts: there are no tables to write).
-	// What a finished run keeps does not grow with the recording's length.
-	// The summaries are those of full runs to the last bit (the full runs
-	// compute their figures the same way). The strategies see no
-	// difference: a run still keeps its orders and fills while it runs
-	// (Context.Order, Context.Fills and the digest need them).
+	// the equity curve, the positions, the markouts, the orders and the
+	// fills are folded into the summary's figures and digest as the run
+	// goes instead of kept, and each Result holds its Summary, Errors,
+	// Scales and Markets only (no Orders, Fills, Equity, Positions or
+	// Markouts: there are no tables to write). What a run holds, while it
+	// runs and after, grows with its open orders and the reports in
+	// flight, not with the recording's length; the digest's records of the
+	// fills (56 bytes each, hashed after every order's final state) go to
+	// a temporary file past 16 KiB per run, removed at the end. The
+	// summaries are those of full runs to the last bit (the full runs
+	// compute their figures the same way). A strategy sees two
+	// differences: Context.Order returns nil for an order once it has been
+	// told the order is done and nothing about it is in flight, and
+	// Context.Fills holds only the fills reported since the last event
+	// (the built-in strategies read neither).
 	SummaryOnly bool
 }
 
@@ -99,6 +105,9 @@ func RunMany(ctx context.Context, paths []string, specs []Spec, mo ManyOptions) 
 	}
 	sum, err := rp.Run(ctx)
 	if err != nil {
+		for _, e := range engines {
+			e.fillLog.close()
+		}
 		return nil, sum, err
 	}
 	res := make([]*Result, len(engines))

@@ -31,7 +31,7 @@ func (e *Engine) enter(in *Instrument, o *Order) {
 		e.reject(in, o, reason)
 		return
 	}
-	if t.Outcomes && !e.cfg.AllowShort && o.Side == Sell && o.Size > in.Position-e.sellingRest(in, o) {
+	if t.Outcomes && !e.cfg.AllowShort && o.Side == Sell && o.Size > in.xPos-e.sellingRest(in, o) {
 		e.reject(in, o, t.Reasons.NoBalance)
 		return
 	}
@@ -40,7 +40,7 @@ func (e *Engine) enter(in *Instrument, o *Order) {
 		return
 	}
 	if o.ReduceOnly {
-		o.Size = min(o.Size, abs64(in.Position))
+		o.Size = min(o.Size, abs64(in.xPos))
 	}
 	bs := o.Side.bookSide()
 	opp := book.Ask
@@ -341,9 +341,9 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 	delta := notional
 	if o.Side == Buy {
 		delta = -notional
-		in.Position += q
+		in.xPos += q
 	} else {
-		in.Position -= q
+		in.xPos -= q
 	}
 	delta -= fee
 	e.cash += delta
@@ -355,22 +355,25 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 		e.rebates -= fee
 	}
 	e.turnover += notional
-	in.LastTrade = price
+	in.lastFill = price
 	if m, ok := in.Mid(); ok {
 		in.lastMid = m // marks start from the book the fill met
 	}
 	at := e.noteAt()
-	e.fills = append(e.fills, Fill{Seq: uint64(len(e.fills) + 1), OrderID: o.ID, Venue: in.Venue, Instrument: in.ID,
+	n := e.fillBase + len(e.fills) // the fill's index (Seq − 1)
+	e.fills = append(e.fills, Fill{Seq: uint64(n + 1), OrderID: o.ID, Venue: in.Venue, Instrument: in.ID,
 		Side: o.Side, Price: price, Size: q, Liquidity: liq, Queue: queue, Fee: fee, ExchangeNs: e.xNs, RecvNs: at,
 		Tag: o.Tag, cashDelta: delta, filled: o.Filled})
+	e.filled(in, &e.fills[len(e.fills)-1])
 	for i, h := range e.cfg.MarkoutsNs {
 		if len(in.marks) == 0 || e.xNs+h < in.marksDue {
 			in.marksDue = e.xNs + h
 		}
-		in.marks = append(in.marks, markout{fill: len(e.fills) - 1, atNs: e.xNs + h, horizon: h, hi: e.markHi[i]})
+		in.marks = append(in.marks, markout{seq: uint64(n + 1), price: price, side: o.Side, atNs: e.xNs + h, horizon: h, hi: e.markHi[i]})
 	}
 	e.seq++
-	e.notes.push(note{atNs: at, seq: e.seq, kind: noteFill, fill: len(e.fills) - 1, in: in})
+	o.refs++
+	e.notes.push(note{atNs: at, seq: e.seq, kind: noteFill, fill: n, in: in})
 	if o.Amount == 0 && o.Leaves() == 0 {
 		e.finish(in, o, StatusFilled, "")
 	}
@@ -430,7 +433,7 @@ func (e *Engine) market(in *Instrument, ev *feed.Event) {
 	d := ev.Decoded
 	switch d.Type {
 	case venue.EventSnapshot:
-		in.taken = in.taken[:0]
+		in.untakeAll()
 	case venue.EventLevel:
 		in.untake(d.Side, d.Price)
 	}

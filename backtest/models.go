@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tapedeck/tapedeck/book"
 )
 
 // QueueModel estimates how much resting size is ahead of a strategy order
@@ -389,9 +391,12 @@ func Notional(price, size int64, pd, sd uint8) int64 {
 }
 
 func pow10(n uint8) int64 {
+	if n <= book.MaxDecimals {
+		return book.Pow10(n)
+	}
 	v := int64(1)
 	for range n {
-		v *= 10
+		v *= 10 // overflows, as it always has for a scale this large
 	}
 	return v
 }

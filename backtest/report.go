@@ -2,7 +2,6 @@ package backtest
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"maps"
@@ -12,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/tapedeck/tapedeck/book"
 	"github.com/tapedeck/tapedeck/feed"
 	"github.com/tapedeck/tapedeck/replayer"
@@ -40,8 +38,13 @@ type PositionPoint struct {
 	Value      int64 // CashDecimals
 }
 
+// markout is a fill's markout not yet taken: what of the fill it needs is
+// kept with it, so that the fill itself need not be (a summary-only run
+// drops fills once reported, bounded.go).
 type markout struct {
-	fill    int
+	seq     uint64 // the fill's Seq
+	price   int64  // the fill's price
+	side    Side
 	atNs    int64
 	horizon int64
 	hi      int // index of the horizon's sums (markoutSums)
@@ -74,25 +77,28 @@ func (e *Engine) markouts(in *Instrument, nowNs int64) {
 			due = min(due, m.atNs)
 			continue
 		}
-		f := &e.fills[m.fill]
-		d := mid - f.Price
-		if f.Side == Sell {
+		d := mid - m.price
+		if m.side == Sell {
 			d = -d
 		}
 		e.markSums.add(m.hi, float64(d)/float64(pow10(in.Scale.PriceDecimals)))
 		if !e.summaryOnly {
-			e.marksOut = append(e.marksOut, Markout{Fill: f.Seq, Horizon: m.horizon, Mid: mid, PnL: d})
+			e.marksOut = append(e.marksOut, Markout{Fill: m.seq, Horizon: m.horizon, Mid: mid, PnL: d})
 		}
 	}
 	in.marks = in.marks[:k]
 	in.marksDue = due
 }
 
-// value is the position at its mark: the settlement once resolved, else
-// the mid of the book as it last stood uncrossed with both sides (a crossed
-// book is a batch of the venue in progress), else the last fill's price.
-func (in *Instrument) value() (int64, int64) {
-	px := in.LastTrade
+// value is the position at its mark, at the exchange or (local) as the
+// strategy knows it: the settlement once resolved, else the mid of the
+// book as it last stood uncrossed with both sides (a crossed book is a
+// batch of the venue in progress), else the last fill's price.
+func (in *Instrument) value(local bool) (int64, int64) {
+	pos, px := in.xPos, in.lastFill
+	if local {
+		pos, px = in.Position, in.LastTrade
+	}
 	if in.Resolved {
 		px = in.Settle
 	} else if m, ok := in.Mid(); ok {
@@ -100,13 +106,15 @@ func (in *Instrument) value() (int64, int64) {
 	} else if in.lastMid > 0 {
 		px = in.lastMid
 	}
-	return Notional(px, in.Position, in.Scale.PriceDecimals, in.Scale.SizeDecimals), px
+	return Notional(px, pos, in.Scale.PriceDecimals, in.Scale.SizeDecimals), px
 }
 
+// equityNow is the exchange's account value: cash plus the positions at
+// their marks.
 func (e *Engine) equityNow() int64 {
 	eq := e.cash
 	for _, in := range e.held {
-		v, _ := in.value()
+		v, _ := in.value(false)
 		eq += v
 	}
 	return eq
@@ -139,12 +147,12 @@ func (e *Engine) record(nowNs int64) {
 	}
 	e.equity = append(e.equity, p)
 	for _, in := range e.instList {
-		if in.Position == 0 && len(in.open) == 0 {
+		if in.xPos == 0 && len(in.open) == 0 {
 			continue
 		}
-		v, px := in.value()
+		v, px := in.value(false)
 		e.positions = append(e.positions, PositionPoint{RecvNs: nowNs, Venue: in.Venue, Instrument: in.ID,
-			Position: in.Position, Mark: px, Value: v})
+			Position: in.xPos, Mark: px, Value: v})
 	}
 }
 
@@ -278,52 +286,25 @@ func (e *Engine) result() *Result {
 		}
 	}
 	s := &r.Summary
-	s.Events, s.Orders, s.Rejected, s.Fills = e.events, len(e.orders), e.rejects, len(e.fills)
-	s.Venues = map[string]*VenueSummary{}
-	venueOf := func(name string) *VenueSummary {
-		v := s.Venues[name]
-		if v == nil {
-			v = &VenueSummary{}
-			s.Venues[name] = v
-		}
-		return v
-	}
-	var sub, fil int64
+	s.Events, s.Orders, s.Rejected, s.Fills = e.events, int(e.nextOrderID()-1), e.rejects, e.fillBase+len(e.fills)
+	// The orders not yet folded (all of a full run's), then those sent
+	// for instruments unknown then; the fills were folded as they came.
+	t := &e.tally
 	for _, o := range e.orders {
-		in := e.lookup(o.Instrument)
-		if in == nil {
-			continue
-		}
-		v := venueOf(o.Venue)
-		v.Orders++
-		val := o.Amount * pow10(CashDecimals-in.Scale.PriceDecimals)
-		if o.Amount == 0 {
-			val = Notional(o.Price, o.Size, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
-		}
-		sub += val
-		v.SubmittedValue += cashF(val)
+		t.order(e, o, false)
 	}
-	units := map[string]int64{} // a venue's instruments share its scale
-	for _, f := range e.fills {
-		in := e.lookup(f.Instrument)
-		n := Notional(f.Price, f.Size, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
-		fil += n
-		v := venueOf(f.Venue)
-		v.Fills++
-		v.FilledValue += cashF(n)
-		units[f.Venue] += f.Size
-		v.FilledSize = float64(units[f.Venue]) / float64(pow10(in.Scale.SizeDecimals))
+	for _, o := range t.strays {
+		t.order(e, o, true)
 	}
-	if sub > 0 {
-		s.FillRatio = float64(fil) / float64(sub)
+	t.strays = nil
+	s.Venues = t.venues
+	if s.Venues == nil {
+		s.Venues = map[string]*VenueSummary{}
 	}
-	for _, f := range e.fills {
-		if f.Liquidity == Maker {
-			s.MakerFills++
-		} else {
-			s.TakerFills++
-		}
+	if t.sub > 0 {
+		s.FillRatio = float64(t.fil) / float64(t.sub)
 	}
+	s.MakerFills, s.TakerFills = t.maker, t.taker
 	s.StartCash, s.EndCash = cashF(e.cfg.Cash), cashF(e.cash)
 	end := e.equityNow()
 	s.EndEquity = cashF(end)
@@ -337,8 +318,8 @@ func (e *Engine) result() *Result {
 	s.PeakMargin, s.Liquidations, s.CancelRejects = cashF(e.peakMargin), e.liquidations, e.cancelRejects
 	s.InstrumentPnL = map[string]float64{}
 	for _, in := range e.instList {
-		if in.cashFlow != 0 || in.Position != 0 {
-			v, _ := in.value()
+		if in.cashFlow != 0 || in.xPos != 0 {
+			v, _ := in.value(false)
 			s.InstrumentPnL[in.ID] = cashF(in.cashFlow + v)
 		}
 	}
@@ -350,14 +331,21 @@ func (e *Engine) result() *Result {
 	}
 	s.Positions = map[string]float64{}
 	for _, in := range e.instList {
-		if in.Position != 0 {
-			s.Positions[in.ID] = float64(in.Position) / float64(pow10(in.Scale.SizeDecimals))
+		if in.xPos != 0 {
+			s.Positions[in.ID] = float64(in.xPos) / float64(pow10(in.Scale.SizeDecimals))
 		}
 	}
 	if e.stratErr != nil {
 		s.StrategyError = e.stratErr.Error()
 	}
-	s.Digest = e.digest()
+	d, err := e.digest()
+	if err != nil {
+		r.Errors = append(r.Errors, err)
+	}
+	if e.fillLog.err != nil {
+		r.Errors = append(r.Errors, fmt.Errorf("backtest: fills' digest records kept in memory: %w", e.fillLog.err))
+	}
+	s.Digest = d
 	if e.summaryOnly {
 		r.Orders, r.Fills = nil, nil // the summary is all a summary-only run hands back
 	}
@@ -369,34 +357,6 @@ func horizonName(ns int64) string {
 		return strconv.FormatInt(ns/1e9, 10) + "s"
 	}
 	return strconv.FormatInt(ns/1e6, 10) + "ms"
-}
-
-// digest is XXH64 over every order's final state and every fill, in order:
-// same data, strategy and parameters give the same digest.
-func (e *Engine) digest() string {
-	h := xxhash.New()
-	var b [8]byte
-	put := func(v int64) { binary.LittleEndian.PutUint64(b[:], uint64(v)); h.Write(b[:]) }
-	for _, o := range e.orders {
-		put(int64(o.ID))
-		h.WriteString(o.Instrument)
-		put(int64(o.Side)<<8 | int64(o.TIF)<<16 | int64(o.Status)<<24)
-		put(o.Price)
-		put(o.Size)
-		put(o.Filled)
-		h.WriteString(o.Reason)
-	}
-	for _, f := range e.fills {
-		put(int64(f.OrderID))
-		put(f.Price)
-		put(f.Size)
-		put(int64(f.Liquidity))
-		put(f.Queue)
-		put(f.Fee)
-		put(f.RecvNs)
-	}
-	put(e.cash)
-	return fmt.Sprintf("xxh64:%016x", h.Sum64())
 }
 
 // RunOptions configures Run.

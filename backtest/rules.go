@@ -136,7 +136,7 @@ func check(in *Instrument, o *Order, nowNs int64) string {
 		Notional(o.Price, o.Size, sc.PriceDecimals, sc.SizeDecimals) < int64(math.Round(t.MinNotional*1e10)) {
 		return fmt.Sprintf("%s (value %s)", r.MinNotional, fmtDec(Notional(o.Price, o.Size, sc.PriceDecimals, sc.SizeDecimals), CashDecimals))
 	}
-	if o.ReduceOnly && ((o.Side == Buy && in.Position >= 0) || (o.Side == Sell && in.Position <= 0)) {
+	if o.ReduceOnly && ((o.Side == Buy && in.xPos >= 0) || (o.Side == Sell && in.xPos <= 0)) {
 		return r.ReduceOnly
 	}
 	return ""
@@ -270,13 +270,23 @@ type Instrument struct {
 	Resolved   bool
 	Settle     int64 // settlement price when Resolved (0 or one unit)
 
-	Position   int64   // at the exchange (Context.Position is the strategy's view); size units; negative is short
-	Funding    int64   // funding paid so far (cash units; positive paid)
+	// The strategy's view (see the package doc): what the fill reports,
+	// funding and settlements received so far say, never the exchange's
+	// state ahead of them.
+	Position  int64 // size units; negative is short (Context.Position)
+	Funding   int64 // funding paid (cash units; positive paid)
+	LastTrade int64 // price of the last fill reported; 0 before the first
+
+	// What the feed has delivered (public, at its receive time).
 	FundRate   float64 // latest funding rate recorded
 	MarkPx     int64   // latest mark price recorded
-	LastTrade  int64
-	ExchangeNs int64
+	ExchangeNs int64   // latest exchange timestamp of its events
 	lastPeriod int64
+
+	// The simulated exchange's state, ahead of the strategy's view.
+	xPos     int64 // position
+	xFunding int64 // funding paid
+	lastFill int64 // price of the last fill
 
 	rules       *venueRules
 	maxPriceDec int
@@ -290,11 +300,13 @@ type Instrument struct {
 	boundOracle int64      // the oracle price then
 	lastMid     int64      // the mid when the book last had one (marks)
 	cashFlow    int64      // cash its fills, funding and settlement moved (PnL by instrument)
-	taken       []takenLevel
+	taken       takenLevels
 	scratch     []book.Level
 	merged      []book.Level // levels' merge of a book and its mirror
 	marks       []markout
-	marksDue    int64 // the earliest atNs in marks (valid when marks is not empty)
+	marksDue    int64     // the earliest atNs in marks (valid when marks is not empty)
+	fee         *feeState // its market's fee state, once there is one (Engine.feeOf)
+	feeFor      string    // the key fee was found for
 }
 
 // takenLevel remembers recorded size the strategy's taker orders consumed
@@ -306,32 +318,64 @@ type takenLevel struct {
 	size  int64
 }
 
-func (in *Instrument) takenAt(side book.Side, price int64) int64 {
-	for _, t := range in.taken {
-		if t.side == side && t.price == price {
-			return t.size
+// takenLevels are the levels an instrument's takes touched (a handful:
+// searched in order).
+type takenLevels []takenLevel
+
+func (t takenLevels) at(side book.Side, price int64) int64 {
+	for _, l := range t {
+		if l.side == side && l.price == price {
+			return l.size
 		}
 	}
 	return 0
 }
 
-func (in *Instrument) take(side book.Side, price, size int64) {
-	for i := range in.taken {
-		if in.taken[i].side == side && in.taken[i].price == price {
-			in.taken[i].size += size
+func (t *takenLevels) add(side book.Side, price, size int64) {
+	for i := range *t {
+		if l := &(*t)[i]; l.side == side && l.price == price {
+			l.size += size
 			return
 		}
 	}
-	in.taken = append(in.taken, takenLevel{side, price, size})
+	*t = append(*t, takenLevel{side, price, size})
 }
 
-func (in *Instrument) untake(side book.Side, price int64) {
-	for i := range in.taken {
-		if in.taken[i].side == side && in.taken[i].price == price {
-			in.taken[i] = in.taken[len(in.taken)-1]
-			in.taken = in.taken[:len(in.taken)-1]
+func (t *takenLevels) remove(side book.Side, price int64) {
+	s := *t
+	for i := range s {
+		if s[i].side == side && s[i].price == price {
+			s[i] = s[len(s)-1]
+			*t = s[:len(s)-1]
 			return
 		}
+	}
+}
+
+func (in *Instrument) takenAt(side book.Side, price int64) int64 { return in.taken.at(side, price) }
+
+func (in *Instrument) take(side book.Side, price, size int64) { in.taken.add(side, price, size) }
+
+// untake forgets what was taken at a level the venue has changed, at the
+// exchange and in the strategy's view (the same event shows it the level).
+func (in *Instrument) untake(side book.Side, price int64) {
+	in.taken.remove(side, price)
+	in.view.taken.remove(side, price)
+}
+
+// untakeAll forgets every take (a snapshot replaced the book).
+func (in *Instrument) untakeAll() {
+	in.taken = in.taken[:0]
+	in.view.taken = in.view.taken[:0]
+}
+
+// seeTaken adds to the strategy's view of in's takes what a taker fill
+// report tells it (size at price on side opp), as far as the exchange
+// still counts it taken: a level the venue has re-published since is
+// whole again in the book the strategy has.
+func (in *Instrument) seeTaken(opp book.Side, price, size int64) {
+	if q := min(size, in.taken.at(opp, price)-in.view.taken.at(opp, price)); q > 0 {
+		in.view.taken.add(opp, price, q)
 	}
 }
 
@@ -357,10 +401,11 @@ type accountView struct {
 	cash   int64
 }
 
-// instView is an instrument as the strategy knows it.
+// instView is what the strategy knows of an instrument's orders (its
+// position is Instrument.Position).
 type instView struct {
-	pos  int64
-	live []*Order // orders not reported done, in submission order
+	taken takenLevels // what taker fill reports say the strategy took (Context.Available)
+	live  []*Order    // orders not reported done, in submission order
 }
 
 func (v *instView) drop(o *Order) {

@@ -152,9 +152,11 @@ type Order struct {
 	ActiveNs int64  // exchange time the order reached the venue (the latest, after an amend)
 	DoneNs   int64  // exchange time it was filled, cancelled, expired or rejected
 
-	prevLevel  int64   // level size last seen at Price (queue model)
-	tradedHere int64   // trade size at Price since the last level change (probabilistic model)
-	unit       float64 // fixed-point units per share or coin
+	in         *Instrument // its instrument (nil: unknown when submitted); see Engine.instOf
+	prevLevel  int64       // level size last seen at Price (queue model)
+	tradedHere int64       // trade size at Price since the last level change (probabilistic model)
+	unit       float64     // fixed-point units per share or coin
+	refs       int32       // actions and reports about it not yet applied or delivered (bounded.go)
 }
 
 // Leaves returns the unfilled size.
@@ -170,7 +172,7 @@ type Fill struct {
 	Price      int64
 	Size       int64
 	Liquidity  Liquidity
-	Queue      int64 // size that was ahead in the queue when it filled (maker fills)
+	Queue      int64 // the queue model's estimate of the size ahead when it filled (maker fills; no venue reports it)
 	Fee        int64 // at the cash scale (CashScale); negative is a rebate
 	ExchangeNs int64 // exchange time of the match (the venue's clock)
 	RecvNs     int64 // local time the fill report reaches the strategy (ExchangeNs + ack latency)
@@ -178,6 +180,7 @@ type Fill struct {
 
 	cashDelta int64 // cash change at CashDecimals (notional and fee)
 	filled    int64 // the order's filled size after this fill
+	reported  bool  // its report reached the strategy (summary-only runs: it may go, bounded.go)
 }
 
 // Error is a rejection or a strategy fault naming the order.

@@ -115,6 +115,17 @@ func (b *Book) Replace(bids, asks []Level) error {
 	return nil
 }
 
+// CopyFrom makes b hold src's levels and validity (b keeps its own scale),
+// as Replace with src's levels would, without re-checking levels src has
+// already checked. It allocates only when a side of src holds more levels
+// than b's ever has.
+func (b *Book) CopyFrom(src *Book) {
+	b.bids = append(b.bids[:0], src.bids...)
+	b.asks = append(b.asks[:0], src.asks...)
+	b.valid = src.valid
+	b.gen++
+}
+
 // Matches reports whether the book is valid and holds exactly bids and asks
 // (each side in either strictly monotone price order, as Replace takes it):
 // whether Replace(bids, asks) would change nothing. Input in no monotone

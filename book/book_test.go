@@ -325,6 +325,43 @@ func TestValidity(t *testing.T) {
 	}
 }
 
+// CopyFrom leaves the copy with the source's levels and validity, sharing
+// no storage with it, and bumps its generation.
+func TestCopyFrom(t *testing.T) {
+	src := New(pmScale)
+	if err := src.Replace(lv(4780, 3, 4790, 2, 4800, 1), lv(5220, 6, 5210, 5, 5200, 4)); err != nil {
+		t.Fatal(err)
+	}
+	dst := New(pmScale)
+	_ = dst.Replace(lv(1, 1, 2, 2, 3, 3, 4, 4), nil)
+	g := dst.Generation()
+	dst.CopyFrom(src)
+	if !dst.Valid() || !equalLevels(top(dst, Bid), top(src, Bid)) || !equalLevels(top(dst, Ask), top(src, Ask)) {
+		t.Fatalf("copy %v/%v valid %v, want %v/%v", top(dst, Bid), top(dst, Ask), dst.Valid(), top(src, Bid), top(src, Ask))
+	}
+	if dst.Generation() == g {
+		t.Fatal("CopyFrom kept the generation")
+	}
+	_ = src.Set(Bid, 4800, 7, 0)
+	_ = dst.Set(Ask, 5200, 0, 0)
+	if l, _ := dst.Best(Bid); l.Size != 1 {
+		t.Fatalf("copy shares the source's bids: best %v", l)
+	}
+	if l, _ := src.Best(Ask); l.Price != 5200 {
+		t.Fatalf("copy shares the source's asks: best %v", l)
+	}
+	src.Invalidate()
+	dst.CopyFrom(src)
+	if dst.Valid() || !equalLevels(top(dst, Bid), top(src, Bid)) {
+		t.Fatalf("copy of an invalid book: valid %v, bids %v", dst.Valid(), top(dst, Bid))
+	}
+	empty := New(pmScale)
+	dst.CopyFrom(empty)
+	if dst.Valid() || dst.Len(Bid) != 0 || dst.Len(Ask) != 0 {
+		t.Fatal("copy of a new book is not empty and invalid")
+	}
+}
+
 // TestAllocs asserts the steady state of every hot operation is free of heap
 // allocations once a book has reached its size.
 func TestAllocs(t *testing.T) {
@@ -339,6 +376,8 @@ func TestAllocs(t *testing.T) {
 	_ = b.Replace(bids, asks)
 	_ = b.Replace(bids, asks) // both buffers warmed
 	buf := make([]Level, 0, 100)
+	cp := New(pmScale)
+	cp.CopyFrom(b) // warmed
 	i := int64(0)
 	cases := []struct {
 		name string
@@ -349,6 +388,7 @@ func TestAllocs(t *testing.T) {
 		{"Set deep", func() { _ = b.Set(Bid, 4750, 5+i%3, 0); i++ }},
 		{"Replace", func() { _ = b.Replace(bids, asks) }},
 		{"Replace unordered", func() { _ = b.Replace(unordered, asks) }},
+		{"CopyFrom", func() { cp.CopyFrom(b) }},
 		{"Top", func() { buf = b.Top(Bid, buf[:0], 100) }},
 		{"Best", func() { _, _ = b.Best(Ask) }},
 		{"Level", func() { _, _ = b.Level(Bid, 4710) }},

@@ -99,8 +99,16 @@ type liveRec struct {
 	skipped          uint64
 	skipFrom, skipTo int64
 	// settle, when set, is no record: the engine writes what it holds
-	// back and closes it (see settle).
-	settle chan struct{}
+	// back and closes its done (see settle).
+	settle *settleMark
+}
+
+// settleMark asks the live engine to write what it holds back, once it has
+// processed every record queued before the mark: the findings of
+// connection slot conn, or (conn 0) all of them and a lag episode.
+type settleMark struct {
+	done chan struct{}
+	conn uint32
 }
 
 // liveEngine is the live engine of one Run.
@@ -298,10 +306,12 @@ func (l *liveEngine) run() {
 	var credit time.Duration // processing time left in the behind budget
 	var last time.Time
 	for lr := range l.ch {
-		if lr.settle != nil {
-			l.flushLag()
-			l.sweep(time.Now(), true)
-			close(lr.settle)
+		if m := lr.settle; m != nil {
+			if m.conn == 0 {
+				l.flushLag()
+			}
+			l.sweep(time.Now(), true, m.conn)
+			close(m.done)
 			continue
 		}
 		if l.abort.Load() { // shutting down with a backlog: skip the rest
@@ -347,7 +357,7 @@ func (l *liveEngine) run() {
 		l.stats.lastNs.Store(lr.rec.WallNs)
 		if len(l.held) > 0 {
 			if now := time.Now(); now.Sub(l.lastSweep) >= liveSweepEvery {
-				l.sweep(now, false)
+				l.sweep(now, false, 0)
 			}
 		}
 	}
@@ -460,37 +470,42 @@ func (l *liveEngine) record(conn uint32, k datasets.Kind, c datasets.Control) bo
 
 // settle has the engine write what it holds back (findings spaced by
 // their backoff, a lag episode) while the recording still takes records:
-// Run calls it once the connections have stopped, before it closes the
-// writer's queue. A marker goes through the queue behind every record
-// already in it, so the engine writes after it processed them; settle
-// waits for that at most the drain timeout (then the engine counts what it
-// still holds as unrecorded at its end).
-func (l *liveEngine) settle() {
+// Run calls it (conn 0: everything) once the connections have stopped,
+// before it closes the writer's queue, and a connection's graceful shutdown
+// calls it for its slot before the connection's clean close, after which
+// the dataset format allows nothing more on that slot (FORMAT.md: a replay
+// takes what follows as a new session after a gap, and invalidates the
+// connection's books). A marker goes through the queue behind every record
+// already in it, so the engine writes after it processed them (findings
+// of the connection's last frames included); settle waits for that at most
+// the drain timeout (then the engine counts what it still holds as
+// unrecorded at its end).
+func (l *liveEngine) settle(conn uint32) {
 	if l == nil {
 		return
 	}
-	done := make(chan struct{})
-	if !l.r.q.push(l.r.wctx, entry{settle: done}) {
+	m := &settleMark{done: make(chan struct{}), conn: conn}
+	if !l.r.q.push(l.r.wctx, entry{settle: m}) {
 		return
 	}
 	t := time.NewTimer(l.r.o.live.drainTimeout)
 	defer t.Stop()
 	select {
-	case <-done:
+	case <-m.done:
 	case <-t.C:
 	}
 }
 
 // handSettle passes the settle marker from the writer to the engine,
 // waiting for room at most the drain timeout.
-func (l *liveEngine) handSettle(done chan struct{}) {
+func (l *liveEngine) handSettle(m *settleMark) {
 	if l == nil {
 		return
 	}
 	t := time.NewTimer(l.r.o.live.drainTimeout)
 	defer t.Stop()
 	select {
-	case l.ch <- liveRec{settle: done}:
+	case l.ch <- liveRec{settle: m}:
 	case <-t.C:
 	}
 }

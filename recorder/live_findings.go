@@ -121,15 +121,19 @@ func (l *liveEngine) unrecorded(check string, n uint64, reason string) {
 }
 
 // sweep writes the held findings whose spacing has passed, or (all) every
-// one of them.
-func (l *liveEngine) sweep(now time.Time, all bool) {
-	l.lastSweep = now
+// one of them; those of connection slot conn only, unless conn is 0.
+func (l *liveEngine) sweep(now time.Time, all bool, conn uint32) {
+	if conn == 0 {
+		l.lastSweep = now
+	}
 	if len(l.held) == 0 {
 		return
 	}
 	keys := make([]healKey, 0, len(l.held))
-	for k := range l.held {
-		keys = append(keys, k)
+	for k, f := range l.held {
+		if conn == 0 || f.conn == conn {
+			keys = append(keys, k)
+		}
 	}
 	slices.SortFunc(keys, func(a, b healKey) int { // a stable order of records
 		if c := cmpStr(a.what, b.what); c != 0 {

@@ -2,13 +2,16 @@ package recorder_test
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/recorder"
 	"github.com/tapedeck/tapedeck/recorder/fakeexchange"
+	"github.com/tapedeck/tapedeck/replayer"
 )
 
 // counter sums the values of metric name whose labels include want.
@@ -127,18 +130,7 @@ func TestLiveRejectedFramesAreRecorded(t *testing.T) {
 // a record's Dropped, including those still held back when the capture
 // stops. Before, those were lost (metric 52,321, recorded 31,985).
 func TestLiveIntegrityBurstAllAccounted(t *testing.T) {
-	s := fakeexchange.New(fakeexchange.PolymarketHashConfig())
-	defer s.Close()
-	asset := fakeexchange.PolymarketHashAsset
-	c := startCapture(t, pmSpec(s, asset), nil, recorder.WithHeal(false))
-	waitFor(t, "the first hash-checked book", func() bool {
-		b, ok := c.rec.LiveBook(asset)
-		return ok && b.Quality.HashChecked >= 2 && len(s.Live()) > 0
-	})
-	good := s.Conns()[0].Sent()[0]
-	i := strings.Index(string(good), `"hash":"`) + len(`"hash":"`)
-	bad := slices.Clone(good)
-	bad[i] = "01"[min(int(bad[i]-'0'), 1)^1]
+	s, c, _, bad := hashCapture(t, recorder.WithHeal(false))
 	const burst = 300
 	for range burst {
 		s.SendAll(bad)
@@ -164,4 +156,89 @@ func TestLiveIntegrityBurstAllAccounted(t *testing.T) {
 	if st := c.rec.LiveStats(); st.IntegrityHeld != 0 || st.IntegrityUnrecorded != 0 {
 		t.Errorf("after the capture: %+v", st)
 	}
+}
+
+// TestLiveHeldFindingsBeforeCleanClose: findings the spacing of integrity
+// records still holds back when the capture stops are written before the
+// clean close of their connection, not after it. The dataset format says
+// that anything after a connection's clean close on its slot starts after
+// an unrecorded gap, so a replay invalidates the connection's books there:
+// before, a capture stopped within the spacing of a burst of mismatches
+// (the whole tail of a sample recording on an idle host) left every book of
+// the connection invalid at the end of its replay, healed or not.
+func TestLiveHeldFindingsBeforeCleanClose(t *testing.T) {
+	asset := fakeexchange.PolymarketHashAsset
+	// An hour of spacing: every finding after the first is held until the
+	// capture stops, whatever the speed of the host.
+	s, c, good, bad := hashCapture(t, recorder.WithHeal(false), recorder.WithHealBackoff(time.Hour, time.Hour))
+	const burst = 3
+	for range burst {
+		s.SendAll(bad)
+	}
+	waitFor(t, "the mismatches", func() bool { return c.rec.LiveStats().HashMismatches >= burst })
+	b, _ := c.rec.LiveBook(asset)
+	ok := b.Quality.HashOK
+	s.SendAll(good) // the venue's next snapshot: the book is right again
+	waitFor(t, "the good snapshot", func() bool {
+		b, _ := c.rec.LiveBook(asset)
+		return b.Quality.HashOK > ok && b.Valid
+	})
+	if held := c.rec.LiveStats().IntegrityHeld; held != burst-1 {
+		t.Fatalf("%d findings held back at the stop, want %d", held, burst-1)
+	}
+	recs := c.stop()
+	if st := c.rec.LiveStats(); st.Skipped != 0 {
+		t.Skipf("the live engine fell behind on this host (%d skipped)", st.Skipped)
+	}
+	if _, found, _ := recordedFindings(t, recs, datasets.CheckHashMismatch); found != burst {
+		t.Errorf("%d findings recorded, want %d", found, burst)
+	}
+	closed := map[uint32]uint64{}
+	for _, r := range recs {
+		if r.Conn == 0 {
+			continue
+		}
+		if seq, ok := closed[r.Conn]; ok {
+			t.Errorf("record %d (%s) on conn %d after its clean close (record %d)", r.Seq, r.Kind, r.Conn, seq)
+		}
+		if r.Kind == datasets.KindCleanClose {
+			closed[r.Conn] = r.Seq
+		}
+	}
+	if len(closed) == 0 {
+		t.Fatalf("no clean close of a connection: %s", describe(recs))
+	}
+	rp, err := replayer.New([]string{c.dir}, replayer.WithHashCheck(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rp.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range rp.Books() {
+		if b.Instrument == asset && !b.Book.Valid() {
+			t.Errorf("the replayed book of %s is not valid at the end: the venue's last snapshot matched its hash", asset)
+		}
+	}
+}
+
+// hashCapture records a Polymarket venue whose book hashes are checked
+// (fakeexchange.PolymarketHashConfig) until its first book has been
+// checked, and returns the venue's book frame as sent and a copy whose hash
+// differs by one digit.
+func hashCapture(t *testing.T, opts ...recorder.Option) (s *fakeexchange.Server, c *capture, good, bad []byte) {
+	t.Helper()
+	s = fakeexchange.New(fakeexchange.PolymarketHashConfig())
+	t.Cleanup(s.Close)
+	asset := fakeexchange.PolymarketHashAsset
+	c = startCapture(t, pmSpec(s, asset), nil, opts...)
+	waitFor(t, "the first hash-checked book", func() bool {
+		b, ok := c.rec.LiveBook(asset)
+		return ok && b.Quality.HashChecked >= 2 && len(s.Live()) > 0
+	})
+	good = s.Conns()[0].Sent()[0]
+	i := strings.Index(string(good), `"hash":"`) + len(`"hash":"`)
+	bad = slices.Clone(good)
+	bad[i] = "01"[min(int(bad[i]-'0'), 1)^1]
+	return s, c, good, bad
 }

@@ -24,7 +24,7 @@ type entry struct {
 	pooled bool
 	// settle is the live engine's marker (liveEngine.settle): not a
 	// record; the writer hands it to the engine.
-	settle chan struct{}
+	settle *settleMark
 }
 
 // queue is the bounded hand-off between socket readers and the writer. Frames

@@ -391,7 +391,7 @@ func (r *Recorder) Run(ctx context.Context, sink Sink) error {
 	w.stopAt.CompareAndSwap(0, time.Now().UnixNano()) // bounds the retries of a refusing sink from now on
 	mgrWG.Wait()
 	r.slotWG.Wait()
-	live.settle()
+	live.settle(0)
 	q.close()
 	werr := <-writerDone
 	live.close()

@@ -339,7 +339,9 @@ func (s *slot) serve(ctx context.Context, conn *websocket.Conn) (healthy bool, e
 // shutdown closes the connection gracefully: a close frame (1000), a short
 // wait for the server's answer, and the connection's KindCleanClose record.
 // A clean close is not a loss: the books the connection leaves are the
-// venue's at that moment, and stay valid at the end of the recording.
+// venue's at that moment, and stay valid at the end of the recording. So it
+// is the connection's last record: the live engine first writes what it
+// found in the connection's frames and still holds (settle).
 func (s *slot) shutdown(conn *websocket.Conn, done chan readerExit) (bool, error) {
 	_ = conn.WriteControl(websocket.CloseMessage,
 		websocket.FormatCloseMessage(websocket.CloseNormalClosure, "shutdown"), time.Now().Add(closeWait))
@@ -352,6 +354,7 @@ func (s *slot) shutdown(conn *websocket.Conn, done chan readerExit) (bool, error
 		<-done
 	}
 	conn.Close()
+	s.r.liveEngine().settle(s.id)
 	s.r.control(s.id, datasets.KindCleanClose, datasets.Control{Code: websocket.CloseNormalClosure, Reason: "shutdown"})
 	return true, nil
 }

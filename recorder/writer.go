@@ -126,7 +126,7 @@ func (w *writer) loop(fatal func(error)) error {
 func (w *writer) discard() {
 	for e := range w.q.ch {
 		if e.settle != nil {
-			close(e.settle) // nothing more is written
+			close(e.settle.done) // nothing more is written
 			continue
 		}
 		w.lost.Add(1)

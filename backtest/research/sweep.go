@@ -53,9 +53,9 @@ type Job struct {
 	Also []feed.Subscriber
 	// SummaryOnly runs every point without its series, orders and fills
 	// (backtest.ManyOptions.SummaryOnly): the Metrics and the Summary are
-	// the same, and what the finished sweep keeps per point does not grow
-	// with the recording's length. For a sweep with no tables to write
-	// and no tearsheet.
+	// the same, and what the sweep holds per point, while it runs and
+	// after, does not grow with the recording's length. For a sweep with
+	// no tables to write and no tearsheet.
 	SummaryOnly bool
 }
 

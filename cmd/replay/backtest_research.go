@@ -8,12 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"text/tabwriter"
-	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/tapedeck/tapedeck/backtest"
 	"github.com/tapedeck/tapedeck/backtest/research"
@@ -193,7 +189,7 @@ func runResearch(ctx context.Context, o *backtestOptions, cfg backtest.Config, g
 	if len(runs) == 1 {
 		return printBacktest(o.Stdout, o.Stderr, runs[0].Result, o.JSON)
 	}
-	return printSweep(o.Stdout, runs, job.Axes, o.JSON)
+	return research.PrintSweep(o.Stdout, runs, job.Axes, o.JSON)
 }
 
 func sheetSubscribers(s *research.Sheet) []feed.Subscriber {
@@ -239,40 +235,6 @@ func writeSweep(o *backtestOptions, runs []*research.Run, axes []string, f colum
 
 func writeFileAtomic(path string, write func(io.Writer) error) error {
 	return backtest.WriteFile(path, func(w *bufio.Writer) error { return write(w) })
-}
-
-type sweepRow struct {
-	Point    int               `json:"point"`
-	Strategy string            `json:"strategy"`
-	Values   map[string]string `json:"values,omitempty"`
-	Summary  *backtest.Summary `json:"summary"`
-}
-
-func printSweep(w io.Writer, runs []*research.Run, axes []string, asJSON bool) error {
-	if asJSON {
-		rows := make([]sweepRow, len(runs))
-		for i, r := range runs {
-			rows[i] = sweepRow{r.Point.Index, r.Strategy, r.Point.Values, &r.Result.Summary}
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
-	}
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "point\tstrategy\t")
-	for _, a := range axes {
-		fmt.Fprintf(tw, "%s\t", a)
-	}
-	fmt.Fprintln(tw, "pnl\tfees\tturnover\tfill ratio\tmax dd\tsharpe\tsortino\tfills\tdigest\t")
-	for _, r := range runs {
-		m := r.Metrics
-		fmt.Fprintf(tw, "%d\t%s\t", r.Point.Index, r.Strategy)
-		for _, a := range axes {
-			fmt.Fprintf(tw, "%s\t", r.Point.Values[a])
-		}
-		fmt.Fprintf(tw, "%.6f\t%.6f\t%.2f\t%.4f\t%.6f\t%.3f\t%.3f\t%d\t%s\t\n", m.PnL, m.Fees, m.Turnover, m.FillRatio, m.MaxDrawdown, m.Sharpe, m.Sortino, m.Fills, m.Digest)
-	}
-	return tw.Flush()
 }
 
 func runWalk(ctx context.Context, o *backtestOptions, job *research.Job, sheet *research.Sheet) error {
@@ -331,54 +293,5 @@ func runWalk(ctx context.Context, o *backtestOptions, job *research.Job, sheet *
 		enc.SetIndent("", "  ")
 		return enc.Encode(wk.Report())
 	}
-	tw := tabwriter.NewWriter(o.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "window\ttest from\tstrategy\tchosen\ttrain "+wk.Objective+"\ttest pnl\tdigest")
-	for i, w := range wk.Windows {
-		for _, c := range w.Chosen {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.6g\t%.6f\t%s\n", i+1, fmtWalkTime(w.TestFromNs), c.Strategy, pointText(c.Point), c.TrainObjective, c.Test.Metrics.PnL, c.Test.Metrics.Digest)
-		}
-	}
-	return tw.Flush()
-}
-
-func pointText(p research.Point) string {
-	var ps []string
-	for k, v := range p.Values {
-		ps = append(ps, k+"="+v)
-	}
-	slices.Sort(ps)
-	return strings.Join(ps, " ")
-}
-
-func fmtWalkTime(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339) }
-
-func newBacktestMergeCmd() *cobra.Command {
-	var out string
-	cmd := &cobra.Command{
-		Use:   "merge TABLE.csv...",
-		Short: "Join the sweep tables of a sharded sweep's jobs into one",
-		Long: `Join the CSV sweep tables that "replay backtest --sweep … --shard K/N" jobs
-wrote (DIR/sweep.csv) into the table the unsharded sweep writes, byte for byte:
-rows by point, every point exactly once. A missing shard or one given twice is
-an error.`,
-		Example: `  $ replay backtest merge --out sweep.csv part-1/sweep.csv part-2/sweep.csv`,
-		Args:    cli.AtLeastOne("TABLE.csv"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var parts []io.Reader
-			for _, a := range args {
-				fh, err := os.Open(a)
-				if err != nil {
-					return err
-				}
-				defer fh.Close()
-				parts = append(parts, fh)
-			}
-			if out == "" || out == "-" {
-				return research.Merge(cmd.OutOrStdout(), parts...)
-			}
-			return writeFileAtomic(out, func(w io.Writer) error { return research.Merge(w, parts...) })
-		},
-	}
-	cmd.Flags().StringVar(&out, "out", "", "write the merged table to `FILE` (default: standard output)")
-	return cmd
+	return wk.WriteTable(o.Stdout)
 }

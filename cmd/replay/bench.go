@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tapedeck/tapedeck/bench"
 	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/internal/units"
 	"github.com/tapedeck/tapedeck/replayer"
 )
 
@@ -119,14 +120,14 @@ func runBench(ctx context.Context, opts *benchOptions) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "frames\t%d (%s), %d runs\n", last.Frames, humanBytes(last.Bytes), len(res.Runs))
+	fmt.Fprintf(tw, "frames\t%d (%s), %d runs\n", last.Frames, units.DecimalBytes(last.Bytes), len(res.Runs))
 	fmt.Fprintf(tw, "throughput\t%.0f frames/s, %.1f MB/s\n", res.FramesPerSec, res.MBPerSec)
 	fmt.Fprintf(tw, "per frame\t%.0f ns, %.3f allocations\n", res.NsPerFrame, res.AllocsPerFrame)
 	if res.CPUPerRecordedHour > 0 {
 		fmt.Fprintf(tw, "CPU\t%.3f s per recorded hour (%v recorded)\n", res.CPUPerRecordedHour, time.Duration(res.RecordedNs).Round(time.Second))
 	}
 	if res.PeakRSS > 0 {
-		fmt.Fprintf(tw, "peak RSS\t%s\n", humanBytes(uint64(res.PeakRSS)))
+		fmt.Fprintf(tw, "peak RSS\t%s\n", units.DecimalBytes(uint64(res.PeakRSS)))
 	}
 	fmt.Fprintf(tw, "digest\t%s\n", res.Digest)
 	return tw.Flush()

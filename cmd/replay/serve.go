@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -18,10 +17,10 @@ import (
 	"github.com/tapedeck/tapedeck/backtest"
 	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/internal/units"
 	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/replayer/serve"
 	"github.com/tapedeck/tapedeck/replayer/serve/trading"
-	"github.com/tapedeck/tapedeck/venue/registry"
 	"github.com/tapedeck/tapedeck/venue/tradeapi"
 )
 
@@ -292,6 +291,9 @@ func runServe(ctx context.Context, opts *serveCmdOptions) error {
 	if opts.CloseAtEnd {
 		sopts = append(sopts, serve.WithCloseAtEnd())
 	}
+	if opts.ExitAtEnd {
+		sopts = append(sopts, serve.WithExitAtEnd())
+	}
 	if opts.Trading {
 		sopts = append(sopts, serve.WithTrading(trading.Options{Speed: opts.Speed, MaxGap: opts.MaxGap,
 			Deterministic: opts.Deterministic, Settle: opts.Settle, Backtest: opts.Sim, MaxAccounts: opts.Accounts},
@@ -301,37 +303,21 @@ func runServe(ctx context.Context, opts *serveCmdOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Trading && opts.ExitAtEnd {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		go func() {
-			select {
-			case <-s.Hub().Done():
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-	}
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	path := "/ws" // any path is served; this is the venue's
-	if d, err := registry.Lookup(s.Venue()); err == nil {
-		path = d.Endpoints().ServePath
-	}
 	fmt.Fprintf(opts.ErrOut, "serving %s recording at ws://%s%s (speed %s); Ctrl-C to stop\n",
-		s.Venue(), ln.Addr(), path, opts.Speed)
+		s.Venue(), ln.Addr(), s.Path(), opts.Speed)
 	if opts.Ready != nil {
 		go opts.Ready(ln.Addr())
 	}
 	err = s.Serve(ctx, ln)
 	st := s.Stats()
 	fmt.Fprintf(opts.ErrOut, "served %d connections: %d frames (%s); %d slow clients disconnected; %d over a client limit; %d replays stopped by read errors\n",
-		st.Connections, st.FramesSent, humanBytes(st.BytesSent), st.SlowDisconnects, st.OverLimit, st.ReadErrors)
+		st.Connections, st.FramesSent, units.DecimalBytes(st.BytesSent), st.SlowDisconnects, st.OverLimit, st.ReadErrors)
 	if k := st.Skipped; k != (replayer.Skipped{}) {
-		fmt.Fprintf(opts.ErrOut, "not waited out: %s\n", skippedText(&k))
+		fmt.Fprintf(opts.ErrOut, "not waited out: %s\n", k.String())
 	}
 	if err == nil && opts.Trading {
 		err = serveResults(opts, s)
@@ -341,31 +327,15 @@ func runServe(ctx context.Context, opts *serveCmdOptions) error {
 
 // serveResults prints each account's summary and writes its tables.
 func serveResults(opts *serveCmdOptions, s *serve.Server) error {
-	ids, results := s.Hub().Results()
 	if n := s.Hub().Late(); n > 0 {
 		fmt.Fprintf(opts.ErrOut, "deterministic: %d orders, cancels or modifies came while the replay ran (a bot that broke the lockstep rule, or slower than --settle %v): this run may not repeat\n", n, opts.Settle)
 	}
 	if opts.StdOut == nil {
 		opts.StdOut = io.Discard
 	}
-	w := opts.Out
-	for i, res := range results {
-		res.Summary.Strategy = "api:" + ids[i]
-		fmt.Fprintf(opts.StdOut, "account %s\n", ids[i])
-		res.Summary.WriteTable(opts.StdOut)
-		if w == "" {
-			continue
-		}
-		dir := w
-		if len(results) > 1 {
-			dir = filepath.Join(w, ids[i])
-		}
-		if err := res.WriteTables(dir, opts.OutFormat, sourced(opts.OutOpts, opts.Paths)); err != nil {
-			return err
-		}
-	}
-	if len(results) == 0 {
+	n, err := s.Hub().WriteResults(opts.StdOut, opts.Out, opts.OutFormat, sourced(opts.OutOpts, opts.Paths))
+	if n == 0 && err == nil {
 		fmt.Fprintln(opts.ErrOut, "no account traded")
 	}
-	return nil
+	return err
 }

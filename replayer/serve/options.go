@@ -21,6 +21,7 @@ type options struct {
 	window       time.Duration
 	writeTimeout time.Duration
 	closeAtEnd   bool
+	exitAtEnd    bool
 	sleeper      replayer.Sleeper
 	maxGap       time.Duration
 	maxSubs      int
@@ -164,6 +165,15 @@ func WithWriteTimeout(d time.Duration) Option {
 // again from the beginning.)
 func WithCloseAtEnd() Option {
 	return func(o *options) error { o.closeAtEnd = true; return nil }
+}
+
+// WithExitAtEnd makes Serve of a trading server (WithTrading) return, as if
+// its context had ended, once the shared replay has ended; the accounts'
+// results (Hub.Results) are then complete. Default: serve until the context
+// ends. Without WithTrading it does nothing: each connection has a replay of
+// its own.
+func WithExitAtEnd() Option {
+	return func(o *options) error { o.exitAtEnd = true; return nil }
 }
 
 // WithSleeper sets the time source the replays are paced with. Default:

@@ -198,6 +198,16 @@ func (s *Server) Hub() *trading.Hub { return s.hub }
 // Venue returns the venue whose protocol the server speaks.
 func (s *Server) Venue() string { return s.venue }
 
+// Path returns the URL path the venue's clients connect to (its driver's
+// Endpoints().ServePath, "/ws" when it names none); the server answers on
+// any path.
+func (s *Server) Path() string {
+	if p := s.drv.Endpoints().ServePath; p != "" {
+		return p
+	}
+	return "/ws"
+}
+
 // Stats returns the counters so far.
 func (s *Server) Stats() Stats {
 	return Stats{
@@ -309,9 +319,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	} else {
 		close(hubDone)
 	}
+	var end <-chan struct{} // nil: never
+	if s.hub != nil && s.opts.exitAtEnd {
+		end = s.hub.Done()
+	}
 	var err error
 	select {
 	case <-ctx.Done():
+	case <-end:
 	case err = <-done:
 	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -1,0 +1,306 @@
+package backtest
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// What a run keeps while it runs. A full run keeps every order and fill:
+// its result hands them back, and its tables are written from them. A
+// summary-only run (ManyOptions.SummaryOnly) keeps what is still in play
+// and folds the rest into its summary as it goes, so that what it holds
+// grows with its open orders and reports in flight, not with the
+// recording's length:
+//
+//   - An order goes once it is done at the exchange, the strategy has been
+//     told so, and no action or report about it is in flight (Order.refs),
+//     in ID order: its counts and submitted value are folded into the
+//     summary (tally) and its final state into the digest, which hashes the
+//     orders in ID order. An order still working holds back those after
+//     it (a few hundred for the built-in market maker).
+//   - A fill goes once its report reached the strategy. Its counts and
+//     value are folded when it happens, its markouts keep what they need
+//     of it (markout), and its part of the digest, which comes after every
+//     order's and so cannot be hashed before the run ends, is kept as the
+//     56 bytes the digest reads, on disk past spillBytes (fillLog).
+//   - The equity curve, positions and markouts are folded into the
+//     summary's figures (curve, markoutSums) and kept as no series.
+//
+// A full run computes its summary with the same folds, over the whole
+// lists at the end, so the two give the same summary and digest to the
+// last bit.
+
+// tally folds orders and fills into the summary's counts and values, in
+// the order a full run's result reads them: orders in ID order, fills in
+// execution order.
+type tally struct {
+	sub, fil     int64 // submitted and filled value (CashDecimals)
+	maker, taker int
+	venues       map[string]*VenueSummary
+	units        map[string]int64 // filled size by venue
+	// feeFirst is the first order (ID) of each instrument with a fee
+	// model, for Summary.FeeRates' markets with orders and no fills.
+	feeFirst map[*Instrument]uint64
+	// strays are orders sent for an instrument no event had named (Venue
+	// ""): the data may name it later, and the result counts them if so.
+	// Folded last, in ID order, as their own venue's sums.
+	strays []*Order
+}
+
+func (t *tally) venue(name string) *VenueSummary {
+	if t.venues == nil {
+		t.venues, t.units = map[string]*VenueSummary{}, map[string]int64{}
+	}
+	v := t.venues[name]
+	if v == nil {
+		v = &VenueSummary{}
+		t.venues[name] = v
+	}
+	return v
+}
+
+// order folds a done order (or, at the end, any); a stray one waits for
+// the end (final true folds it).
+func (t *tally) order(e *Engine, o *Order, final bool) {
+	if o.Venue == "" && !final {
+		t.strays = append(t.strays, o)
+		return
+	}
+	in := e.instOf(o)
+	if in == nil {
+		return
+	}
+	v := t.venue(o.Venue)
+	v.Orders++
+	val := o.Amount * pow10(CashDecimals-in.Scale.PriceDecimals)
+	if o.Amount == 0 {
+		val = Notional(o.Price, o.Size, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
+	}
+	t.sub += val
+	v.SubmittedValue += cashF(val)
+	if in.rules != nil && in.rules.fees != nil {
+		if t.feeFirst == nil {
+			t.feeFirst = map[*Instrument]uint64{}
+		}
+		if id, ok := t.feeFirst[in]; !ok || o.ID < id {
+			t.feeFirst[in] = o.ID
+		}
+	}
+}
+
+// fill folds a fill as it happens.
+func (t *tally) fill(in *Instrument, f *Fill) {
+	n := Notional(f.Price, f.Size, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
+	t.fil += n
+	v := t.venue(f.Venue)
+	v.Fills++
+	v.FilledValue += cashF(n)
+	t.units[f.Venue] += f.Size
+	v.FilledSize = float64(t.units[f.Venue]) / float64(pow10(in.Scale.SizeDecimals))
+	if f.Liquidity == Maker {
+		t.maker++
+	} else {
+		t.taker++
+	}
+}
+
+// filled takes a new fill (the last of e.fills) into the summary and, in
+// a summary-only run, the digest.
+func (e *Engine) filled(in *Instrument, f *Fill) {
+	e.tally.fill(in, f)
+	if e.summaryOnly {
+		e.fillLog.add(f)
+	}
+}
+
+// nextOrderID is the ID of the next order.
+func (e *Engine) nextOrderID() uint64 { return e.orderBase + uint64(len(e.orders)) + 1 }
+
+// orderIndex is the index in e.orders and e.view.orders of order id, which
+// must be kept.
+func (e *Engine) orderIndex(id uint64) int { return int(id - e.orderBase - 1) }
+
+// noOrder is Cancel's and Amend's error for an order id not kept: never
+// issued, or done and forgotten (summary-only runs).
+func (e *Engine) noOrder(id uint64) error {
+	if id > 0 && id <= e.orderBase {
+		return &Error{OrderID: id, Reason: "order is done"}
+	}
+	return &Error{OrderID: id, Reason: "no such order"}
+}
+
+// release lets a summary-only run forget the orders and fills it no longer
+// needs (see above), after each event.
+func (e *Engine) release() {
+	k := 0
+	for ; k < len(e.orders); k++ {
+		o, lo := e.orders[k], e.view.orders[k]
+		if !o.Status.Done() || o.refs != 0 || !lo.Status.Done() {
+			break
+		}
+		e.tally.order(e, o, false)
+		e.hashOrder(o)
+	}
+	if k > 0 {
+		e.orders = dropFront(e.orders, k)
+		e.view.orders = dropFront(e.view.orders, k)
+		e.orderBase += uint64(k)
+	}
+	k = 0
+	for k < len(e.fills) && e.fills[k].reported {
+		k++
+	}
+	if k > 0 {
+		e.fills = dropFront(e.fills, k)
+		e.fillBase += k
+	}
+}
+
+// dropFront removes s's first k elements in place, keeping its array.
+func dropFront[T any](s []T, k int) []T {
+	n := copy(s, s[k:])
+	clear(s[n:])
+	return s[:n]
+}
+
+// hashOrder adds an order's final state to a summary-only run's digest.
+func (e *Engine) hashOrder(o *Order) {
+	if e.dig == nil {
+		e.dig = xxhash.New()
+	}
+	e.digBuf = appendOrderRecord(e.digBuf[:0], o)
+	e.dig.Write(e.digBuf)
+}
+
+// appendOrderRecord appends what the digest reads of an order.
+func appendOrderRecord(b []byte, o *Order) []byte {
+	b = binary.LittleEndian.AppendUint64(b, o.ID)
+	b = append(b, o.Instrument...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(o.Side)<<8|uint64(o.TIF)<<16|uint64(o.Status)<<24)
+	b = binary.LittleEndian.AppendUint64(b, uint64(o.Price))
+	b = binary.LittleEndian.AppendUint64(b, uint64(o.Size))
+	b = binary.LittleEndian.AppendUint64(b, uint64(o.Filled))
+	return append(b, o.Reason...)
+}
+
+// fillRecordSize is the size of appendFillRecord's record.
+const fillRecordSize = 7 * 8
+
+// appendFillRecord appends what the digest reads of a fill.
+func appendFillRecord(b []byte, f *Fill) []byte {
+	for _, v := range [...]int64{int64(f.OrderID), f.Price, f.Size, int64(f.Liquidity), f.Queue, f.Fee, f.RecvNs} {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	}
+	return b
+}
+
+// spillBytes is how much of its fills' digest records a summary-only run
+// keeps in memory before it appends them to a temporary file.
+var spillBytes = 16 << 10
+
+// fillLog is a summary-only run's digest records of its fills, in
+// execution order: the digest hashes them after every order's final
+// state, so they wait for the end; in memory up to spillBytes, then in a
+// temporary file (opened for each append, so that many runs hold no
+// descriptors), removed when read. Where the file cannot be written they
+// stay in memory (err says why).
+type fillLog struct {
+	buf     []byte
+	path    string // the temporary file, "" before the first spill
+	spilled int64  // bytes in it
+	err     error
+}
+
+func (l *fillLog) add(f *Fill) {
+	l.buf = appendFillRecord(l.buf, f)
+	if len(l.buf) >= spillBytes && l.err == nil {
+		l.spill()
+	}
+}
+
+func (l *fillLog) spill() {
+	var f *os.File
+	var err error
+	if l.path == "" {
+		f, err = os.CreateTemp("", "tapedeck-fills-*")
+		if err == nil {
+			l.path = f.Name()
+		}
+	} else {
+		f, err = os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0)
+	}
+	if err != nil {
+		l.err = err
+		return
+	}
+	_, err = f.Write(l.buf)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		// What a short write left past spilled is never read.
+		l.err = err
+		return
+	}
+	l.spilled += int64(len(l.buf))
+	l.buf = l.buf[:0]
+}
+
+// writeTo writes the records to w in order and removes the file.
+func (l *fillLog) writeTo(w io.Writer) error {
+	if l.path != "" {
+		f, err := os.Open(l.path)
+		if err != nil {
+			return err
+		}
+		_, err = io.CopyN(w, f, l.spilled)
+		f.Close()
+		l.close()
+		if err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(l.buf)
+	return err
+}
+
+// close removes the temporary file, if any.
+func (l *fillLog) close() {
+	if l.path != "" {
+		os.Remove(l.path)
+		l.path = ""
+	}
+}
+
+// digest is XXH64 over every order's final state and every fill, in order,
+// then the cash: same data, strategy and parameters give the same digest.
+// A summary-only run has hashed the orders it released already (release)
+// and kept its fills' records (fillLog).
+func (e *Engine) digest() (string, error) {
+	h := e.dig
+	if h == nil {
+		h = xxhash.New()
+	}
+	b := e.digBuf
+	for _, o := range e.orders {
+		b = appendOrderRecord(b[:0], o)
+		h.Write(b)
+	}
+	if e.summaryOnly {
+		if err := e.fillLog.writeTo(h); err != nil {
+			return "", fmt.Errorf("backtest: digest: read back the fills' records: %w", err)
+		}
+	} else {
+		for i := range e.fills {
+			b = appendFillRecord(b[:0], &e.fills[i])
+			h.Write(b)
+		}
+	}
+	b = binary.LittleEndian.AppendUint64(b[:0], uint64(e.cash))
+	h.Write(b)
+	return fmt.Sprintf("xxh64:%016x", h.Sum64()), nil
+}
