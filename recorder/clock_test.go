@@ -29,6 +29,9 @@ func (c *stepClock) NewTicker(time.Duration) (<-chan time.Time, func()) {
 	return ch, func() {}
 }
 
+// advance moves the clock on by d.
+func (c *stepClock) advance(d time.Duration) { c.n.Add(int64(d / time.Microsecond)) }
+
 // tick ticks the newest ticker (the live connection's heartbeat).
 func (c *stepClock) tick() bool {
 	c.mu.Lock()
