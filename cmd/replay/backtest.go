@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"github.com/tapedeck/tapedeck/venue/registry"
 	"io"
-	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -249,13 +248,7 @@ func runBacktest(ctx context.Context, o *backtestOptions) error {
 	if err := checkIDs(cfg, res); err != nil {
 		return err
 	}
-	var missing []string
-	for _, id := range o.Instruments {
-		if !res.Names(id, true) {
-			missing = append(missing, id)
-		}
-	}
-	if missing != nil {
+	if _, _, missing := cfg.Unnamed(res); missing != nil {
 		return noMatch("backtest", missing, "nothing written")
 	}
 	if o.Out != "" {
@@ -298,19 +291,12 @@ func printBacktest(w, errw io.Writer, res *backtest.Result, asJSON bool) error {
 // checkIDs refuses --fee and --resolve ids that the data of none of the
 // results named: they would silently change nothing.
 func checkIDs(cfg backtest.Config, results ...*backtest.Result) error {
-	for _, l := range []struct {
-		flag string
-		ids  []string
-	}{{"--fee", slices.Sorted(maps.Keys(cfg.FeeRates))}, {"--resolve", slices.Sorted(maps.Keys(cfg.Resolutions))}} {
-		for _, id := range l.ids {
-			seen := false
-			for _, res := range results {
-				seen = seen || res.Names(id, l.flag == "--fee")
-			}
-			if !seen {
-				return cli.FlagErrorf("%s %s: no such instrument%s in the data", l.flag, id, map[bool]string{true: " or market"}[l.flag == "--fee"])
-			}
-		}
+	fees, resolutions, _ := cfg.Unnamed(results...)
+	if fees != nil {
+		return cli.FlagErrorf("--fee %s: no such instrument or market in the data", fees[0])
+	}
+	if resolutions != nil {
+		return cli.FlagErrorf("--resolve %s: no such instrument in the data", resolutions[0])
 	}
 	return nil
 }
