@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tapedeck/tapedeck/venue/registry"
 	"io"
-	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -128,86 +125,6 @@ An --fee or --resolve id the data never names is refused (exit 2), as is an
 	return cmd
 }
 
-// backtestConfig checks the flags that make the simulated exchange's
-// configuration and the strategies' parameters.
-func backtestConfig(o *backtestOptions) (backtest.Config, backtest.Params, error) {
-	given := backtest.Params{}
-	for _, p := range o.Params {
-		k, v, ok := strings.Cut(p, "=")
-		if !ok || k == "" {
-			return backtest.Config{}, nil, cli.FlagErrorf("--param %q: want name=value", p)
-		}
-		given[k] = v
-	}
-	cfg, err := o.simFlags.config("--queue", o.fill)
-	if err != nil {
-		return backtest.Config{}, nil, err
-	}
-	if !feeTierListed(cfg.FeeTier) {
-		return backtest.Config{}, nil, cli.FlagErrorf("--fee-tier %d: no venue's schedule has it", cfg.FeeTier)
-	}
-	return cfg, given, nil
-}
-
-// fill sets the simulator's fields that only "replay backtest" has.
-func (o *backtestOptions) fill(cfg *backtest.Config) error {
-	if o.LatencyCSV != "" {
-		lat, err := backtest.ReadLatencyFile(o.LatencyCSV)
-		if err != nil {
-			return cli.FlagErrorf("--latency-csv: %v", err)
-		}
-		cfg.Latency = lat
-	}
-	cfg.FeeRates, cfg.FeeCategories = map[string]float64{}, map[string]float64{}
-	for _, f := range o.Fees {
-		k, v, ok := strings.Cut(f, "=")
-		r, perr := strconv.ParseFloat(v, 64)
-		if !ok || k == "" || perr != nil || !(r >= 0 && r <= 1) {
-			return cli.FlagErrorf("--fee %q: want MARKET_OR_TOKEN=rate with rate in [0, 1]", f)
-		}
-		cfg.FeeRates[k] = r
-	}
-	for _, f := range o.FeeCats {
-		k, v, ok := strings.Cut(f, "=")
-		r, perr := strconv.ParseFloat(v, 64)
-		if !ok || strings.TrimSpace(k) == "" || perr != nil || !(r >= 0 && r <= 1) {
-			return cli.FlagErrorf("--fee-category %q: want CATEGORY=rate with rate in [0, 1]", f)
-		}
-		cfg.FeeCategories[k] = r
-	}
-	cfg.RecordedRebates = o.Rebate == "recorded"
-	if !cfg.RecordedRebates {
-		r, perr := strconv.ParseFloat(o.Rebate, 64)
-		if perr != nil || !(r >= 0 && r <= 1) {
-			return cli.FlagErrorf("--maker-rebate %q: want a share in [0, 1] or recorded", o.Rebate)
-		}
-		cfg.MakerRebateShare = r
-	}
-	cfg.UseBackfill, cfg.TradesAtPrice, cfg.IgnoreExchangeTime, cfg.Instruments = o.UseBackfill, o.TradesAtPrice, o.NoExchTime, o.Instruments
-	if o.Resolve != "" {
-		cfg.Resolutions = map[string]bool{}
-		for _, r := range strings.Split(o.Resolve, ",") {
-			k, v, ok := strings.Cut(r, "=")
-			if !ok || (v != "1" && v != "0") {
-				return cli.FlagErrorf("--resolve %q: want TOKEN=1 or TOKEN=0", r)
-			}
-			cfg.Resolutions[k] = v == "1"
-		}
-	}
-	return nil
-}
-
-// feeTierListed reports whether some venue's fee schedule has tier n (0
-// always: the lowest).
-func feeTierListed(n int) bool {
-	for _, d := range registry.All() {
-		if t := d.Capabilities().Trading; t != nil && n < len(t.FeeTiers) {
-			return true
-		}
-	}
-	return n == 0
-}
-
 // runBacktest runs "replay backtest": one strategy on one replay, or a
 // research run (several strategies, a sweep, a walk-forward) on one replay.
 func runBacktest(ctx context.Context, o *backtestOptions) error {
@@ -249,13 +166,7 @@ func runBacktest(ctx context.Context, o *backtestOptions) error {
 	if err := checkIDs(cfg, res); err != nil {
 		return err
 	}
-	var missing []string
-	for _, id := range o.Instruments {
-		if !res.Names(id, true) {
-			missing = append(missing, id)
-		}
-	}
-	if missing != nil {
+	if _, _, missing := cfg.Unnamed(res); missing != nil {
 		return noMatch("backtest", missing, "nothing written")
 	}
 	if o.Out != "" {
@@ -298,19 +209,12 @@ func printBacktest(w, errw io.Writer, res *backtest.Result, asJSON bool) error {
 // checkIDs refuses --fee and --resolve ids that the data of none of the
 // results named: they would silently change nothing.
 func checkIDs(cfg backtest.Config, results ...*backtest.Result) error {
-	for _, l := range []struct {
-		flag string
-		ids  []string
-	}{{"--fee", slices.Sorted(maps.Keys(cfg.FeeRates))}, {"--resolve", slices.Sorted(maps.Keys(cfg.Resolutions))}} {
-		for _, id := range l.ids {
-			seen := false
-			for _, res := range results {
-				seen = seen || res.Names(id, l.flag == "--fee")
-			}
-			if !seen {
-				return cli.FlagErrorf("%s %s: no such instrument%s in the data", l.flag, id, map[bool]string{true: " or market"}[l.flag == "--fee"])
-			}
-		}
+	fees, resolutions, _ := cfg.Unnamed(results...)
+	if fees != nil {
+		return cli.FlagErrorf("--fee %s: no such instrument or market in the data", fees[0])
+	}
+	if resolutions != nil {
+		return cli.FlagErrorf("--resolve %s: no such instrument in the data", resolutions[0])
 	}
 	return nil
 }

@@ -3,11 +3,14 @@ package main
 import (
 	"io"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tapedeck/tapedeck/backtest"
 	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/internal/cli"
+	"github.com/tapedeck/tapedeck/venue/registry"
 )
 
 // simFlags are the simulated exchange's flags that "replay backtest" and
@@ -49,6 +52,86 @@ func (s *simFlags) config(queueFlag string, more func(*backtest.Config) error) (
 		return backtest.Config{}, cli.FlagErrorf("%v", err)
 	}
 	return cfg, nil
+}
+
+// backtestConfig checks the flags that make the simulated exchange's
+// configuration and the strategies' parameters.
+func backtestConfig(o *backtestOptions) (backtest.Config, backtest.Params, error) {
+	given := backtest.Params{}
+	for _, p := range o.Params {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return backtest.Config{}, nil, cli.FlagErrorf("--param %q: want name=value", p)
+		}
+		given[k] = v
+	}
+	cfg, err := o.simFlags.config("--queue", o.fill)
+	if err != nil {
+		return backtest.Config{}, nil, err
+	}
+	if !feeTierListed(cfg.FeeTier) {
+		return backtest.Config{}, nil, cli.FlagErrorf("--fee-tier %d: no venue's schedule has it", cfg.FeeTier)
+	}
+	return cfg, given, nil
+}
+
+// fill sets the simulator's fields that only "replay backtest" has.
+func (o *backtestOptions) fill(cfg *backtest.Config) error {
+	if o.LatencyCSV != "" {
+		lat, err := backtest.ReadLatencyFile(o.LatencyCSV)
+		if err != nil {
+			return cli.FlagErrorf("--latency-csv: %v", err)
+		}
+		cfg.Latency = lat
+	}
+	cfg.FeeRates, cfg.FeeCategories = map[string]float64{}, map[string]float64{}
+	for _, f := range o.Fees {
+		k, v, ok := strings.Cut(f, "=")
+		r, perr := strconv.ParseFloat(v, 64)
+		if !ok || k == "" || perr != nil || !(r >= 0 && r <= 1) {
+			return cli.FlagErrorf("--fee %q: want MARKET_OR_TOKEN=rate with rate in [0, 1]", f)
+		}
+		cfg.FeeRates[k] = r
+	}
+	for _, f := range o.FeeCats {
+		k, v, ok := strings.Cut(f, "=")
+		r, perr := strconv.ParseFloat(v, 64)
+		if !ok || strings.TrimSpace(k) == "" || perr != nil || !(r >= 0 && r <= 1) {
+			return cli.FlagErrorf("--fee-category %q: want CATEGORY=rate with rate in [0, 1]", f)
+		}
+		cfg.FeeCategories[k] = r
+	}
+	cfg.RecordedRebates = o.Rebate == "recorded"
+	if !cfg.RecordedRebates {
+		r, perr := strconv.ParseFloat(o.Rebate, 64)
+		if perr != nil || !(r >= 0 && r <= 1) {
+			return cli.FlagErrorf("--maker-rebate %q: want a share in [0, 1] or recorded", o.Rebate)
+		}
+		cfg.MakerRebateShare = r
+	}
+	cfg.UseBackfill, cfg.TradesAtPrice, cfg.IgnoreExchangeTime, cfg.Instruments = o.UseBackfill, o.TradesAtPrice, o.NoExchTime, o.Instruments
+	if o.Resolve != "" {
+		cfg.Resolutions = map[string]bool{}
+		for _, r := range strings.Split(o.Resolve, ",") {
+			k, v, ok := strings.Cut(r, "=")
+			if !ok || (v != "1" && v != "0") {
+				return cli.FlagErrorf("--resolve %q: want TOKEN=1 or TOKEN=0", r)
+			}
+			cfg.Resolutions[k] = v == "1"
+		}
+	}
+	return nil
+}
+
+// feeTierListed reports whether some venue's fee schedule has tier n (0
+// always: the lowest).
+func feeTierListed(n int) bool {
+	for _, d := range registry.All() {
+		if t := d.Capabilities().Trading; t != nil && n < len(t.FeeTiers) {
+			return true
+		}
+	}
+	return n == 0
 }
 
 // backtestOutput checks the --out table flags: the format and the writer
