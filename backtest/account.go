@@ -141,6 +141,33 @@ func (e *Engine) marginUsed(r *venueRules, local bool) (initial, maint int64) {
 	return initial, maint
 }
 
+// marginValue is the account value margin is judged by (equity in the
+// package doc): cash plus each position at its value, a cross-margin
+// venue's at the mark margin uses (markOf, the venue's mark price where
+// recorded, not the book's mid), at the exchange or (local) as the
+// strategy knows them.
+func (e *Engine) marginValue(local bool) int64 {
+	v, list := e.cash, e.held
+	if local {
+		v, list = e.view.cash, e.instList
+	}
+	for _, in := range list {
+		pos := in.xPos
+		if local {
+			pos = in.Position
+		}
+		switch {
+		case pos == 0:
+		case in.rules != nil && in.rules.t.CrossMargin:
+			v += Notional(markOf(in, local), pos, in.Scale.PriceDecimals, in.Scale.SizeDecimals)
+		default:
+			x, _ := in.value(local)
+			v += x
+		}
+	}
+	return v
+}
+
 // afford reports the venue's reason when the account cannot carry o as it
 // enters, "" when it can.
 func (e *Engine) afford(in *Instrument, o *Order) string {
@@ -182,7 +209,7 @@ func (e *Engine) afford(in *Instrument, o *Order) string {
 		}
 		need := Notional(o.Price, inc, sc.PriceDecimals, sc.SizeDecimals) / leverage(in)
 		used, _ := e.marginUsed(in.rules, false)
-		if free := e.equityNow() - used; need > free {
+		if free := e.marginValue(false) - used; need > free {
 			return fmt.Sprintf("%s (margin %s needed at %dx, %s free)", t.Reasons.NoBalance, fmtDec(need, CashDecimals), leverage(in), fmtDec(free, CashDecimals))
 		}
 	}
@@ -221,7 +248,7 @@ func (e *Engine) hold(in *Instrument) {
 func (e *Engine) checkMargin(r *venueRules) {
 	initial, maint := e.marginUsed(r, false)
 	e.peakMargin = max(e.peakMargin, initial)
-	if maint == 0 || e.equityNow() >= maint {
+	if maint == 0 || e.marginValue(false) >= maint {
 		return
 	}
 	e.liquidations++
@@ -276,7 +303,7 @@ func (c *Context) LiquidationPrice(instrument string) (int64, bool) {
 	if den == 0 {
 		return 0, false
 	}
-	p := (float64(maint) - own - float64(e.localEquity()) + pos*mark*f) / den
+	p := (float64(maint) - own - float64(e.marginValue(true)) + pos*mark*f) / den
 	if !(p > 0) || p > math.MaxInt64/2 {
 		return 0, false
 	}

@@ -1,6 +1,7 @@
 package backtest
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -63,6 +64,29 @@ func TestHyperliquidMarginAndLiquidation(t *testing.T) {
 	// Peak: 0.3 × 102100 / 40 = 765.75 when the liquidating book came.
 	if res.Summary.PeakMargin != 765.75 || res.Summary.Liquidations != 1 {
 		t.Fatalf("peak margin %v, liquidations %d", res.Summary.PeakMargin, res.Summary.Liquidations)
+	}
+}
+
+// Margin judges the account at the venue's mark price, as the package doc's
+// formula says, not at the book's mid: with the book at 100000 / 100001 a
+// recorded mark of 101000 puts the liquidation price of a 0.3 BTC short
+// with 30986.50 of cash where 30986.5 − 0.3 P = 0.3 P / 40 × ½ (P =
+// 30986.5 / 0.30375 = 102013.17), and a mark of 102100 liquidates it though
+// the mid has not moved.
+func TestMarginJudgedAtTheMarkPrice(t *testing.T) {
+	tp, s := hlTape(t, Config{Cash: cash(t, "1000")})
+	id := tp.submit(s, OrderRequest{Instrument: "BTC", Side: Sell, Price: tp.px("100000"), Size: tp.sz("0.3"), TIF: IOC})
+	wantStatus(t, tp, id, StatusFilled, "")
+	tp.hlCtx("BTC", "101000", "0")
+	want := int64(math.Round(30986.5 / 0.30375 * float64(pow10(tp.sc.PriceDecimals))))
+	if lp, ok := tp.e.ctx.LiquidationPrice("BTC"); !ok || abs64(lp-want) > 1 || tp.e.liquidations != 0 {
+		t.Fatalf("liquidation price %d %v, want %d (liquidations %d)", lp, ok, want, tp.e.liquidations)
+	}
+	// Value at the mark 30986.5 − 30630 = 356.50 < maintenance 382.875:
+	// closed at 102100, fee 13.7835: cash 342.7165.
+	tp.hlCtx("BTC", "102100", "0")
+	if tp.e.liquidations != 1 || tp.e.insts["BTC"].xPos != 0 || tp.e.cash != cash(t, "342.7165") {
+		t.Fatalf("liquidations %d, position %d, cash %d; want the short closed at the mark 102100", tp.e.liquidations, tp.e.insts["BTC"].xPos, tp.e.cash)
 	}
 }
 

@@ -200,7 +200,7 @@ func appendFillRecord(b []byte, f *Fill) []byte {
 
 // spillBytes is how much of its fills' digest records a summary-only run
 // keeps in memory before it appends them to a temporary file.
-var spillBytes = 64 << 10
+var spillBytes = 16 << 10
 
 // fillLog is a summary-only run's digest records of its fills, in
 // execution order: the digest hashes them after every order's final

@@ -2,8 +2,10 @@ package backtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -144,5 +146,75 @@ func TestSummaryOnlyHeapBounded(t *testing.T) {
 	// margin for the collector's noise and the buffers' doubling).
 	if g := growth(soShort, soLong); g > 16<<10 {
 		t.Fatalf("summary-only runs grew by %.0f B per point over a recording four times as long", g)
+	}
+}
+
+// watcher runs the market maker and looks at what the strategy's view
+// keeps: its first order once done, the fills Context.Fills holds.
+type watcher struct {
+	*MM
+	firstGone bool // Context.Order(1) answered nil
+	cancelErr error
+	maxFills  int
+	endFills  int
+}
+
+func (w *watcher) OnEvent(ctx *Context, e *feed.Event) {
+	w.MM.OnEvent(ctx, e)
+	w.maxFills = max(w.maxFills, len(ctx.Fills()))
+}
+
+func (w *watcher) OnEnd(ctx *Context) {
+	w.firstGone = ctx.Order(1) == nil
+	w.cancelErr = ctx.Cancel(1)
+	w.endFills = len(ctx.Fills())
+}
+
+// A summary-only run forgets done orders and reported fills, as
+// ManyOptions.SummaryOnly says, and with measured latencies, whose reports
+// overtake each other (a 1 s round trip beside 2 ms ones), its summaries
+// and digests are still the full runs', with one worker or two.
+func TestSummaryOnlyForgets(t *testing.T) {
+	dir := writePM(t, "", walkFrames(2000)...)
+	for _, workers := range []int{1, 2} {
+		var sums [2][]Summary
+		var ws [2][]*watcher
+		for mode, summaryOnly := range []bool{false, true} {
+			var specs []Spec
+			for i := range 4 {
+				s, ps, err := NewBuiltin("mm", Params{"spread": "0.02", "size": strconv.Itoa(5 * (i + 1)), "skew": "0"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				w := &watcher{MM: s.(*MM)}
+				ws[mode] = append(ws[mode], w)
+				lat := &SampledLatency{RoundTrips: []int64{4e6, 2e9, 2e6, 300e6, 10e6, 150e6}[i:]}
+				specs = append(specs, Spec{Strategy: w, Config: Config{Cash: cash(t, "100000"), Latency: lat}, Name: "mm", Params: ps})
+			}
+			res, _, err := RunMany(context.Background(), []string{dir}, specs, ManyOptions{SummaryOnly: summaryOnly, Workers: workers})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res {
+				sums[mode] = append(sums[mode], r.Summary)
+			}
+		}
+		for i := range sums[0] {
+			full, so := sums[0][i], sums[1][i]
+			if !reflect.DeepEqual(full, so) {
+				t.Fatalf("workers %d point %d: summary only %+v, full %+v", workers, i, so, full)
+			}
+			if full.Fills == 0 || full.CancelRejects == 0 {
+				t.Fatalf("point %d: %d fills, %d refused cancels: the latencies overtake nothing", i, full.Fills, full.CancelRejects)
+			}
+			wf, ws := ws[0][i], ws[1][i]
+			var e *Error
+			if wf.firstGone || wf.endFills < full.Fills/2 || !errors.As(wf.cancelErr, &e) || e.Reason != "order is cancelled" {
+				t.Fatalf("full run's view: order 1 gone %v, %d fills of %d, cancel: %v", wf.firstGone, wf.endFills, full.Fills, wf.cancelErr)
+			}
+			if !ws.firstGone || ws.maxFills >= full.Fills/4 || !errors.As(ws.cancelErr, &e) || e.Reason != "order is done" {
+				t.Fatalf("summary-only run's view: order 1 gone %v, at most %d fills of %d at once, cancel: %v", ws.firstGone, ws.maxFills, full.Fills, ws.cancelErr)
+			}
+		}
 	}
 }

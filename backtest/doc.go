@@ -85,7 +85,12 @@
 // price, or the opposite best moving through it, fills it all. These are
 // hftbacktest's PartialFillExchange rules (src/backtest/proc/
 // partialfillexchange.rs: exec_qty = min(filled, trade qty, leaves) at the
-// price; the whole leaves qty when the trade or the best goes through).
+// price; the whole leaves qty when the trade or the best goes through),
+// with one addition: hftbacktest caps each order alone, so one print can
+// fill two orders of the strategy's at its price twice over; here they
+// share it in arrival order, on either token of a mirrored pair (a SELL NO
+// at 1 − p waits in the queue of a BUY YES at p), never more than its size
+// in all.
 // The queue ahead is the model's estimate (Context.QueueEstimate,
 // Fill.Queue): venues do not report it.
 //

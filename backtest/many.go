@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/feed"
@@ -47,7 +46,7 @@ type ManyOptions struct {
 	// runs and after, grows with its open orders and the reports in
 	// flight, not with the recording's length; the digest's records of the
 	// fills (56 bytes each, hashed after every order's final state) go to
-	// a temporary file past 64 KiB per run, removed at the end. The
+	// a temporary file past 16 KiB per run, removed at the end. The
 	// summaries are those of full runs to the last bit (the full runs
 	// compute their figures the same way). A strategy sees two
 	// differences: Context.Order returns nil for an order once it has been
@@ -116,72 +115,4 @@ func RunMany(ctx context.Context, paths []string, specs []Spec, mo ManyOptions) 
 		res[i].Summary.Strategy, res[i].Summary.Params = specs[i].Name, specs[i].Params
 	}
 	return res, sum, nil
-}
-
-// fanout delivers each event to every engine, in the engines' order on one
-// goroutine, or split across workers that all finish an event before the
-// next one is delivered (the event and its books are borrowed for the call).
-type fanout struct {
-	engines []*Engine
-	shares  [][]*Engine // engines of each extra worker
-	start   []chan *feed.Event
-	done    sync.WaitGroup
-	mine    []*Engine // engines stepped on the caller's goroutine
-}
-
-func newFanout(engines []*Engine, workers int) *fanout {
-	f := &fanout{engines: engines, mine: engines}
-	if workers <= 1 || len(engines) < 2 {
-		return f
-	}
-	workers = min(workers, len(engines))
-	per := (len(engines) + workers - 1) / workers
-	f.mine = engines[:per]
-	for lo := per; lo < len(engines); lo += per {
-		share := engines[lo:min(lo+per, len(engines))]
-		ch := make(chan *feed.Event)
-		f.shares = append(f.shares, share)
-		f.start = append(f.start, ch)
-		go func() {
-			for ev := range ch {
-				for _, e := range share {
-					e.OnEvent(ev)
-				}
-				f.done.Done()
-			}
-		}()
-	}
-	return f
-}
-
-// OnEvent implements feed.Subscriber. An engine isolates its strategy's
-// panics itself, so one run's failure never stops the others.
-func (f *fanout) OnEvent(ev *feed.Event) error {
-	if ev.Kind == datasets.KindRESTResponse && ev.Control != nil {
-		// Every engine reads the body's listing (Engine.restBody): once.
-		l := &listing{body: ev.Payload}
-		for _, e := range f.engines {
-			e.listing = l
-		}
-	}
-	if len(f.start) > 0 {
-		f.done.Add(len(f.start))
-		for _, ch := range f.start {
-			ch <- ev
-		}
-	}
-	for _, e := range f.mine {
-		e.OnEvent(ev)
-	}
-	if len(f.start) > 0 {
-		f.done.Wait()
-	}
-	return nil
-}
-
-func (f *fanout) close() {
-	for _, ch := range f.start {
-		close(ch)
-	}
-	f.start = nil
 }

@@ -379,52 +379,85 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 	}
 }
 
-// traded applies a trade printed on in (taker side, price, size) to its
-// resting orders: one at the price advances through its queue (or, with
+// traded applies a trade printed on in (taker side, price, size) to the
+// strategy's resting orders of in and, for a mirrored pair, of its
+// complement c (nil if none), which meets it as a trade of the other side
+// at 1 − price. An order at the price advances through its queue (or, with
 // Config.TradesAtPrice, fills up to the trade's size whatever the queue);
-// one the trade went through fills whole.
-func (e *Engine) traded(in *Instrument, taker book.Side, price, size int64) {
-	q := e.cfg.Queue
-	for i := 0; i < len(in.open); i++ {
-		o := in.open[i]
-		if o.Side.bookSide() == taker {
-			continue // same side as the taker
+// one the trade went through fills whole. The strategy's orders at the
+// price share the venue's one queue, on either token: they are taken in
+// arrival order, and one print fills no more than its size in all.
+func (e *Engine) traded(in, c *Instrument, taker book.Side, price, size int64) {
+	left := size // what the strategy's orders at the price have not filled
+	var cTaker book.Side
+	var cPrice int64
+	if c != nil {
+		cTaker, cPrice = 1-taker, pow10(in.Scale.PriceDecimals)-price
+	}
+	i, j := 0, 0 // the next order of in.open and c.open to meet the trade
+	for {
+		// The earlier arrival of the two lists' next orders (each list is
+		// in arrival order).
+		useC := c != nil && j < len(c.open)
+		if i < len(in.open) && (!useC || arrivedBefore(in.open[i], c.open[j])) {
+			useC = false
+		} else if !useC {
+			return
 		}
-		// A trade reaches a resting order at its price or through it (a
-		// buy printed above a resting sell, a sell below a resting buy).
-		if !better(o.Side, price, o.Price) {
-			continue
-		}
-		before := len(in.open)
-		switch {
-		case price != o.Price:
-			// Traded through our price: we were ahead of it.
-			e.fill(in, o, o.Price, o.Leaves(), Maker, max(o.Queue, 0))
-		case e.cfg.TradesAtPrice:
-			x := min(size, o.Leaves())
-			x -= x % in.Lot()
-			if x > 0 {
-				e.fill(in, o, o.Price, x, Maker, max(o.Queue, 0))
+		if useC {
+			if !e.tradedOne(c, c.open[j], cTaker, cPrice, size, &left) {
+				j++
 			}
-		default:
-			ahead := max(o.Queue, 0)
-			q.Trade(o, size)
-			if o.Queue < 0 {
-				// What traded beyond the queue ahead, never more than the
-				// trade (hftbacktest: exec_qty = min(filled, qty, leaves),
-				// partialfillexchange.rs), in whole lots.
-				x := min(-o.Queue, size, o.Leaves())
-				x -= x % in.Lot()
-				o.Queue = 0
-				if x > 0 {
-					e.fill(in, o, o.Price, x, Maker, ahead)
-				}
-			}
-		}
-		if len(in.open) < before {
-			i--
+		} else if !e.tradedOne(in, in.open[i], taker, price, size, &left) {
+			i++
 		}
 	}
+}
+
+func arrivedBefore(a, b *Order) bool {
+	return a.ActiveNs < b.ActiveNs || (a.ActiveNs == b.ActiveNs && a.ID < b.ID)
+}
+
+// tradedOne applies a trade to one resting order o of in; left is what of
+// the trade the strategy's earlier orders at its price have not filled. It
+// reports whether o left in.open (filled).
+func (e *Engine) tradedOne(in *Instrument, o *Order, taker book.Side, price, size int64, left *int64) bool {
+	// A trade reaches a resting order at its price or through it (a buy
+	// printed above a resting sell, a sell below a resting buy); not one
+	// on the taker's side.
+	if o.Side.bookSide() == taker || !better(o.Side, price, o.Price) {
+		return false
+	}
+	before := len(in.open)
+	switch {
+	case price != o.Price:
+		// Traded through our price: we were ahead of it.
+		e.fill(in, o, o.Price, o.Leaves(), Maker, max(o.Queue, 0))
+	case e.cfg.TradesAtPrice:
+		x := min(*left, o.Leaves())
+		x -= x % in.Lot()
+		if x > 0 {
+			*left -= x
+			e.fill(in, o, o.Price, x, Maker, max(o.Queue, 0))
+		}
+	default:
+		ahead := max(o.Queue, 0)
+		e.cfg.Queue.Trade(o, size)
+		if o.Queue < 0 {
+			// What traded beyond the queue ahead, never more than the trade
+			// (hftbacktest: exec_qty = min(filled, qty, leaves),
+			// partialfillexchange.rs) less what earlier orders of ours took,
+			// in whole lots.
+			x := min(-o.Queue, *left, o.Leaves())
+			x -= x % in.Lot()
+			o.Queue = 0
+			if x > 0 {
+				*left -= x
+				e.fill(in, o, o.Price, x, Maker, ahead)
+			}
+		}
+	}
+	return len(in.open) < before
 }
 
 // market applies one event to the strategy's resting orders of in, at the
@@ -438,12 +471,17 @@ func (e *Engine) market(in *Instrument, ev *feed.Event) {
 		in.untake(d.Side, d.Price)
 	}
 	e.markouts(in, e.xNs)
-	if d.Type == venue.EventTrade && in.Complement != nil && len(in.Complement.open) > 0 && (!d.Backfill || e.cfg.UseBackfill) {
+	if d.Type == venue.EventTrade && (!d.Backfill || e.cfg.UseBackfill) {
 		// The venue prints a match on one token only; the mirrored book
 		// makes it a trade of the other at 1 − p, the taker on the other
 		// side: it reaches the complement's resting orders too.
 		c := in.Complement
-		e.traded(c, 1-d.Side, pow10(in.Scale.PriceDecimals)-d.Price, d.Size)
+		if c != nil && len(c.open) == 0 {
+			c = nil
+		}
+		if len(in.open) > 0 || c != nil {
+			e.traded(in, c, d.Side, d.Price, d.Size)
+		}
 	}
 	if len(in.open) == 0 {
 		return
@@ -451,11 +489,6 @@ func (e *Engine) market(in *Instrument, ev *feed.Event) {
 	xb := in.xbook()
 	q := e.cfg.Queue
 	switch d.Type {
-	case venue.EventTrade:
-		if d.Backfill && !e.cfg.UseBackfill {
-			break
-		}
-		e.traded(in, d.Side, d.Price, d.Size)
 	case venue.EventLevel:
 		for _, o := range in.open {
 			if o.Side.bookSide() == d.Side && o.Price == d.Price {

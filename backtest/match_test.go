@@ -41,6 +41,40 @@ func TestNoFillOnATransientCrossedBook(t *testing.T) {
 	}
 }
 
+// One printed trade fills the strategy's resting orders at its price no
+// more than its size in all, in their arrival order, whether they rest on
+// the printed token or on its mirror (a SELL NO at 0.59 waits in the same
+// queue as a BUY YES at 0.41): the strategy's orders share the venue's one
+// queue. Nothing rests at 0.41 but ours.
+func TestOnePrintFillsNoMoreThanItsSize(t *testing.T) {
+	for _, atPrice := range []bool{false, true} {
+		// Two BUY YES at 0.41 × 10, a SELL print of 15: 10 and 5, cash
+		// 1000 − 15 × 0.41 = 993.85.
+		tp, s := pmTape(t, Config{TradesAtPrice: atPrice})
+		a := tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.41"), Size: tp.sz("10"), TIF: GTC})
+		b := tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.41"), Size: tp.sz("10"), TIF: GTC})
+		tp.pmTrade(pmYes, "SELL", "0.41", "15")
+		if fa, fb := tp.e.order(a).Filled, tp.e.order(b).Filled; fa != tp.sz("10") || fb != tp.sz("5") || tp.e.cash != cash(t, "993.85") {
+			t.Fatalf("trades at price %v: filled %d and %d of a print of 15, cash %d; want 10, 5, 993.85", atPrice, fa, fb, tp.e.cash)
+		}
+
+		// BUY YES 0.41 × 10, then SELL NO 0.59 × 10 (the same bid): a YES
+		// print of 10 fills the first only (cash 1000 − 4.10 = 995.90); a
+		// NO print of 10 at 0.59 then fills the second (+ 5.90 = 1001.80).
+		tp, s = pmTape(t, Config{TradesAtPrice: atPrice, AllowShort: true})
+		a = tp.submit(s, OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.41"), Size: tp.sz("10"), TIF: GTC})
+		b = tp.submit(s, OrderRequest{Instrument: pmNo, Side: Sell, Price: tp.px("0.59"), Size: tp.sz("10"), TIF: GTC})
+		tp.pmTrade(pmYes, "SELL", "0.41", "10")
+		if fa, fb := tp.e.order(a).Filled, tp.e.order(b).Filled; fa != tp.sz("10") || fb != 0 || tp.e.cash != cash(t, "995.9") {
+			t.Fatalf("trades at price %v: filled %d and %d of a print of 10 on the mirror, cash %d; want 10, 0, 995.90", atPrice, fa, fb, tp.e.cash)
+		}
+		tp.pmTrade(pmNo, "BUY", "0.59", "10")
+		if fb := tp.e.order(b).Filled; fb != tp.sz("10") || tp.e.cash != cash(t, "1001.8") {
+			t.Fatalf("trades at price %v: the NO print filled %d, cash %d; want 10, 1001.80", atPrice, fb, tp.e.cash)
+		}
+	}
+}
+
 // The mark of a position never is a crossed book's mid: the last uncrossed
 // one stands.
 func TestMarkIgnoresCrossedBook(t *testing.T) {

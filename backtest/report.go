@@ -120,19 +120,6 @@ func (e *Engine) equityNow() int64 {
 	return eq
 }
 
-// localEquity is the account value as the strategy knows it: the cash and
-// positions the reports received make, at the marks the feed gave.
-func (e *Engine) localEquity() int64 {
-	eq := e.view.cash
-	for _, in := range e.instList {
-		if in.Position != 0 {
-			v, _ := in.value(true)
-			eq += v
-		}
-	}
-	return eq
-}
-
 func (e *Engine) sample(nowNs int64) {
 	if nowNs < e.nextEq {
 		return

@@ -11,15 +11,21 @@ import (
 	"github.com/tapedeck/tapedeck/recorder/fakeexchange"
 )
 
-// stepClock moves 1 µs per reading; its tickers tick when the test says.
+// stepClock moves step (default 1 µs) per reading, and by advance; its
+// tickers tick when the test says. Time on it passes with the recorder's
+// own work, not the host's: a recorder starved of CPU for a second has aged
+// nothing, so a watchdog on it finds only the silences the test makes.
 type stepClock struct {
 	base  time.Time
-	n     atomic.Int64
+	step  time.Duration
+	n     atomic.Int64 // ns since base
 	mu    sync.Mutex
 	ticks []chan time.Time
 }
 
-func (c *stepClock) Now() time.Time { return c.base.Add(time.Duration(c.n.Add(1)) * time.Microsecond) }
+func (c *stepClock) Now() time.Time {
+	return c.base.Add(time.Duration(c.n.Add(int64(max(c.step, time.Microsecond)))))
+}
 
 func (c *stepClock) NewTicker(time.Duration) (<-chan time.Time, func()) {
 	ch := make(chan time.Time, 1)
@@ -28,6 +34,9 @@ func (c *stepClock) NewTicker(time.Duration) (<-chan time.Time, func()) {
 	c.mu.Unlock()
 	return ch, func() {}
 }
+
+// advance moves the clock on by d.
+func (c *stepClock) advance(d time.Duration) { c.n.Add(int64(d)) }
 
 // tick ticks the newest ticker (the live connection's heartbeat).
 func (c *stepClock) tick() bool {

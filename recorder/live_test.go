@@ -312,8 +312,13 @@ func TestLiveFallsBehindRecordingDoesNot(t *testing.T) {
 func TestLiveHealsInstrumentStall(t *testing.T) {
 	s := fakeexchange.New(fakeexchange.HyperliquidConfig())
 	defer s.Close()
+	// The watchdog's ages on a clock that moves 1 ms per reading: the
+	// muted coin goes 300 of them without a frame while the other's frames
+	// come a few readings apart, however long a loaded host leaves the
+	// recorder waiting (on the real clock a 300 ms wait stalled both).
 	c := startCapture(t, hlSpec(s, []string{"l2Book"}, "BTC", "ETH"), nil,
-		recorder.WithStallTimeout(time.Hour), recorder.WithInstrumentStallTimeout(300*time.Millisecond))
+		recorder.WithStallTimeout(time.Hour), recorder.WithInstrumentStallTimeout(300*time.Millisecond),
+		recorder.WithClock(&stepClock{base: time.Now(), step: time.Millisecond}))
 	waitFor(t, "both books", func() bool {
 		_, a := c.rec.LiveBook("BTC")
 		_, b := c.rec.LiveBook("ETH")

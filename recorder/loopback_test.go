@@ -2,6 +2,7 @@ package recorder_test
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -105,18 +106,46 @@ func TestPolymarketByteIdentical(t *testing.T) {
 }
 
 func TestPolymarketFaults(t *testing.T) {
-	s := fakeexchange.New(fakeexchange.PolymarketConfig())
+	// Books without hashes: the ones PolymarketConfig serves mismatch, and
+	// the live engine's heals (an unsubscribe, a subscribe and the server's
+	// fresh book) then came at times the test does not decide, one of them
+	// during the stall below.
+	s := fakeexchange.New(fakeexchange.WithoutHashes(fakeexchange.PolymarketConfig()))
 	defer s.Close()
+	// The watchdog judges ages on the recorder's clock, and this one moves
+	// (1 µs a reading) only when the test says: on the real clock, 300 ms
+	// pass on a loaded host while frames wait in the socket, and the
+	// watchdog found a stall the server never made (and then a stall with
+	// "no pong either", the pong unread).
+	clock := &stepClock{base: time.Now()}
 	c := startCapture(t, pmSpec(s, fakeexchange.PolymarketStreamAsset), nil,
-		recorder.WithStallTimeout(300*time.Millisecond), recorder.WithMaxFrameBytes(64<<10))
+		recorder.WithStallTimeout(300*time.Millisecond), recorder.WithMaxFrameBytes(64<<10), recorder.WithClock(clock))
 	conns := func(n int) func() bool {
 		return func() bool { return len(s.Conns()) >= n && len(s.Live()) == 1 && len(s.Live()[0].Sent()) > 20 }
 	}
 	waitFor(t, "first connection", conns(1))
 
-	// A silent stall while PONGs still arrive.
+	// A silent stall while PONGs still arrive: the data stops, two pings
+	// are answered and every frame sent is read (the first pong then
+	// handled), and then 300 ms pass.
 	s.Stall(true)
-	waitFor(t, "reconnect after stall", func() bool { return len(s.Conns()) >= 2 })
+	for i := range 2 {
+		pongs := func() int {
+			return len(slices.DeleteFunc(s.Live()[0].Sent(), func(f []byte) bool { return !isPong(f) }))
+		}
+		want := pongs() + 1
+		if !clock.tick() {
+			t.Fatal("the recorder made no ticker on its clock")
+		}
+		waitFor(t, fmt.Sprintf("pong %d read", i+1), func() bool {
+			return pongs() == want && c.rec.Stats().Frames == uint64(sentTotal(s))
+		})
+	}
+	clock.advance(300 * time.Millisecond)
+	// The data resumes once the server has seen the stalled connection go:
+	// resumed before, it wrote on a socket the recorder no longer read.
+	replaced := func() bool { return len(s.Conns()) >= 2 && !slices.Contains(s.Live(), s.Conns()[0]) }
+	waitFor(t, "reconnect after stall", replaced)
 	s.Stall(false)
 	waitFor(t, "data after stall", conns(2))
 

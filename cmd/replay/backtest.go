@@ -5,21 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tapedeck/tapedeck/venue/registry"
 	"io"
-	"maps"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/tapedeck/tapedeck/backtest"
-	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/replayer"
@@ -27,18 +21,17 @@ import (
 
 // backtestOptions are the flags of "replay backtest", as given.
 type backtestOptions struct {
-	Datasets                                                    []string
-	Strategy, Queue, LatencyCSV, From, To, Out, Resolve, Format string
-	Force                                                       bool
-	Shard, Compression, Rebate                                  string
-	Params, Fees, FeeCats, Instruments                          []string
-	Entry, Ack, CancelLat                                       time.Duration
-	Cash, FeeRate                                               float64
-	FeeTier, BatchRows                                          int
-	JSON, UseBackfill, AllowShort, NoExchTime, Hash             bool
-	TradesAtPrice                                               bool
-	research                                                    researchFlags
-	Stdout, Stderr                                              io.Writer
+	simFlags
+	Datasets                                     []string
+	Strategy, LatencyCSV, From, To, Out, Resolve string
+	Force                                        bool
+	Shard, Compression, Rebate                   string
+	Params, Fees, FeeCats, Instruments           []string
+	BatchRows                                    int
+	JSON, UseBackfill, NoExchTime, Hash          bool
+	TradesAtPrice                                bool
+	research                                     researchFlags
+	Stdout, Stderr                               io.Writer
 }
 
 func newBacktestCmd() *cobra.Command {
@@ -132,93 +125,6 @@ An --fee or --resolve id the data never names is refused (exit 2), as is an
 	return cmd
 }
 
-// backtestConfig checks the flags that make the simulated exchange's
-// configuration and the strategies' parameters.
-func backtestConfig(o *backtestOptions) (backtest.Config, backtest.Params, error) {
-	given := backtest.Params{}
-	for _, p := range o.Params {
-		k, v, ok := strings.Cut(p, "=")
-		if !ok || k == "" {
-			return backtest.Config{}, nil, cli.FlagErrorf("--param %q: want name=value", p)
-		}
-		given[k] = v
-	}
-	qm, err := backtest.ParseQueueModel(o.Queue)
-	if err != nil {
-		return backtest.Config{}, nil, cli.FlagErrorf("--queue: %v", err)
-	}
-	if o.Entry < 0 || o.Ack < 0 || o.CancelLat < 0 {
-		return backtest.Config{}, nil, cli.FlagErrorf("latencies must not be negative")
-	}
-	var lat backtest.Latency = backtest.ConstantLatency{EntryNs: int64(o.Entry), AckNs: int64(o.Ack), CancelNs: int64(o.CancelLat)}
-	if o.LatencyCSV != "" {
-		if lat, err = backtest.ReadLatencyFile(o.LatencyCSV); err != nil {
-			return backtest.Config{}, nil, cli.FlagErrorf("--latency-csv: %v", err)
-		}
-	}
-	rates := map[string]float64{}
-	for _, f := range o.Fees {
-		k, v, ok := strings.Cut(f, "=")
-		r, perr := strconv.ParseFloat(v, 64)
-		if !ok || k == "" || perr != nil || !(r >= 0 && r <= 1) {
-			return backtest.Config{}, nil, cli.FlagErrorf("--fee %q: want MARKET_OR_TOKEN=rate with rate in [0, 1]", f)
-		}
-		rates[k] = r
-	}
-	cats := map[string]float64{}
-	for _, f := range o.FeeCats {
-		k, v, ok := strings.Cut(f, "=")
-		r, perr := strconv.ParseFloat(v, 64)
-		if !ok || strings.TrimSpace(k) == "" || perr != nil || !(r >= 0 && r <= 1) {
-			return backtest.Config{}, nil, cli.FlagErrorf("--fee-category %q: want CATEGORY=rate with rate in [0, 1]", f)
-		}
-		cats[k] = r
-	}
-	var rebateShare float64
-	recordedRebates := o.Rebate == "recorded"
-	if !recordedRebates {
-		r, perr := strconv.ParseFloat(o.Rebate, 64)
-		if perr != nil || !(r >= 0 && r <= 1) {
-			return backtest.Config{}, nil, cli.FlagErrorf("--maker-rebate %q: want a share in [0, 1] or recorded", o.Rebate)
-		}
-		rebateShare = r
-	}
-	if math.IsNaN(o.Cash) || o.Cash < 0 || o.Cash > 1e8 {
-		return backtest.Config{}, nil, cli.FlagErrorf("--cash %v: want 0..1e8 dollars", o.Cash)
-	}
-	cfg := backtest.Config{Queue: qm, Latency: lat, Cash: int64(math.Round(o.Cash * 1e10)),
-		FeeRate: o.FeeRate, FeeRates: rates, FeeCategories: cats, MakerRebateShare: rebateShare, RecordedRebates: recordedRebates, FeeTier: o.FeeTier,
-		UseBackfill: o.UseBackfill, AllowShort: o.AllowShort, TradesAtPrice: o.TradesAtPrice, IgnoreExchangeTime: o.NoExchTime, Instruments: o.Instruments}
-	if o.Resolve != "" {
-		cfg.Resolutions = map[string]bool{}
-		for _, r := range strings.Split(o.Resolve, ",") {
-			k, v, ok := strings.Cut(r, "=")
-			if !ok || (v != "1" && v != "0") {
-				return backtest.Config{}, nil, cli.FlagErrorf("--resolve %q: want TOKEN=1 or TOKEN=0", r)
-			}
-			cfg.Resolutions[k] = v == "1"
-		}
-	}
-	if err := cfg.Validate(); err != nil {
-		return backtest.Config{}, nil, cli.FlagErrorf("%v", err)
-	}
-	if !feeTierListed(cfg.FeeTier) {
-		return backtest.Config{}, nil, cli.FlagErrorf("--fee-tier %d: no venue's schedule has it", cfg.FeeTier)
-	}
-	return cfg, given, nil
-}
-
-// feeTierListed reports whether some venue's fee schedule has tier n (0
-// always: the lowest).
-func feeTierListed(n int) bool {
-	for _, d := range registry.All() {
-		if t := d.Capabilities().Trading; t != nil && n < len(t.FeeTiers) {
-			return true
-		}
-	}
-	return n == 0
-}
-
 // runBacktest runs "replay backtest": one strategy on one replay, or a
 // research run (several strategies, a sweep, a walk-forward) on one replay.
 func runBacktest(ctx context.Context, o *backtestOptions) error {
@@ -260,13 +166,7 @@ func runBacktest(ctx context.Context, o *backtestOptions) error {
 	if err := checkIDs(cfg, res); err != nil {
 		return err
 	}
-	var missing []string
-	for _, id := range o.Instruments {
-		if !res.Names(id, true) {
-			missing = append(missing, id)
-		}
-	}
-	if missing != nil {
+	if _, _, missing := cfg.Unnamed(res); missing != nil {
 		return noMatch("backtest", missing, "nothing written")
 	}
 	if o.Out != "" {
@@ -285,46 +185,6 @@ func backtestError(err error) error {
 		return damagedError("backtest", nil, err)
 	}
 	return err
-}
-
-// backtestOutput checks the --out table flags: the format and the writer
-// options, refused before the run.
-func backtestOutput(format, compression string, batchRows int) (columnar.Format, columnar.Options, error) {
-	var opts columnar.Options
-	f, err := columnar.ParseFormat(format)
-	if err != nil {
-		return 0, opts, cli.FlagErrorf("--format %q: want csv, parquet or arrow", format)
-	}
-	if compression != "" {
-		c, err := columnar.ParseCompression(compression)
-		if err != nil {
-			return 0, opts, cli.FlagErrorf("--compression: %v", err)
-		}
-		if f == columnar.CSV {
-			return 0, opts, cli.FlagErrorf("--compression applies to --format parquet or arrow, not csv")
-		}
-		opts.Compression = c
-	}
-	if batchRows != 0 {
-		if f == columnar.CSV {
-			return 0, opts, cli.FlagErrorf("--batch-rows applies to --format parquet or arrow, not csv")
-		}
-		opts.BatchRows = batchRows
-	}
-	// Checked here, against an empty table, so that a bad combination
-	// (Arrow with snappy, too many rows a batch) stops before the run.
-	tt, err := columnar.NewTypedTable(io.Discard, columnar.TypedSchema{Name: "check",
-		Columns: []columnar.Column{{Name: "x", Type: columnar.Int64}}}, f, opts)
-	if err != nil {
-		return 0, opts, cli.FlagErrorf("--format %s: %v", format, err)
-	}
-	return f, opts, tt.Close()
-}
-
-// sourced is opts recording the source datasets in the tables' metadata.
-func sourced(opts columnar.Options, datasets []string) columnar.Options {
-	opts.Datasets = datasets
-	return opts
 }
 
 func printBacktest(w, errw io.Writer, res *backtest.Result, asJSON bool) error {
@@ -349,19 +209,12 @@ func printBacktest(w, errw io.Writer, res *backtest.Result, asJSON bool) error {
 // checkIDs refuses --fee and --resolve ids that the data of none of the
 // results named: they would silently change nothing.
 func checkIDs(cfg backtest.Config, results ...*backtest.Result) error {
-	for _, l := range []struct {
-		flag string
-		ids  []string
-	}{{"--fee", slices.Sorted(maps.Keys(cfg.FeeRates))}, {"--resolve", slices.Sorted(maps.Keys(cfg.Resolutions))}} {
-		for _, id := range l.ids {
-			seen := false
-			for _, res := range results {
-				seen = seen || res.Names(id, l.flag == "--fee")
-			}
-			if !seen {
-				return cli.FlagErrorf("%s %s: no such instrument%s in the data", l.flag, id, map[bool]string{true: " or market"}[l.flag == "--fee"])
-			}
-		}
+	fees, resolutions, _ := cfg.Unnamed(results...)
+	if fees != nil {
+		return cli.FlagErrorf("--fee %s: no such instrument or market in the data", fees[0])
+	}
+	if resolutions != nil {
+		return cli.FlagErrorf("--resolve %s: no such instrument in the data", resolutions[0])
 	}
 	return nil
 }

@@ -243,8 +243,8 @@ func (o *exportOptions) parse(intervalSet bool, interval, from, to, compression,
 		}
 	}
 	if compress != "" {
-		if j.Compress, err = parseCompress(compress); err != nil {
-			return err
+		if j.Compress.UnmarshalText([]byte(compress)) != nil {
+			return cli.FlagErrorf("--compress %q: want gzip, zstd or none", compress)
 		}
 		if p := interchange.CompressionFromPath(j.Out); p != interchange.None && j.Compress != p {
 			return cli.FlagErrorf("export: --compress %s contradicts --out %q", compress, j.Out)
@@ -281,18 +281,6 @@ func usage(err error) error {
 		return &cli.FlagError{Err: err}
 	}
 	return err
-}
-
-func parseCompress(s string) (interchange.Compression, error) {
-	switch s {
-	case "gzip", "gz":
-		return interchange.Gzip, nil
-	case "zstd", "zst":
-		return interchange.Zstd, nil
-	case "none":
-		return interchange.None, nil
-	}
-	return 0, cli.FlagErrorf("--compress %q: want gzip, zstd or none", s)
 }
 
 // runExport runs the job (export.Run), reporting on stderr, and maps its

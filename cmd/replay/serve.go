@@ -4,17 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/tapedeck/tapedeck/backtest"
 	"github.com/tapedeck/tapedeck/columnar"
 	"github.com/tapedeck/tapedeck/internal/cli"
 	"github.com/tapedeck/tapedeck/internal/units"
@@ -36,17 +33,15 @@ type serveCmdOptions struct {
 	MaxSubs    int
 	MaxBytes   int64
 
-	// Trading mode (--trading).
-	Trading       bool
-	Deterministic bool
-	Settle        time.Duration
-	AnySignature  bool
-	Accounts      int
-	ExitAtEnd     bool
-	Out           string
-	OutFormat     columnar.Format
-	OutOpts       columnar.Options
-	Sim           backtest.Config
+	// Trading mode (--trading): the hub's and the API's options (the hub's
+	// speed and max gap are the replay's).
+	Trading   bool
+	Hub       trading.Options
+	API       tradeapi.TradingOptions
+	ExitAtEnd bool
+	Out       string
+	OutFormat columnar.Format
+	OutOpts   columnar.Options
 
 	ErrOut io.Writer
 	StdOut io.Writer
@@ -59,7 +54,8 @@ type serveCmdOptions struct {
 func newServeCmd(runF func(context.Context, *serveCmdOptions) error) *cobra.Command {
 	opts := &serveCmdOptions{}
 	var speed string
-	var sim serveSimFlags
+	var sim simFlags
+	tf := pflag.NewFlagSet("trading", pflag.ContinueOnError)
 	cmd := &cobra.Command{
 		Use:   "serve DATASET...",
 		Short: "Serve recordings over WebSocket in the venue's own protocol",
@@ -159,7 +155,7 @@ directory per account when there are several), and the summaries are printed;
 			if opts.Speed, err = replayer.ParseSpeed(speed); err != nil {
 				return cli.FlagErrorf("--speed: %v", err)
 			}
-			if err := checkServeListen(opts.Listen); err != nil {
+			if err := cli.CheckHostPort(opts.Listen); err != nil {
 				return cli.FlagErrorf("--listen %q: %v", opts.Listen, err)
 			}
 			if opts.Queue < 1 {
@@ -174,25 +170,25 @@ directory per account when there are several), and the summaries are printed;
 			if opts.MaxSubs < 1 || opts.MaxBytes < 1 {
 				return cli.FlagErrorf("--max-subscriptions and --max-client-bytes: want at least 1")
 			}
-			if !opts.Trading {
-				for _, name := range []string{"deterministic", "settle", "any-signature", "accounts", "exit-at-end", "out",
-					"format", "cash", "queue-model", "entry-latency", "ack-latency", "cancel-latency", "fee-rate", "fee-tier", "allow-short"} {
-					if cmd.Flags().Changed(name) {
-						return cli.FlagErrorf("--%s applies to --trading only", name)
-					}
+			tf.VisitAll(func(fl *pflag.Flag) {
+				if err == nil && fl.Changed && !opts.Trading {
+					err = cli.FlagErrorf("--%s applies to --trading only", fl.Name)
 				}
+			})
+			if err != nil {
+				return err
 			}
 			if opts.Trading {
-				if opts.Settle <= 0 || opts.Accounts < 1 {
+				if opts.Hub.Settle <= 0 || opts.Hub.MaxAccounts < 1 {
 					return cli.FlagErrorf("--settle and --accounts: want more than 0")
 				}
-				if opts.Sim, err = sim.config(); err != nil {
+				if opts.Hub.Backtest, err = sim.config("--queue-model", nil); err != nil {
 					return err
 				}
-				if opts.OutFormat, opts.OutOpts, err = backtestOutput(sim.format, "", 0); err != nil {
+				if opts.OutFormat, opts.OutOpts, err = backtestOutput(sim.Format, "", 0); err != nil {
 					return err
 				}
-				if opts.Deterministic {
+				if opts.Hub.Deterministic {
 					if cmd.Flags().Changed("speed") && opts.Speed != replayer.SpeedMax {
 						return cli.FlagErrorf("--deterministic paces the replay by the bots: leave --speed out")
 					}
@@ -213,71 +209,26 @@ directory per account when there are several), and the summaries are printed;
 	cmd.Flags().IntVar(&opts.Queue, "queue", serve.DefaultSendQueue, "messages a client may fall behind by before it is disconnected as slow")
 	cmd.Flags().DurationVar(&opts.Window, "subscribe-window", serve.DefaultSubscribeWindow, "delay from a client's first subscribe to the start of its replay")
 	cmd.Flags().BoolVar(&opts.CloseAtEnd, "close-at-end", false, "close each connection (code 1000) once its replay has sent the last frame")
-	f := cmd.Flags()
-	f.BoolVar(&opts.Trading, "trading", false, "also serve the venue's trading API, answered by the backtest simulator (see above)")
-	f.BoolVar(&opts.Deterministic, "deterministic", false, "--trading: replay as fast as the bots react, never ahead of them (same bot, same fills)")
-	f.DurationVar(&opts.Settle, "settle", trading.DefaultSettle, "--deterministic: quiet time a bot that does not acknowledge frames (tapedeck:ack) gets to react to each")
-	f.BoolVar(&opts.AnySignature, "any-signature", false, "--trading: accept any signature; every request trades one account")
-	f.IntVar(&opts.Accounts, "accounts", trading.DefaultMaxAccounts, "--trading: most accounts (signers) the simulated exchange opens")
-	f.BoolVar(&opts.ExitAtEnd, "exit-at-end", false, "--trading: stop the server when the recording ends")
-	f.StringVar(&opts.Out, "out", "", "--trading: write each account's orders, fills, positions, equity and markouts into `DIR` at the end")
-	sim.register(f)
+	cmd.Flags().BoolVar(&opts.Trading, "trading", false, "also serve the venue's trading API, answered by the backtest simulator (see above)")
+	// The flags of --trading, which refuses them without it (in this order).
+	tf.SortFlags = false
+	tf.BoolVar(&opts.Hub.Deterministic, "deterministic", false, "--trading: replay as fast as the bots react, never ahead of them (same bot, same fills)")
+	tf.DurationVar(&opts.Hub.Settle, "settle", trading.DefaultSettle, "--deterministic: quiet time a bot that does not acknowledge frames (tapedeck:ack) gets to react to each")
+	tf.BoolVar(&opts.API.AnySignature, "any-signature", false, "--trading: accept any signature; every request trades one account")
+	tf.IntVar(&opts.Hub.MaxAccounts, "accounts", trading.DefaultMaxAccounts, "--trading: most accounts (signers) the simulated exchange opens")
+	tf.BoolVar(&opts.ExitAtEnd, "exit-at-end", false, "--trading: stop the server when the recording ends")
+	tf.StringVar(&opts.Out, "out", "", "--trading: write each account's orders, fills, positions, equity and markouts into `DIR` at the end")
+	tf.StringVar(&sim.Format, "format", "csv", "--out tables: csv, parquet or arrow")
+	tf.Float64Var(&sim.Cash, "cash", 1000, "--trading: starting cash of each account in dollars")
+	tf.StringVar(&sim.Queue, "queue-model", "risk-averse", "--trading: queue position model (replay backtest --queue): risk-averse, power:N, log")
+	tf.DurationVar(&sim.Entry, "entry-latency", 0, "--trading: order entry latency (replay clock)")
+	tf.DurationVar(&sim.Ack, "ack-latency", 0, "--trading: acknowledgement latency")
+	tf.DurationVar(&sim.CancelLat, "cancel-latency", 0, "--trading: cancel latency")
+	tf.Float64Var(&sim.FeeRate, "fee-rate", 0, "--trading: default Polymarket taker fee rate where the recording states none")
+	tf.IntVar(&sim.FeeTier, "fee-tier", 0, "--trading: tier of tiered fee schedules (Hyperliquid perps VIP 0..6)")
+	tf.BoolVar(&sim.AllowShort, "allow-short", false, "--trading: allow Polymarket SELLs beyond the shares held")
+	cmd.Flags().AddFlagSet(tf)
 	return cmd
-}
-
-// serveSimFlags are the simulator flags of replay serve --trading, as
-// replay backtest names them.
-type serveSimFlags struct {
-	cash                  float64
-	queue, format         string
-	entry, ack, cancelLat time.Duration
-	feeRate               float64
-	feeTier               int
-	allowShort            bool
-}
-
-func (s *serveSimFlags) register(f *pflag.FlagSet) {
-	f.Float64Var(&s.cash, "cash", 1000, "--trading: starting cash of each account in dollars")
-	f.StringVar(&s.queue, "queue-model", "risk-averse", "--trading: queue position model (replay backtest --queue): risk-averse, power:N, log")
-	f.DurationVar(&s.entry, "entry-latency", 0, "--trading: order entry latency (replay clock)")
-	f.DurationVar(&s.ack, "ack-latency", 0, "--trading: acknowledgement latency")
-	f.DurationVar(&s.cancelLat, "cancel-latency", 0, "--trading: cancel latency")
-	f.Float64Var(&s.feeRate, "fee-rate", 0, "--trading: default Polymarket taker fee rate where the recording states none")
-	f.IntVar(&s.feeTier, "fee-tier", 0, "--trading: tier of tiered fee schedules (Hyperliquid perps VIP 0..6)")
-	f.BoolVar(&s.allowShort, "allow-short", false, "--trading: allow Polymarket SELLs beyond the shares held")
-	f.StringVar(&s.format, "format", "csv", "--out tables: csv, parquet or arrow")
-}
-
-func (s *serveSimFlags) config() (backtest.Config, error) {
-	qm, err := backtest.ParseQueueModel(s.queue)
-	if err != nil {
-		return backtest.Config{}, cli.FlagErrorf("--queue-model: %v", err)
-	}
-	if s.entry < 0 || s.ack < 0 || s.cancelLat < 0 {
-		return backtest.Config{}, cli.FlagErrorf("latencies must not be negative")
-	}
-	if math.IsNaN(s.cash) || s.cash < 0 || s.cash > 1e8 {
-		return backtest.Config{}, cli.FlagErrorf("--cash %v: want 0..1e8 dollars", s.cash)
-	}
-	cfg := backtest.Config{Queue: qm, Cash: int64(math.Round(s.cash * 1e10)), FeeRate: s.feeRate, FeeTier: s.feeTier,
-		AllowShort: s.allowShort,
-		Latency:    backtest.ConstantLatency{EntryNs: int64(s.entry), AckNs: int64(s.ack), CancelNs: int64(s.cancelLat)}}
-	if err := cfg.Validate(); err != nil {
-		return cfg, cli.FlagErrorf("%v", err)
-	}
-	return cfg, nil
-}
-
-// checkServeListen accepts HOST:PORT with a numeric port.
-func checkServeListen(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
-	}
-	return nil
 }
 
 func runServe(ctx context.Context, opts *serveCmdOptions) error {
@@ -295,9 +246,9 @@ func runServe(ctx context.Context, opts *serveCmdOptions) error {
 		sopts = append(sopts, serve.WithExitAtEnd())
 	}
 	if opts.Trading {
-		sopts = append(sopts, serve.WithTrading(trading.Options{Speed: opts.Speed, MaxGap: opts.MaxGap,
-			Deterministic: opts.Deterministic, Settle: opts.Settle, Backtest: opts.Sim, MaxAccounts: opts.Accounts},
-			tradeapi.TradingOptions{AnySignature: opts.AnySignature}))
+		hub := opts.Hub
+		hub.Speed, hub.MaxGap = opts.Speed, opts.MaxGap
+		sopts = append(sopts, serve.WithTrading(hub, opts.API))
 	}
 	s, err := serve.New(opts.Paths, sopts...)
 	if err != nil {
@@ -328,7 +279,7 @@ func runServe(ctx context.Context, opts *serveCmdOptions) error {
 // serveResults prints each account's summary and writes its tables.
 func serveResults(opts *serveCmdOptions, s *serve.Server) error {
 	if n := s.Hub().Late(); n > 0 {
-		fmt.Fprintf(opts.ErrOut, "deterministic: %d orders, cancels or modifies came while the replay ran (a bot that broke the lockstep rule, or slower than --settle %v): this run may not repeat\n", n, opts.Settle)
+		fmt.Fprintf(opts.ErrOut, "deterministic: %d orders, cancels or modifies came while the replay ran (a bot that broke the lockstep rule, or slower than --settle %v): this run may not repeat\n", n, opts.Hub.Settle)
 	}
 	if opts.StdOut == nil {
 		opts.StdOut = io.Discard

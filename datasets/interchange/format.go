@@ -72,6 +72,23 @@ func (c Compression) String() string {
 	return fmt.Sprintf("compression(%d)", uint8(c))
 }
 
+// UnmarshalText sets c from its name: "gzip" (or "gz"), "zstd" (or "zst")
+// or "none"; any other text is an error wrapping ErrFormat and leaves c
+// unchanged.
+func (c *Compression) UnmarshalText(text []byte) error {
+	switch string(text) {
+	case "gzip", "gz":
+		*c = Gzip
+	case "zstd", "zst":
+		*c = Zstd
+	case "none":
+		*c = None
+	default:
+		return fmt.Errorf("%w: compression %q (want gzip, zstd or none)", ErrFormat, text)
+	}
+	return nil
+}
+
 // CompressionFromPath picks the compression a file name implies: ".gz" is
 // Gzip, ".zst" or ".zstd" is Zstd, anything else None.
 func CompressionFromPath(path string) Compression {

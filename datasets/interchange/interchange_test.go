@@ -512,3 +512,24 @@ func TestCRLF(t *testing.T) {
 		}
 	}
 }
+
+func TestCompressionUnmarshalText(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want Compression
+	}{{"gzip", Gzip}, {"gz", Gzip}, {"zstd", Zstd}, {"zst", Zstd}, {"none", None}} {
+		c := Compression(99)
+		if err := c.UnmarshalText([]byte(tt.in)); err != nil || c != tt.want {
+			t.Errorf("%q: %v, %v; want %v", tt.in, c, err, tt.want)
+		}
+		if c.String() != tt.want.String() {
+			t.Errorf("%q: String %q", tt.in, c.String())
+		}
+	}
+	for _, in := range []string{"", "GZIP", "xz", "snappy"} {
+		c := Zstd
+		if err := c.UnmarshalText([]byte(in)); !errors.Is(err, ErrFormat) || c != Zstd {
+			t.Errorf("%q: %v, %v; want ErrFormat and c unchanged", in, c, err)
+		}
+	}
+}

@@ -128,3 +128,17 @@ func TestOptionalDurationHasNoDefaultInHelp(t *testing.T) {
 		t.Errorf("help shows a default: %s", u)
 	}
 }
+
+func TestCheckHostPort(t *testing.T) {
+	for _, tt := range []struct {
+		addr string
+		ok   bool
+	}{
+		{"127.0.0.1:8765", true}, {":0", true}, {"[::1]:65535", true}, {"localhost:1", true},
+		{"127.0.0.1", false}, {"127.0.0.1:http", false}, {"127.0.0.1:65536", false}, {"127.0.0.1:-1", false}, {"", false},
+	} {
+		if err := CheckHostPort(tt.addr); (err == nil) != tt.ok {
+			t.Errorf("CheckHostPort(%q) = %v, want ok %v", tt.addr, err, tt.ok)
+		}
+	}
+}

@@ -109,6 +109,7 @@ type Server struct {
 
 	hold    chan struct{} // non-nil while Hold is on; closed to release
 	stalled atomic.Bool
+	stallMu sync.RWMutex // held for reading while a pump sends, so that Stall can wait for it
 	burst   atomic.Int32 // data frames per tick of a connection (SetBurst; 0 = 1)
 	muted   sync.Map     // instrument → true: no data for it (Mute)
 	wg      sync.WaitGroup
@@ -344,8 +345,15 @@ func (c *Conn) Subscriptions() []string {
 }
 
 // Stall stops (true) or resumes (false) data on every connection; pings are
-// still answered, as the frozen Polymarket channel did.
-func (s *Server) Stall(on bool) { s.stalled.Store(on) }
+// still answered, as the frozen Polymarket channel did. Stall(true) returns
+// once no data frame is being written (Flood: none after the batch being
+// written): every data frame sent before the stall is then in Sent, and none
+// follows until Stall(false).
+func (s *Server) Stall(on bool) {
+	s.stallMu.Lock()
+	s.stalled.Store(on)
+	s.stallMu.Unlock()
+}
 
 // SetBurst makes every connection send n data frames at each tick of its
 // Interval (n <= 1: one), the bursts of a busy venue.
@@ -440,6 +448,11 @@ func (c *Conn) write(frame []byte) bool {
 	// back (only writers, who hold wmu, append).
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	return c.writeLocked(frame)
+}
+
+// writeLocked is write for a caller that holds c.wmu.
+func (c *Conn) writeLocked(frame []byte) bool {
 	keep := !c.s.cfg.Flood && !c.s.cfg.CountOnly
 	c.mu.Lock()
 	if keep {
@@ -535,7 +548,13 @@ func (c *Conn) clientMsg(msg []byte, binary bool) {
 	for _, a := range answers {
 		c.write(a)
 	}
+	// The new subscriptions and their initial dump go in under the write
+	// lock: the pump may see them as soon as they are in c.subs, and its
+	// first update for them must wait until the dump is on the wire (on a
+	// loaded host a pump tick fell between the two, and an update went out
+	// before its book).
 	var dump [][]byte
+	c.wmu.Lock()
 	c.mu.Lock()
 	for _, t := range r.Removed {
 		c.subs = slices.DeleteFunc(c.subs, func(x venue.Topic) bool { return x.Key == t.Key })
@@ -551,8 +570,9 @@ func (c *Conn) clientMsg(msg []byte, binary bool) {
 		// Initial dump: one book per new instrument, in one array frame,
 		// before any update for them.
 		frame := append([]byte{'['}, bytes.Join(dump, []byte{','})...)
-		c.write(append(frame, ']'))
+		c.writeLocked(append(frame, ']'))
 	}
+	c.wmu.Unlock()
 	c.poke()
 }
 
@@ -585,16 +605,27 @@ func (c *Conn) pump() {
 		case <-c.wake:
 			continue
 		}
-		if c.s.stalled.Load() {
-			continue
-		}
-		for range max(c.s.burst.Load(), 1) {
-			frame := c.nextFrame(pos, &next)
-			if frame != nil && !c.write(frame) {
-				return
-			}
+		if !c.sendBurst(pos, &next) {
+			return
 		}
 	}
+}
+
+// sendBurst sends one tick's data frames unless the server is stalled; false
+// means a write failed.
+func (c *Conn) sendBurst(pos map[string]int, next *int) bool {
+	c.s.stallMu.RLock()
+	defer c.s.stallMu.RUnlock()
+	if c.s.stalled.Load() {
+		return true
+	}
+	for range max(c.s.burst.Load(), 1) {
+		frame := c.nextFrame(pos, next)
+		if frame != nil && !c.write(frame) {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Conn) nextFrame(pos map[string]int, next *int) []byte {

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 
@@ -106,28 +107,73 @@ func instrumentFacts(msg []byte) ([]venue.Instrument, error) {
 		}
 		return out, nil
 	}
-	// An array of raw elements, so that one odd element spoils only itself.
+	if out, ok, err := factsArray(t); ok {
+		return out, err
+	}
+	return factsRaw(t, len(msg))
+}
+
+// factsRaw reads an array of raw elements, so that one odd element spoils
+// only itself; a body that is not a well-formed array is the error (of a
+// message of n bytes).
+func factsRaw(t []byte, n int) ([]venue.Instrument, error) {
 	var raw []json.RawMessage
 	if err := json.Unmarshal(t, &raw); err != nil {
-		return nil, fmt.Errorf("%w: %d bytes: %v", ErrInstrumentFacts, len(msg), err)
+		return nil, fmt.Errorf("%w: %d bytes: %v", ErrInstrumentFacts, n, err)
 	}
 	var out []venue.Instrument
 	var errs []error
 	for i, r := range raw {
 		var m factsJSON
 		err := json.Unmarshal(r, &m)
-		var facts []venue.Instrument
-		if err == nil {
-			facts, err = factsOne(&m)
-		}
-		if err != nil {
-			// A market whose fee schedule does not read keeps its other
-			// facts (facts non-nil beside the error).
-			errs = append(errs, fmt.Errorf("%w: element %d: %w", ErrInstrumentFacts, i, err))
-		}
-		out = append(out, facts...)
+		out, errs = appendFacts(out, errs, i, &m, err)
 	}
 	return out, errors.Join(errs...)
+}
+
+// factsArray reads an array's elements as factsRaw does, with one scan and
+// one decode of each (a Decoder), where Unmarshal into raw elements and then
+// of each scanned the body four times: a book summary body is mostly
+// levels, none of them read. ok is false when the body is not a
+// well-formed array, or an element's error could be the stream's (a syntax
+// error, an early end): factsRaw then says what it says.
+func factsArray(t []byte) (out []venue.Instrument, ok bool, err error) {
+	dec := json.NewDecoder(bytes.NewReader(t))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return nil, false, nil
+	}
+	var errs []error
+	for i := 0; dec.More(); i++ {
+		var m factsJSON
+		err := dec.Decode(&m)
+		var se *json.SyntaxError
+		if err != nil && (errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) {
+			return nil, false, nil
+		}
+		out, errs = appendFacts(out, errs, i, &m, err)
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim(']') {
+		return nil, false, nil
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false, nil // more after the array
+	}
+	return out, true, errors.Join(errs...)
+}
+
+// appendFacts appends the facts of array element i, m as decoded with err,
+// to out, or its error to errs.
+func appendFacts(out []venue.Instrument, errs []error, i int, m *factsJSON, err error) ([]venue.Instrument, []error) {
+	var facts []venue.Instrument
+	if err == nil {
+		facts, err = factsOne(m)
+	}
+	if err != nil {
+		// A market whose fee schedule does not read keeps its other
+		// facts (facts non-nil beside the error).
+		errs = append(errs, fmt.Errorf("%w: element %d: %w", ErrInstrumentFacts, i, err))
+	}
+	return append(out, facts...), errs
 }
 
 // factsOne reads one object: a Gamma market, a book summary or a

@@ -2,8 +2,10 @@ package polymarket
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -88,4 +90,76 @@ func TestInstrumentFactsSummariesAndMessages(t *testing.T) {
 	if fs, err := instrumentFacts([]byte(`<html>"asset_id"`)); fs != nil || !errors.Is(err, ErrInstrumentFacts) {
 		t.Fatalf("html: %+v %v", fs, err)
 	}
+}
+
+// factsArray (one scan and one decode per element) and factsRaw (the
+// raw elements, each read again) agree on every body factsArray accepts,
+// facts and errors alike, and factsArray leaves to factsRaw every body that
+// is not a well-formed array.
+func TestFactsArrayAgreesWithRaw(t *testing.T) {
+	summaries, err := os.ReadFile(filepath.Join("testdata", "real", "polypy_hash_vector_rest_book_summaries_2025-10.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(summaries)), "\n")
+	gamma := `{"conditionId":"0xc0","slug":"s","orderMinSize":5,"orderPriceMinTickSize":0.001,"outcomes":"[\"Yes\", \"No\"]",` +
+		`"clobTokenIds":"[\"` + tokYes + `\", \"` + tokNo + `\"]","feesEnabled":true,"feeSchedule":{"rate":0.03}}`
+	for _, c := range []struct {
+		name, body string
+		ok         bool
+	}{
+		{"summaries", "[" + strings.Join(lines, ",") + "]", true},
+		{"gamma", "[" + gamma + "]", true},
+		{"empty", "[]", true},
+		{"nulls and scalars", `[null, 5, "x", [1], ` + gamma + `]`, true},
+		{"a type error", `[{"conditionId":7,"clobTokenIds":"[\"` + tokYes + `\"]"}, ` + gamma + `]`, true},
+		{"a bad fee schedule", `[{"conditionId":"0xbad","clobTokenIds":"[\"` + tokYes + `\"]","feeSchedule":{"rate":2}}]`, true},
+		{"bad ids inside a string", `[{"conditionId":"0xbad","clobTokenIds":"[oops"}, ` + gamma + `]`, false},
+		{"cut short", "[" + gamma + ", {\"asset_id\"", false},
+		{"no comma", "[" + gamma + " " + gamma + "]", false},
+		{"trailing text", "[" + gamma + "] x", false},
+		{"a second value", "[" + gamma + "] []", false},
+		{"not an array", `{"asset_id":"` + tokYes + `"}`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body := []byte(c.body)
+			fs, ok, err := factsArray(body)
+			if ok != c.ok {
+				t.Fatalf("ok %v, want %v (%v)", ok, c.ok, err)
+			}
+			if !ok {
+				return
+			}
+			rfs, rerr := factsRaw(body, len(body))
+			if !slices.EqualFunc(fs, rfs, sameFacts) || fmt.Sprint(err) != fmt.Sprint(rerr) {
+				t.Fatalf("factsArray %+v, %v\nfactsRaw   %+v, %v", fs, err, rfs, rerr)
+			}
+			if c.name == "summaries" && len(fs) != len(lines) {
+				t.Fatalf("%d facts of %d summaries", len(fs), len(lines))
+			}
+		})
+	}
+}
+
+func sameFacts(a, b venue.Instrument) bool { return reflect.DeepEqual(a, b) }
+
+// FuzzFactsArray: wherever factsArray reads a body, factsRaw reads the
+// same facts and errors from it.
+func FuzzFactsArray(f *testing.F) {
+	f.Add(`[{"asset_id":"` + tokYes + `","market":"0xc0","tick_size":"0.01","min_order_size":"5"}]`)
+	f.Add(`[null,{"conditionId":"0xc0","clobTokenIds":"[\"` + tokYes + `\"]","feeSchedule":{"rate":"0.02"}}]`)
+	f.Add(`[{"conditionId":1}, 2]`)
+	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > 1<<16 {
+			return
+		}
+		fs, ok, err := factsArray([]byte(s))
+		if !ok {
+			return
+		}
+		rfs, rerr := factsRaw([]byte(s), len(s))
+		if !slices.EqualFunc(fs, rfs, sameFacts) || fmt.Sprint(err) != fmt.Sprint(rerr) {
+			t.Fatalf("%q:\nfactsArray %+v, %v\nfactsRaw   %+v, %v", s, fs, err, rfs, rerr)
+		}
+	})
 }
