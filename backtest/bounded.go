@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -158,6 +159,20 @@ func (e *Engine) release() {
 		e.fills = dropFront(e.fills, k)
 		e.fillBase += k
 	}
+}
+
+// roomFor returns s with room for one more element, doubling a full
+// array. The run-long lists (orders, fills and the strategy's copies,
+// markouts, equity) grow by append to the run's end; append's own growth
+// of large slices (about 1.25×) allocates some five times the final size
+// on the way, doubling about twice, for at most as much slack at the end.
+// (The positions series is left to append: on the mm sample its last
+// doubling overshot, allocating more in all.)
+func roomFor[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	return slices.Grow(s, max(len(s), 16))
 }
 
 // dropFront removes s's first k elements in place, keeping its array.

@@ -341,7 +341,7 @@ func (e *Engine) deliver() {
 			n.in.Funding += n.cash
 		case noteFill:
 			f := &e.fills[n.fill-e.fillBase]
-			e.view.fills = append(e.view.fills, *f)
+			e.view.fills = append(roomFor(e.view.fills), *f)
 			i := e.orderIndex(f.OrderID)
 			e.orders[i].refs--
 			if lo := e.view.orders[i]; f.filled > lo.Filled {

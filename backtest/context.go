@@ -58,10 +58,10 @@ func (c *Context) Submit(r OrderRequest) (uint64, error) {
 	*o = Order{ID: e.nextOrderID(), Instrument: r.Instrument, Side: r.Side, Price: r.Price, Size: r.Size,
 		Amount: r.Amount, TIF: r.TIF, PostOnly: r.PostOnly, ReduceOnly: r.ReduceOnly, ExpireNs: r.ExpireNs, Tag: r.Tag,
 		SubmitNs: e.nowNs, Status: StatusPending}
-	e.orders = append(e.orders, o)
+	e.orders = append(roomFor(e.orders), o)
 	lo := e.newOrder()
 	*lo = *o
-	e.view.orders = append(e.view.orders, lo)
+	e.view.orders = append(roomFor(e.view.orders), lo)
 	in := e.lookup(r.Instrument)
 	if in == nil {
 		reason := fmt.Sprintf("unknown instrument %q: no data recorded for it", r.Instrument)

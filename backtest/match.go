@@ -361,7 +361,7 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 	}
 	at := e.noteAt()
 	n := e.fillBase + len(e.fills) // the fill's index (Seq − 1)
-	e.fills = append(e.fills, Fill{Seq: uint64(n + 1), OrderID: o.ID, Venue: in.Venue, Instrument: in.ID,
+	e.fills = append(roomFor(e.fills), Fill{Seq: uint64(n + 1), OrderID: o.ID, Venue: in.Venue, Instrument: in.ID,
 		Side: o.Side, Price: price, Size: q, Liquidity: liq, Queue: queue, Fee: fee, ExchangeNs: e.xNs, RecvNs: at,
 		Tag: o.Tag, cashDelta: delta, filled: o.Filled})
 	e.filled(in, &e.fills[len(e.fills)-1])
@@ -369,7 +369,7 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 		if len(in.marks) == 0 || e.xNs+h < in.marksDue {
 			in.marksDue = e.xNs + h
 		}
-		in.marks = append(in.marks, markout{seq: uint64(n + 1), price: price, side: o.Side, atNs: e.xNs + h, horizon: h, hi: e.markHi[i]})
+		in.marks = append(roomFor(in.marks), markout{seq: uint64(n + 1), price: price, side: o.Side, atNs: e.xNs + h, horizon: h, hi: e.markHi[i]})
 	}
 	e.seq++
 	o.refs++

@@ -83,7 +83,7 @@ func (e *Engine) markouts(in *Instrument, nowNs int64) {
 		}
 		e.markSums.add(m.hi, float64(d)/float64(pow10(in.Scale.PriceDecimals)))
 		if !e.summaryOnly {
-			e.marksOut = append(e.marksOut, Markout{Fill: m.seq, Horizon: m.horizon, Mid: mid, PnL: d})
+			e.marksOut = append(roomFor(e.marksOut), Markout{Fill: m.seq, Horizon: m.horizon, Mid: mid, PnL: d})
 		}
 	}
 	in.marks = in.marks[:k]
@@ -145,7 +145,7 @@ func (e *Engine) record(nowNs int64) {
 		}
 		e.positions = e.positions[:k]
 	}
-	e.equity = append(e.equity, p)
+	e.equity = append(roomFor(e.equity), p)
 	for _, in := range e.instList {
 		if in.xPos == 0 && len(in.open) == 0 {
 			continue

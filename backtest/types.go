@@ -135,6 +135,10 @@ type Order struct {
 	Venue      string
 	Instrument string
 	Side       Side
+	// refs counts the actions and reports about the order not yet applied
+	// or delivered (bounded.go). It sits in Side's padding: every order is
+	// kept twice for the whole run (the exchange's and the strategy's).
+	refs       int32
 	Price      int64
 	Size       int64 // original size (shares); for a dollar-sized BUY, what Amount bought
 	Amount     int64
@@ -156,7 +160,6 @@ type Order struct {
 	prevLevel  int64       // level size last seen at Price (queue model)
 	tradedHere int64       // trade size at Price since the last level change (probabilistic model)
 	unit       float64     // fixed-point units per share or coin
-	refs       int32       // actions and reports about it not yet applied or delivered (bounded.go)
 }
 
 // Leaves returns the unfilled size.
@@ -172,6 +175,7 @@ type Fill struct {
 	Price      int64
 	Size       int64
 	Liquidity  Liquidity
+	reported   bool  // its report reached the strategy (summary-only runs: it may go, bounded.go); in Liquidity's padding
 	Queue      int64 // the queue model's estimate of the size ahead when it filled (maker fills; no venue reports it)
 	Fee        int64 // at the cash scale (CashScale); negative is a rebate
 	ExchangeNs int64 // exchange time of the match (the venue's clock)
@@ -180,7 +184,6 @@ type Fill struct {
 
 	cashDelta int64 // cash change at CashDecimals (notional and fee)
 	filled    int64 // the order's filled size after this fill
-	reported  bool  // its report reached the strategy (summary-only runs: it may go, bounded.go)
 }
 
 // Error is a rejection or a strategy fault naming the order.
