@@ -252,8 +252,10 @@ func (in *Instrument) PostOnly() (TIF, bool) {
 	return ALO, false
 }
 
-// Instrument is the simulator's state of one instrument, readable by a
-// strategy through Context.Instrument.
+// Instrument is one instrument as a strategy knows it, through
+// Context.Instrument: its rules and book as the feed delivered them, and
+// its position, funding and last fill as the reports received make them
+// (the simulated exchange's own state is not exported). Read-only.
 type Instrument struct {
 	ID     string
 	Venue  string
