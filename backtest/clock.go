@@ -20,11 +20,18 @@ import (
 // that event touches anything, against the exchange's book as it stood
 // after every event stamped at or before T (hftbacktest's rule: its
 // EventSet orders exchange data before an order received at the same
-// timestamp, evs.rs). The engine keeps that book itself, per instrument the
-// strategy trades (Instrument.xb), because the decoder's book is already
-// the book after the whole frame by the time an event is delivered. GTD
-// expiries sit on the same queue at their expiry time and apply before any
-// event stamped at or after it.
+// timestamp, evs.rs). The engine keeps that book itself (Instrument.xb),
+// for every instrument of a tradable venue from its first event, because
+// the decoder's book is already the book after the whole frame by the time
+// an event is delivered. A copy started later, at the strategy's first
+// order, would hold the events of that frame not yet delivered, which an
+// order due between them (a frame with messages stamped apart) would meet.
+// What remains: the copy taken at an instrument's first event is the book
+// after that frame (the book before it is not known), and a snapshot is
+// copied from the decoder's book, also the book after its frame; an order
+// sent during such a frame and due before its later events would meet
+// them. GTD expiries sit on the same queue at their expiry time and apply
+// before any event stamped at or after it.
 
 type actionKind uint8
 
@@ -167,9 +174,10 @@ func (e *Engine) apply(a action) {
 	}
 }
 
-// track starts keeping the exchange-side book of in (and of its mirror):
-// from now on every event of in updates in.xb as it is delivered, so an
-// order arriving between two events meets the book between them.
+// track starts keeping the exchange-side book of in (and of its mirror),
+// at in's first event (OnEvent): from then on every event of in updates
+// in.xb as it is delivered, so an order arriving between two events meets
+// the book between them.
 func (e *Engine) track(in *Instrument) {
 	if in.xb == nil {
 		in.xb = book.New(in.Scale)
@@ -217,7 +225,7 @@ func (e *Engine) follow(in *Instrument, ev *feed.Event) {
 }
 
 // xbook is the book the simulated exchange matches against: the engine's
-// own copy once the strategy trades the instrument, the feed's otherwise.
+// own copy on a tradable venue, the feed's otherwise.
 func (in *Instrument) xbook() *book.Book {
 	if in.xb != nil {
 		return in.xb

@@ -2,6 +2,7 @@ package backtest
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -374,5 +375,52 @@ func TestFundingAtTheBoundary(t *testing.T) {
 	// 2 × 99000 × 0.0001 = 19.8.
 	if in.Funding != cash(t, "2.5125")+cash(t, "19.8") {
 		t.Fatalf("funding %d after the second hour", in.Funding)
+	}
+}
+
+// The engine's copy of an instrument's book, kept from the strategy's
+// first order on it, holds the book as it stood after the event being
+// delivered, not after the whole frame: a first order that becomes due
+// between two events of one frame (a frame carrying messages stamped
+// apart, here with the exchange's clock ahead of the receive clock) meets
+// neither the later event's liquidity nor, through the mirror, its
+// complement's.
+func TestFirstOrderMeetsTheBookMidFrame(t *testing.T) {
+	for _, c := range []struct{ name, asset, side, price string }{
+		{"same", pmYes, "SELL", "0.42"},     // a Yes ask at 0.42
+		{"complement", pmNo, "BUY", "0.58"}, // a No bid at 0.58: a Yes ask at 0.42 through the mirror
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &script{}
+			tp := newTape(t, venue.Polymarket, s, Config{Cash: cash(t, "1000"), Latency: ConstantLatency{EntryNs: 3e6}})
+			tp.pmBook(pmYes, "0.40:100", "0.45:100")
+			tp.pmBook(pmNo, "0.55:100", "0.60:100")
+			var id uint64
+			s.do = func(ctx *Context) {
+				id, _ = ctx.Submit(OrderRequest{Instrument: pmYes, Side: Buy, Price: tp.px("0.43"), Amount: tp.px("4.2"), TIF: FAK})
+			}
+			// One frame received at R: a trade stamped R (the strategy
+			// submits on it; arrival R+3 ms), then the new level stamped
+			// R+4 ms, after the arrival.
+			r := (tp.recvNs + tp.step) / 1e6
+			ms := func(d int64) string { return strconv.FormatInt(r+d, 10) }
+			tp.frame(`[{"event_type":"last_trade_price","asset_id":"1","market":"0x01","price":"0.5","size":"1","side":"BUY","timestamp":"` + ms(0) +
+				`"},{"event_type":"price_change","market":"` + pmMarket + `","timestamp":"` + ms(4) +
+				`","price_changes":[{"asset_id":"` + c.asset + `","price":"` + c.price + `","size":"50","side":"` + c.side + `"}]}]`)
+			if id == 0 {
+				t.Fatal("submit did not run")
+			}
+			tp.idle(2)
+			o := tp.e.order(id)
+			for _, f := range tp.e.fills {
+				t.Errorf("fill %s: the level is stamped after the arrival", book2(tp, f.Price, f.Size))
+			}
+			if o.Status != StatusCancelled || !strings.Contains(o.Reason, "no orders found to match with FAK") {
+				t.Fatalf("FAK: %s %q, want cancelled unmatched", o.Status, o.Reason)
+			}
+			if o.ActiveNs != (r+3)*1e6 {
+				t.Fatalf("active at %d, want the arrival %d", o.ActiveNs, (r+3)*1e6)
+			}
+		})
 	}
 }

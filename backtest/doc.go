@@ -134,8 +134,11 @@
 // at or before T (A): events stamped exactly T come first, hftbacktest's
 // rule (its EventSet puts exchange data before an order received at the
 // same timestamp: src/backtest/evs.rs). The engine keeps that book itself
-// for every instrument the strategy trades, applying each event as it is
-// delivered, because the decoder's book is the book after the whole frame.
+// for every instrument of a venue it can trade, from the instrument's first
+// event, applying each event as it is delivered, because the decoder's book
+// is the book after the whole frame (a copy started at the strategy's first
+// order would hold the rest of that frame: a frame can carry messages
+// stamped apart, and an order can become due between them).
 // GTD expiries and funding boundaries are on the same exchange clock: an
 // expiry at E applies before any event stamped E or later, whichever
 // instrument it is for. What the exchange does at time M (an ack, a fill,

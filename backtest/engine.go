@@ -448,7 +448,10 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 			e.xNs = r.clockNs
 		}
 	}
-	if in != nil && in.xb != nil {
+	if in != nil && in.rules != nil {
+		if in.xb == nil {
+			e.track(in)
+		}
 		e.follow(in, ev)
 	}
 	if in != nil && (in.xPos != 0 || len(in.open) > 0) && ev.Book != nil {

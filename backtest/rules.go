@@ -295,7 +295,7 @@ type Instrument struct {
 	shardKey    string     // the key Config.Shard was asked about (market, else ID)
 	shardOwned  bool       // its answer
 	open        []*Order   // resting orders at the exchange, in arrival order
-	xb          *book.Book // the exchange's book (see clock.go); nil until traded
+	xb          *book.Book // the exchange's book (see clock.go); nil on a venue without rules
 	view        instView   // what the strategy has been told
 	oraclePx    int64      // latest recorded oracle price (funding)
 	boundRate   float64    // the funding rate in force at the next boundary
