@@ -123,7 +123,10 @@ func WithStallTimeout(d time.Duration) Option {
 
 // WithInstrumentStallTimeout sets how long one instrument may go without a
 // frame while its connection still carries data for others before the
-// connection is declared stalled for it. 0 disables the check. The default is
+// connection is declared stalled for it. The time counts on the frames the
+// connection's reader processed for other instruments: a stretch in which it
+// processed none (a silent socket, or a recorder starved of CPU) blames no
+// instrument; the stall timeout covers it. 0 disables the check. The default is
 // the stall timeout for Hyperliquid l2Book coins (pushed every few seconds
 // even when unchanged) and off for Polymarket, whose quiet markets can send
 // nothing for hours.

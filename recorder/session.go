@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -55,9 +56,15 @@ type slot struct {
 	pendingN   atomic.Int32         // len(pending), for the reader's touch
 	dataAcks   []string             // reader-owned: items the frame being scanned acknowledged by its data
 
-	watch     atomic.Pointer[watchSet]
-	lastData  atomic.Int64 // mono ns of the last data frame
-	lastPong  atomic.Int64 // mono ns of the last pong
+	watch    atomic.Pointer[watchSet]
+	lastData atomic.Int64 // mono ns of the last data frame
+	lastPong atomic.Int64 // mono ns of the last pong
+	// flowSince is the mono ns the reader's current run of frames began: the
+	// first frame after a stretch of half the instrument stall timeout in
+	// which it processed none (a silent socket, or a reader starved of
+	// CPU). Frames read before it give no evidence against an instrument.
+	flowSince atomic.Int64
+	lastFrame int64        // reader-owned: mono ns of the last frame processed
 	subDone   atomic.Int64 // mono ns the subscribe frames were all sent (0 = not yet)
 	firstData atomic.Bool  // a data frame arrived since the last subscribe
 	nowMono   int64        // reader-owned: mono ns of the frame being scanned
@@ -228,6 +235,8 @@ func (s *slot) serve(ctx context.Context, conn *websocket.Conn) (healthy bool, e
 	now := s.mono()
 	s.lastData.Store(now)
 	s.lastPong.Store(now)
+	s.flowSince.Store(now)
+	s.lastFrame = now
 	s.subDone.Store(0)
 	s.firstData.Store(false)
 	s.mu.Lock()
@@ -478,6 +487,13 @@ func (s *slot) watchdogTick() time.Duration {
 // checkStall reports a silent stall: no data frame for the stall timeout
 // (whether or not pongs still arrive), or a steady instrument without a
 // frame for the instrument stall timeout while others on the socket flow.
+// An instrument's age is judged against the newest frame the reader
+// processed for any watched instrument, not the clock alone, and counts
+// only from the start of the reader's current run of frames (flowSince): a
+// stretch in which it processed nothing (a silent venue, or frames not yet
+// read by a recorder starved of CPU — the data cannot tell them apart)
+// gives no evidence against one instrument; the connection-level check
+// covers it.
 func (s *slot) checkStall() (datasets.Control, bool) {
 	r := s.r
 	now := s.mono()
@@ -495,11 +511,16 @@ func (s *slot) checkStall() (datasets.Control, bool) {
 		return datasets.Control{}, false
 	}
 	ws := s.watch.Load()
+	latest := int64(math.MinInt64) // the newest frame routed to any watched key
+	for a := range ws.items {
+		latest = max(latest, a.Load())
+	}
+	flow := s.flowSince.Load()
 	var stalled []string
 	from := now
 	for a, it := range ws.steady {
 		t := a.Load()
-		if time.Duration(now-t) >= r.o.instStall {
+		if time.Duration(latest-max(t, flow)) >= r.o.instStall {
 			stalled = append(stalled, it)
 			from = min(from, t)
 		}
@@ -509,7 +530,8 @@ func (s *slot) checkStall() (datasets.Control, bool) {
 	}
 	slices.Sort(stalled)
 	return datasets.Control{Instruments: stalled, FromNs: r.base.UnixNano() + from, ToNs: wall,
-		Text: fmt.Sprintf("%d subscriptions without data for %v while the connection carries others", len(stalled), r.o.instStall)}, true
+		Text: fmt.Sprintf("%d subscriptions without data while the connection carried other instruments' data for %v after their last frame",
+			len(stalled), r.o.instStall)}, true
 }
 
 // apply changes the slot's items and, when connected, subscribes or
@@ -597,6 +619,10 @@ func (s *slot) handle(buf []byte, binary bool, now time.Time) {
 	r := s.r
 	mono := int64(now.Sub(r.base))
 	s.nowMono = mono
+	if r.o.instStall > 0 && time.Duration(mono-s.lastFrame) >= r.o.instStall/2 {
+		s.flowSince.Store(mono)
+	}
+	s.lastFrame = mono
 	class, exNs := r.p.Scan(buf, s.touchFn)
 	// Whatever needs the bytes is taken before the buffer is handed over.
 	var ack string
