@@ -48,6 +48,13 @@ type runOptions struct {
 	// listener's.
 	ready        func(metricsAddr string)
 	tradingReady func(addr string)
+	// segmentDone, if set, is called (on a writer goroutine; it must not
+	// block) after the uploader has been told a segment is finished, and
+	// writerOpts are appended to the dataset writer's options (tests: a
+	// segment size below --rotate-size's minimum, so that one finishes
+	// after a few frames whatever the host's speed).
+	segmentDone func(num uint32)
+	writerOpts  []datasets.WriterOption
 }
 
 func newRunCmd(runF func(*runOptions) error) *cobra.Command {
@@ -240,8 +247,13 @@ func runCapture(ctx context.Context, o *runOptions) error {
 	wopts := []datasets.WriterOption{datasets.WithFlushInterval(o.FlushInterval),
 		datasets.WithSegmentDuration(o.Rotate), datasets.WithSegmentSize(o.RotateSize)}
 	if up != nil {
-		wopts = append(wopts, datasets.WithSegmentDone(up.SegmentDone))
+		done := up.SegmentDone
+		if hook := o.segmentDone; hook != nil {
+			done = func(num uint32) { up.SegmentDone(num); hook(num) }
+		}
+		wopts = append(wopts, datasets.WithSegmentDone(done))
 	}
+	wopts = append(wopts, o.writerOpts...)
 	w, err := datasets.Create(o.Out, rec.Manifest(), wopts...)
 	if err != nil {
 		if !errors.Is(err, datasets.ErrExists) {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/tapedeck/tapedeck/datasets"
@@ -196,23 +195,34 @@ func TestRunStatusPageUpload(t *testing.T) {
 // answers is a failed attempt after --s3-timeout, while the capture runs:
 // on the metric, on the status page with its reason, in the log and as an
 // upload_failed note in the dataset (issue 30, finding 16: before, nothing
-// said so until shutdown).
+// said so until shutdown). The test waits on events, not on the host's
+// speed: 1 KiB segments (below the flag's minimum, through the writer
+// options) finish after a few frames, and the writer's segment-done event
+// says when the uploader has one to send (issue 29: a 1 MiB segment at a
+// flood rate took minutes on a loaded host).
 func TestRunStalledUploadCounted(t *testing.T) {
 	srv := s3test.Start(t, "tapes")
 	srv.SetFault("/tapes/stall/", s3test.Fault{Method: "PUT", Hang: true})
 	cfg := fakeexchange.PolymarketConfig()
-	cfg.Flood, cfg.FloodRate = true, 20000
+	cfg.Flood, cfg.FloodRate = true, 1000
 	s := fakeexchange.New(cfg)
 	defer s.Close()
 	out := filepath.Join(t.TempDir(), "ds")
 	addr := make(chan string, 1)
+	segDone := make(chan uint32, 1)
 	cmd := newRunCmd(nil)
 	cmd = newRunCmd(func(o *runOptions) error {
 		o.ready = func(a string) { addr <- a }
+		o.segmentDone = func(num uint32) {
+			select {
+			case segDone <- num:
+			default:
+			}
+		}
+		o.writerOpts = []datasets.WriterOption{datasets.WithSegmentSize(1 << 10)}
 		return runCapture(cmd.Context(), o)
 	})
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	cmd.SetContext(ctx)
 	root := &cobra.Command{Use: "capture"}
 	cli.AddStorageFlags(root)
@@ -220,13 +230,31 @@ func TestRunStalledUploadCounted(t *testing.T) {
 	root.SetContext(ctx)
 	root.SetArgs([]string{"run", "--venue", "polymarket", "--instruments", fakeexchange.PolymarketStreamAsset, "--endpoint", s.WSURL(),
 		"--clob-endpoint", s.CLOBURL(), "--flush-interval", "20ms", "--metrics-addr", "127.0.0.1:0", "--out", out,
-		"--rotate-size", "1048576", "--upload", "s3://tapes/stall", "--s3-timeout", "1s", "--s3-endpoint", srv.URL})
+		"--upload", "s3://tapes/stall", "--s3-timeout", "1s", "--s3-endpoint", srv.URL})
 	var logs lockedBuffer
 	root.SetOut(io.Discard)
 	root.SetErr(&logs)
 	done := make(chan error, 1)
 	go func() { done <- root.Execute() }()
-	a := <-addr
+	// Whatever happens below, the run and its uploader stop before the
+	// test ends (before the store closes, registered earlier): a failure
+	// here leaves no goroutine for a later test's leak check.
+	stopped := false
+	t.Cleanup(func() {
+		if stopped {
+			return
+		}
+		srv.SetFault("/tapes/stall/", s3test.Fault{})
+		cancel()
+		<-done
+	})
+	var a string
+	select {
+	case a = <-addr:
+	case err := <-done:
+		stopped = true
+		t.Fatalf("run ended before recording: %v", err)
+	}
 	get := func(path string) string {
 		resp, err := http.Get("http://" + a + path)
 		if err != nil {
@@ -236,18 +264,19 @@ func TestRunStalledUploadCounted(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
-	var st statusweb.Status
-	deadline := time.Now().Add(3 * time.Minute) // a 1 MiB segment first
-	for {
-		st = statusweb.Status{}
-		if json.Unmarshal([]byte(get("/status.json")), &st) == nil && st.Upload != nil && st.Upload.Failures > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no failure counted for a stalled upload: %+v", st.Upload)
-		}
-		time.Sleep(20 * time.Millisecond)
+	select {
+	case <-segDone:
+	case err := <-done:
+		stopped = true
+		t.Fatalf("run ended before a segment was finished: %v", err)
 	}
+	// A segment is with the uploader; its PUT hangs and gives up after
+	// --s3-timeout 1s.
+	var st statusweb.Status
+	capWait(t, "a failure counted for the stalled upload", func() bool {
+		st = statusweb.Status{}
+		return json.Unmarshal([]byte(get("/status.json")), &st) == nil && st.Upload != nil && st.Upload.Failures > 0
+	})
 	if !strings.Contains(st.Upload.LastError, "no answer in 1s") || st.Upload.PendingSegments == 0 {
 		t.Errorf("status page: %+v", st.Upload)
 	}
@@ -259,6 +288,7 @@ func TestRunStalledUploadCounted(t *testing.T) {
 	}
 	srv.SetFault("/tapes/stall/", s3test.Fault{})
 	cancel()
+	stopped = true
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
