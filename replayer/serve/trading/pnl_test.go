@@ -18,25 +18,7 @@ import (
 // the Hyperliquid sample: the closing fill realizes size × (exit − entry),
 // the opening one nothing, as the venue's closedPnl says.
 func TestClosedPnl(t *testing.T) {
-	r := startTrading(t, []string{sample(t, "hyperliquid")},
-		trading.Options{Speed: 1, Backtest: backtest.Config{Cash: 1000e10}}, tradeapi.TradingOptions{})
-	ws, _, err := websocket.DefaultDialer.Dial("ws://"+r.addr+"/ws", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	if err := ws.WriteMessage(websocket.TextMessage, []byte(`{"method":"subscribe","subscription":{"type":"l2Book","coin":"BTC"}}`)); err != nil {
-		t.Fatal(err)
-	}
-	hub := r.srv.Hub()
-	for {
-		if _, _, err := ws.ReadMessage(); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, _, ok := hub.Book("BTC", 1, nil, nil); ok {
-			break
-		}
-	}
+	hub := btcHub(t, 1000e10)
 	acct, ok := hub.Account(testUser)
 	if !ok {
 		t.Fatal("no account")
@@ -74,25 +56,7 @@ func TestClosedPnl(t *testing.T) {
 // (cash and the long at that mark) meets the maintenance margin the
 // simulator liquidates at, below the mark by about $20 / 0.001.
 func TestLiquidationPrice(t *testing.T) {
-	r := startTrading(t, []string{sample(t, "hyperliquid")},
-		trading.Options{Speed: 1, Backtest: backtest.Config{Cash: 20e10}}, tradeapi.TradingOptions{})
-	ws, _, err := websocket.DefaultDialer.Dial("ws://"+r.addr+"/ws", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	if err := ws.WriteMessage(websocket.TextMessage, []byte(`{"method":"subscribe","subscription":{"type":"l2Book","coin":"BTC"}}`)); err != nil {
-		t.Fatal(err)
-	}
-	hub := r.srv.Hub()
-	for {
-		if _, _, err := ws.ReadMessage(); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, _, ok := hub.Book("BTC", 1, nil, nil); ok {
-			break
-		}
-	}
+	hub := btcHub(t, 20e10)
 	acct, _ := hub.Account(testUser)
 	_, asks, _, _ := hub.Book("BTC", 1, nil, nil)
 	if o := acct.Place(context.Background(), []tradeapi.SimOrderRequest{{Instrument: "BTC", Buy: true, Price: asks[0].Price, Size: 100_000, TIF: "IOC"}})[0]; o.Filled == 0 {
@@ -125,4 +89,32 @@ func registryTrading(t *testing.T) *venue.Trading {
 		t.Fatalf("hyperliquid trading rules: %v", err)
 	}
 	return d.Capabilities().Trading
+}
+
+// btcHub serves the Hyperliquid sample with the given cash (in the
+// simulator's fixed point) and returns its hub once a WebSocket client
+// subscribed to BTC's l2Book has been sent a frame and the hub holds a BTC
+// book, so the test trades against the book its client sees.
+func btcHub(t *testing.T, cash int64) *trading.Hub {
+	t.Helper()
+	r := startTrading(t, []string{sample(t, "hyperliquid")},
+		trading.Options{Speed: 1, Backtest: backtest.Config{Cash: cash}}, tradeapi.TradingOptions{})
+	ws, _, err := websocket.DefaultDialer.Dial("ws://"+r.addr+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	if err := ws.WriteMessage(websocket.TextMessage, []byte(`{"method":"subscribe","subscription":{"type":"l2Book","coin":"BTC"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	hub := r.srv.Hub()
+	for {
+		if _, _, err := ws.ReadMessage(); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, ok := hub.Book("BTC", 1, nil, nil); ok {
+			break
+		}
+	}
+	return hub
 }
