@@ -237,9 +237,8 @@
 // digest are that Run's. ManyOptions.Workers steps the engines on several
 // goroutines that all finish an event before the next (the books move
 // with it); results do not depend on it. On a 2-core host it does not
-// pay: the hand-offs wait for a core the replay's own goroutines hold, and
-// 2 workers cost more CPU and wall time than 1 (DefaultWorkers, which
-// replay backtest uses, keeps 1 there).
+// pay reliably: the workers compete for the cores with the replay's own
+// goroutines (DefaultWorkers, which replay backtest uses, keeps 1 there).
 //
 // # Balances and margin
 //

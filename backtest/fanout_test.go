@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tapedeck/tapedeck/datasets"
 	"github.com/tapedeck/tapedeck/feed"
@@ -84,8 +86,8 @@ func TestRunManyWorkersAgree(t *testing.T) {
 }
 
 // TestDefaultWorkers: a second worker only from 8 runs up and with a third
-// core for the replay's own goroutines; on 2 cores it costs more than it
-// saves, so the default never asks for it there.
+// core for the replay's own goroutines; on 2 cores it does not reliably
+// pay, so the default never asks for it there.
 func TestDefaultWorkers(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, c := range []struct{ procs, runs, want int }{
@@ -95,5 +97,61 @@ func TestDefaultWorkers(t *testing.T) {
 		if got := DefaultWorkers(c.runs); got != c.want {
 			t.Errorf("GOMAXPROCS %d, %d runs: %d workers, want %d", c.procs, c.runs, got, c.want)
 		}
+	}
+}
+
+// meet is a strategy that, at its first event, waits until every other
+// meet of the same fan-out has reached its own: it returns only if they
+// are stepped at the same time, on different goroutines.
+type meet struct {
+	arrived chan struct{} // closed at the first event
+	others  []*meet
+	timeout <-chan time.Time
+	failed  *atomic.Bool
+	seen    bool
+}
+
+func (m *meet) OnEvent(*Context, *feed.Event) {
+	if m.seen {
+		return
+	}
+	m.seen = true
+	close(m.arrived)
+	for _, o := range m.others {
+		select {
+		case <-o.arrived:
+		case <-m.timeout: // only guards against a hang
+			m.failed.Store(true)
+			return
+		}
+	}
+}
+
+// TestFanoutWorkerSteps: with 2 workers and 2 engines the replay's
+// goroutine steps the first engine and the worker the second, at the same
+// time (each strategy waits for the other at its first event), whatever
+// GOMAXPROCS is: with -cpu 1 the worker runs while the replay's goroutine
+// waits. Then every other event goes on as usual.
+func TestFanoutWorkerSteps(t *testing.T) {
+	var failed atomic.Bool
+	timeout := time.After(30 * time.Second)
+	a := &meet{arrived: make(chan struct{}), timeout: timeout, failed: &failed}
+	b := &meet{arrived: make(chan struct{}), timeout: timeout, failed: &failed}
+	a.others, b.others = []*meet{b}, []*meet{a}
+	m, err := datasets.ReadManifest(pmSample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	window := replayer.WithWindow(m.StartNs, m.StartNs+(m.EndNs-m.StartNs)/20)
+	specs := []Spec{{Strategy: a, Config: Config{Cash: 1000e10}, Name: "a"}, {Strategy: b, Config: Config{Cash: 1000e10}, Name: "b"}}
+	res, _, err := RunMany(context.Background(), []string{pmSample}, specs, ManyOptions{Replay: []replayer.Option{window}, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failed.Load() {
+		t.Fatal("the two engines were not stepped at the same time: the worker did not step its share")
+	}
+	if res[0].Summary.Events != res[1].Summary.Events || res[0].Summary.Events < 2 {
+		t.Fatalf("events %d and %d: both runs should see the whole window", res[0].Summary.Events, res[1].Summary.Events)
 	}
 }

@@ -30,8 +30,7 @@ type ManyOptions struct {
 	// give each worker a fixed share of the engines and wait for all of them
 	// before the next event, so the books they read never move under them.
 	// Results do not depend on it (every engine sees the same events in the
-	// same order). It pays only with a core to spare for the replay's own
-	// goroutines (DefaultWorkers).
+	// same order). On 2 cores it does not reliably pay (DefaultWorkers).
 	Workers int
 	// Started, when set, is called with the replayer before it runs (to
 	// follow its Position for progress, say).
@@ -62,16 +61,19 @@ type ManyOptions struct {
 // nothing (replay backtest without --workers) uses for runs engines: 2
 // when there are 8 runs or more and GOMAXPROCS is 3 or more, 1 otherwise.
 //
-// Two workers hand every event over and wait for each other before the
-// next (the books move with it), some 17,000 times on the shipped
-// Polymarket sample. With 2 cores the two lockstep goroutines share them
-// with the replay's read-ahead goroutine (it decompresses and checks the
-// next blocks) and the collector's mark worker, so at many hand-offs one
-// side waits for a core its peer or those hold — and on a host with any
-// other load, for a thread the system has descheduled. Measured there, a
-// 20-point mm sweep with 2 workers costs more CPU and more wall time than
-// with 1. A third core leaves the replay's goroutines one of their own;
-// that it then pays is expected, not measured on a 2-core host.
+// A second worker steps its share of the engines of every event beside
+// the replay's goroutine, and each waits for the other before the next
+// event (the books move with it), some 17,000 times on the shipped
+// Polymarket sample. With 2 cores the two goroutines share them with the
+// replay's read-ahead goroutine (it decompresses and checks the next
+// blocks), the collector's mark worker and whatever else the host runs, so
+// at many hand-offs one side waits for a core. Measured on a 2-core host
+// with a 20-point mm sweep of that sample: nearly idle, 2 workers took
+// about twice the CPU and 1.8 times the wall time of 1; loaded by other
+// processes, up to 30% more CPU and anywhere from half to more than the
+// wall time of 1. Neither makes a default. A third core leaves the
+// replay's own goroutines one of their own; that the second worker then
+// pays is expected, not measured here.
 func DefaultWorkers(runs int) int {
 	if runs >= 8 && runtime.GOMAXPROCS(0) >= 3 {
 		return 2

@@ -18,8 +18,8 @@ import (
 // no --out and no --report): it lets go of its orders and fills as it
 // runs, and the collector has that much less to mark. sweep20-wall-ms is
 // the sweep's wall time: mm/workers=2 against mm/workers=1 shows what a
-// second worker buys, on a 2-core host nothing (it costs more CPU and wall
-// time, see backtest.DefaultWorkers).
+// second worker buys (on a 2-core host, not reliably anything: see
+// backtest.DefaultWorkers).
 //
 //	go test -run X -bench SweepCPU -benchtime 10x ./backtest/research/
 func BenchmarkSweepCPU(b *testing.B) {

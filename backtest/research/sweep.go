@@ -11,8 +11,8 @@
 // account, orders, queue estimates and latencies, and meets the recorded
 // market only, as if it were alone (NautilusTrader's BacktestNode runs its
 // configurations the same way, one full replay each). Job.Workers steps the
-// runs on more goroutines in lockstep; on 2 cores that costs more than it
-// saves (backtest.DefaultWorkers).
+// runs on more goroutines in lockstep; on 2 cores that does not reliably
+// pay (backtest.DefaultWorkers).
 package research
 
 import (

@@ -74,7 +74,7 @@ func (r *researchFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&r.walk, "walk", "", "walk-forward `TRAIN/TEST` windows, e.g. 1d/1d or 6h/2h")
 	f.StringVar(&r.objective, "objective", "pnl", "what a walk-forward chooses by and the tearsheet's heatmap shows: "+strings.Join(research.Objectives, ", "))
 	f.StringVar(&r.report, "report", "", "write a tearsheet to `FILE.html` (self-contained: inline SVG, no script)")
-	f.IntVar(&r.workers, "workers", 0, "goroutines stepping the runs of one replay, in lockstep (0: 2 from 8 runs up with 3 or more cores, else 1; with 2 cores a second worker costs more CPU and wall time than it saves)")
+	f.IntVar(&r.workers, "workers", 0, "goroutines stepping the runs of one replay, in lockstep (0: 2 from 8 runs up with 3 or more cores, else 1; with 2 cores a second worker does not reliably pay)")
 }
 
 // active reports whether the flags ask for a research run rather than one
