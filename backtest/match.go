@@ -378,12 +378,7 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 		Side: o.Side, Price: price, Size: q, Liquidity: liq, Queue: queue, Fee: fee, ExchangeNs: e.xNs, RecvNs: at,
 		Tag: o.Tag, cashDelta: delta, filled: o.Filled})
 	e.filled(in, &e.fills[len(e.fills)-1])
-	for i, h := range e.cfg.MarkoutsNs {
-		if len(in.marks) == 0 || e.xNs+h < in.marksDue {
-			in.marksDue = e.xNs + h
-		}
-		in.marks = append(roomFor(in.marks), markout{seq: uint64(n + 1), price: price, side: o.Side, atNs: e.xNs + h, horizon: h, hi: e.markHi[i]})
-	}
+	e.addMarkouts(in, uint64(n+1), price, o.Side)
 	e.seq++
 	o.refs++
 	e.notes.push(note{atNs: at, seq: e.seq, kind: noteFill, fill: n, in: in})
