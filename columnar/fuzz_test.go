@@ -3,6 +3,7 @@ package columnar
 import (
 	"bytes"
 	"encoding/csv"
+	"io"
 	"strconv"
 	"testing"
 	"unicode/utf8"
@@ -55,6 +56,41 @@ func FuzzFixedToFloat(f *testing.F) {
 		}
 		if got := FixedToFloat(v, dec); got != want {
 			t.Fatalf("FixedToFloat(%d, %d) = %v, want %v", v, dec, got, want)
+		}
+	})
+}
+
+// FuzzReadTyped: whatever the bytes, ReadTyped returns a table or an
+// error, within its row bound, without a panic; a table it returns writes
+// back without error.
+func FuzzReadTyped(f *testing.F) {
+	for _, fm := range []Format{Parquet, Arrow, CSV} {
+		var b bytes.Buffer
+		writeTyped(f, &b, fm, typedRows(5), Options{BatchRows: 2})
+		f.Add(b.Bytes())
+		f.Add(b.Bytes()[:b.Len()*3/4])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ReadTyped(data, typedTestColumns, 64)
+		if err != nil {
+			return
+		}
+		if len(c.Rows) > 64 {
+			t.Fatalf("%d rows read, the bound is 64", len(c.Rows))
+		}
+		sc := c.Schema
+		sc.Name = "t"
+		tt, err := NewTypedTable(io.Discard, sc, CSV, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range c.Rows {
+			for i, cell := range row {
+				tt.Set(i, cell)
+			}
+			if err := tt.EndRow(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }
