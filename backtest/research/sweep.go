@@ -11,6 +11,13 @@
 // account, orders, queue estimates and latencies, and meets the recorded
 // market only, as if it were alone (NautilusTrader's BacktestNode runs its
 // configurations the same way, one full replay each).
+//
+// A sweep split over jobs (Job.Shard, K/N: the points whose index is K−1
+// modulo N) writes one sweep table a job (WriteTable: CSV, Parquet or Arrow
+// IPC, the Parquet and Arrow tables labelled with MetaShard); Merge reads
+// the jobs' tables back, in any of the three formats (one per merge), and
+// writes through the same writer the table the unsharded sweep writes,
+// byte for byte, without MetaShard.
 package research
 
 import (
