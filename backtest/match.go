@@ -197,6 +197,11 @@ func (e *Engine) crosses(in *Instrument, o *Order, opp book.Side) bool {
 	if p, ok := bestLevel(in, opp); !ok || !better(o.Side, p, o.Price) {
 		return false // the best level levels would return does not cross
 	}
+	if len(in.taken) == 0 {
+		// Nothing of in's book is taken: the best level, which crosses,
+		// has size (a book holds no empty level).
+		return true
+	}
 	for _, l := range e.levels(in, opp, false) {
 		if !better(o.Side, l.Price, o.Price) {
 			return false
@@ -365,12 +370,7 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 		Side: o.Side, Price: price, Size: q, Liquidity: liq, Queue: queue, Fee: fee, ExchangeNs: e.xNs, RecvNs: at,
 		Tag: o.Tag, cashDelta: delta, filled: o.Filled})
 	e.filled(in, &e.fills[len(e.fills)-1])
-	for i, h := range e.cfg.MarkoutsNs {
-		if len(in.marks) == 0 || e.xNs+h < in.marksDue {
-			in.marksDue = e.xNs + h
-		}
-		in.marks = append(roomFor(in.marks), markout{seq: uint64(n + 1), price: price, side: o.Side, atNs: e.xNs + h, horizon: h, hi: e.markHi[i]})
-	}
+	e.addMarkouts(in, uint64(n+1), price, o.Side)
 	e.seq++
 	o.refs++
 	e.notes.push(note{atNs: at, seq: e.seq, kind: noteFill, fill: n, in: in})
