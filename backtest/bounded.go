@@ -53,9 +53,16 @@ type tally struct {
 	// ""): the data may name it later, and the result counts them if so.
 	// Folded last, in ID order, as their own venue's sums.
 	strays []*Order
+	// last is the venue venue last returned, by name: a run mostly trades
+	// on one, whose name need not be hashed for each order and fill.
+	lastName string
+	last     *VenueSummary
 }
 
 func (t *tally) venue(name string) *VenueSummary {
+	if t.last != nil && name == t.lastName {
+		return t.last
+	}
 	if t.venues == nil {
 		t.venues, t.units = map[string]*VenueSummary{}, map[string]int64{}
 	}
@@ -64,6 +71,7 @@ func (t *tally) venue(name string) *VenueSummary {
 		v = &VenueSummary{}
 		t.venues[name] = v
 	}
+	t.lastName, t.last = name, v
 	return v
 }
 

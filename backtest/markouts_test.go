@@ -13,9 +13,15 @@ import (
 // engine's queues (markQueue) must take the same ones, at the same
 // events, in the same order.
 type markoutList struct {
-	marks []markout
+	marks []listed
 	out   []Markout
 	sums  []float64
+}
+
+type listed struct {
+	markout
+	horizon int64
+	hi      int
 }
 
 func (l *markoutList) take(nowNs, mid int64, decimals uint8) {
@@ -72,7 +78,7 @@ func TestMarkoutsOrder(t *testing.T) {
 			price, side := mid+rnd(5)-2, Side(rnd(2))
 			e.addMarkouts(in, seq, price, side)
 			for i, h := range horizons {
-				ref.marks = append(ref.marks, markout{seq: seq, price: price, side: side, atNs: now + h, horizon: h, hi: e.markHi[i]})
+				ref.marks = append(ref.marks, listed{markout{seq: seq, price: price, side: side, atNs: now + h}, h, e.markHi[i]})
 			}
 		}
 	}

@@ -43,12 +43,10 @@ type PositionPoint struct {
 // kept with it, so that the fill itself need not be (a summary-only run
 // drops fills once reported, bounded.go).
 type markout struct {
-	seq     uint64 // the fill's Seq
-	price   int64  // the fill's price
-	side    Side
-	atNs    int64
-	horizon int64
-	hi      int // index of the horizon's sums (markoutSums)
+	seq   uint64 // the fill's Seq
+	price int64  // the fill's price
+	atNs  int64
+	side  Side
 }
 
 // Markout is the mid price a horizon after a fill, signed so that positive
@@ -61,15 +59,18 @@ type Markout struct {
 	PnL     int64
 }
 
-// markQueue is an instrument's markouts of one horizon not yet taken, in
-// the order of their times (exchange time of the fill plus the horizon),
-// then of their fills: those due at a time are a prefix. The times mostly
-// come in order; they come out of it where the exchange clock went back
-// between two fills (an event stamped before the clock is applied where
-// it is).
+// markQueue is an instrument's markouts of one horizon not yet taken,
+// m[head:], in the order of their times (exchange time of the fill plus
+// the horizon), then of their fills: those due at a time are a prefix. The
+// times mostly come in order; they come out of it where the exchange clock
+// went back between two fills (an event stamped before the clock is
+// applied where it is). Those taken go by moving head; the array is
+// compacted when full (or reused whole when empty), so that neither
+// costs more than its share of the appends.
 type markQueue struct {
 	m     []markout
-	due   int // markouts' scratch: how many of m's first are due,
+	head  int
+	due   int // markouts' scratch: how many from head on are due,
 	taken int // and how many of those it took
 }
 
@@ -85,12 +86,15 @@ func (e *Engine) addMarkouts(in *Instrument, seq uint64, price int64, side Side)
 			in.marksDue = at
 		}
 		q := &in.marks[i]
+		if q.head > 0 && len(q.m) == cap(q.m) {
+			q.m, q.head = dropFront(q.m, q.head), 0
+		}
 		q.m = append(roomFor(q.m), markout{})
 		j := len(q.m) - 1
-		for ; j > 0 && q.m[j-1].atNs > at; j-- {
+		for ; j > q.head && q.m[j-1].atNs > at; j-- {
 			q.m[j] = q.m[j-1] // later than this one: it goes before them
 		}
-		q.m[j] = markout{seq: seq, price: price, side: side, atNs: at, horizon: h, hi: e.markHi[i]}
+		q.m[j] = markout{seq: seq, price: price, side: side, atNs: at}
 		in.marksN++
 	}
 }
@@ -114,40 +118,46 @@ func (e *Engine) markouts(in *Instrument, nowNs int64) {
 	}
 	// Merge the queues' due heads by fill, then horizon index.
 	for {
-		var q *markQueue
+		qi := -1
+		var next uint64
 		for i := range in.marks {
-			c := &in.marks[i]
-			if c.taken < c.due && (q == nil || c.m[c.taken].seq < q.m[q.taken].seq) {
-				q = c
+			q := &in.marks[i]
+			if q.taken < q.due {
+				if s := q.m[q.head+q.taken].seq; qi < 0 || s < next {
+					qi, next = i, s
+				}
 			}
 		}
-		if q == nil {
+		if qi < 0 {
 			break
 		}
-		e.takeMarkout(in, &q.m[q.taken], mid)
+		q := &in.marks[qi]
+		e.takeMarkout(in, qi, &q.m[q.head+q.taken], mid)
 		q.taken++
 	}
 	in.marksDue = math.MaxInt64
 	for i := range in.marks {
 		q := &in.marks[i]
-		q.m = dropFront(q.m, q.due)
+		q.head += q.due
 		in.marksN -= q.due
 		q.due, q.taken = 0, 0
-		if len(q.m) > 0 {
-			in.marksDue = min(in.marksDue, q.m[0].atNs)
+		if q.head == len(q.m) {
+			q.m, q.head = q.m[:0], 0
+		} else {
+			in.marksDue = min(in.marksDue, q.m[q.head].atNs)
 		}
 	}
 }
 
-// dueFirst counts the markouts due at nowNs (q.due, at m's head) and puts
-// them in the order of their fills.
+// dueFirst counts the markouts due at nowNs (q.due, from head on) and
+// puts them in the order of their fills.
 func (q *markQueue) dueFirst(nowNs int64) {
-	n := 0
+	n := q.head
 	for n < len(q.m) && q.m[n].atNs <= nowNs {
 		n++
 	}
-	q.due = n
-	due := q.m[:n]
+	due := q.m[q.head:n]
+	q.due = len(due)
 	if !slices.IsSortedFunc(due, bySeq) {
 		slices.SortFunc(due, bySeq)
 	}
@@ -155,16 +165,17 @@ func (q *markQueue) dueFirst(nowNs int64) {
 
 func bySeq(a, b markout) int { return cmp.Compare(a.seq, b.seq) }
 
-// takeMarkout folds markout m, taken at mid, into the summary's sums and,
-// in a run that keeps its series, the Markouts.
-func (e *Engine) takeMarkout(in *Instrument, m *markout, mid int64) {
+// takeMarkout folds markout m of horizon i (Config.MarkoutsNs), taken at
+// mid, into the summary's sums and, in a run that keeps its series, the
+// Markouts.
+func (e *Engine) takeMarkout(in *Instrument, i int, m *markout, mid int64) {
 	d := mid - m.price
 	if m.side == Sell {
 		d = -d
 	}
-	e.markSums.add(m.hi, float64(d)/float64(pow10(in.Scale.PriceDecimals)))
+	e.markSums.add(e.markHi[i], float64(d)/float64(pow10(in.Scale.PriceDecimals)))
 	if !e.summaryOnly {
-		e.marksOut = append(roomFor(e.marksOut), Markout{Fill: m.seq, Horizon: m.horizon, Mid: mid, PnL: d})
+		e.marksOut = append(roomFor(e.marksOut), Markout{Fill: m.seq, Horizon: e.cfg.MarkoutsNs[i], Mid: mid, PnL: d})
 	}
 }
 
