@@ -3,7 +3,6 @@ package columnar
 import (
 	"bytes"
 	"encoding/csv"
-	"io"
 	"strconv"
 	"testing"
 	"unicode/utf8"
@@ -78,19 +77,6 @@ func FuzzReadTyped(f *testing.F) {
 		if len(c.Rows) > 64 {
 			t.Fatalf("%d rows read, the bound is 64", len(c.Rows))
 		}
-		sc := c.Schema
-		sc.Name = "t"
-		tt, err := NewTypedTable(io.Discard, sc, CSV, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, row := range c.Rows {
-			for i, cell := range row {
-				tt.Set(i, cell)
-			}
-			if err := tt.EndRow(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		rewrite(t, c, CSV)
 	})
 }

@@ -22,7 +22,7 @@ func typedTestColumns(names []string, _ map[string]string) ([]Column, error) {
 
 // rewrite writes c again through a TypedTable, in format f with c's
 // schema and options.
-func rewrite(t *testing.T, c *Contents, f Format) []byte {
+func rewrite(t testing.TB, c *Contents, f Format) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	sc := c.Schema
