@@ -103,25 +103,32 @@ type MM struct {
 type mmState struct {
 	q      [2]mmQuote // bid, ask
 	shares int64      // Size in the instrument's size units (its scale never changes)
-	idle   bool       // the last evaluation changed nothing; last are its inputs
-	last   mmInputs
+	// The last evaluation changed nothing (idle): it sent nothing and left
+	// the quotes as they were. Then market and account are its inputs,
+	// and the account was so at view version (Context.ViewVersion).
+	idle    bool
+	market  mmMarket
+	account mmAccount
+	version uint64
 }
 
-// mmInputs is everything an evaluation of MM reads that can change: the
-// book's best prices, what the instrument's rules make of them, the
-// complement, the positions, the quotes and what the strategy knows of
-// their orders. The parameters and the instrument's scale, venue rules
-// and resolution (checked first) do not change under it, and an order's
-// side and instrument are those it was sent with.
-type mmInputs struct {
+// An evaluation of MM reads what can change of the market (mmMarket) and
+// of the account as the strategy knows it (mmAccount). The parameters and
+// the instrument's scale, venue rules and resolution (checked first) do
+// not change under it, and an order's side and instrument are those it
+// was sent with.
+type mmMarket struct {
 	bid, ask       int64 // best prices
 	step           int64 // the price step at the bid (Instrument.PriceStep)
 	size           int64 // quote size, in whole lots
 	comp           *Instrument
 	tick, compTick int64 // Instrument.Tick of the instrument and its complement
-	pos, compPos   int64 // Instrument.Position of the instrument and its complement
-	q              [2]mmQuote
-	ord            [2]mmOrder
+}
+
+type mmAccount struct {
+	pos, compPos int64 // Instrument.Position of the instrument and its complement
+	q            [2]mmQuote
+	ord          [2]mmOrder
 }
 
 // mmOrder is what MM reads of a quote's order (Context.Order).
@@ -162,10 +169,11 @@ func newMM(p Params) (Strategy, error) {
 //
 // Most book events change nothing MM decides from: the best prices stay
 // and no report about its quotes arrived. An evaluation is a function of
-// its inputs (mmInputs), so one with the inputs of the last evaluation of
-// the instrument, when that one changed nothing (sent nothing: the view
-// version did not move; left the quotes as they were), would change
-// nothing again, and is skipped.
+// its inputs, so one with the inputs of the last evaluation of the
+// instrument, when that one changed nothing, would change nothing again,
+// and is skipped. The market inputs are compared first; the account's
+// are the same if the view version is (nothing was reported since), else
+// they are read and compared.
 func (m *MM) OnEvent(ctx *Context, e *feed.Event) {
 	if e.Channel != feed.ChannelBook || e.Book == nil || !e.Book.Valid() || (m.Only != "" && e.Instrument != m.Only) {
 		return
@@ -180,28 +188,42 @@ func (m *MM) OnEvent(ctx *Context, e *feed.Event) {
 		return
 	}
 	st := m.state(ctx, in)
-	// Inventory as the fill reports received so far make it (the local
-	// view, Context.Position), not the simulator's.
-	x := mmInputs{bid: bb.Price, ask: ba.Price, step: in.PriceStep(bb.Price), size: st.shares,
-		comp: in.Complement, tick: in.Tick, pos: in.Position, q: st.q}
+	mk := mmMarket{bid: bb.Price, ask: ba.Price, step: in.PriceStep(bb.Price), size: st.shares, comp: in.Complement, tick: in.Tick}
 	if lot := in.Lot(); lot > 1 {
-		x.size = max(x.size/lot*lot, lot)
+		mk.size = max(mk.size/lot*lot, lot)
 	}
-	if c := x.comp; c != nil {
-		x.compTick, x.compPos = c.Tick, c.Position
+	if mk.comp != nil {
+		mk.compTick = mk.comp.Tick
+	}
+	if st.idle && st.market == mk && !m.noSkip {
+		v := ctx.ViewVersion()
+		if v == st.version || st.account == m.account(ctx, in, st, &mk) {
+			st.version = v // the account is as it was then
+			m.skipped++
+			return
+		}
+	}
+	v, q := ctx.ViewVersion(), st.q
+	m.requote(ctx, in, st, &mk)
+	// An evaluation that changed nothing found the account as it left
+	// it: read it now (the quotes' orders are at hand).
+	if st.idle = ctx.ViewVersion() == v && st.q == q; st.idle {
+		st.market, st.account, st.version = mk, m.account(ctx, in, st, &mk), v
+	}
+}
+
+// account reads what an evaluation of in reads of the account.
+func (m *MM) account(ctx *Context, in *Instrument, st *mmState, mk *mmMarket) mmAccount {
+	a := mmAccount{pos: in.Position, q: st.q}
+	if mk.comp != nil {
+		a.compPos = mk.comp.Position
 	}
 	for i, q := range st.q {
 		if o := ctx.Order(q.id); o != nil {
-			x.ord[i] = mmOrder{known: true, status: o.Status, price: o.Price}
+			a.ord[i] = mmOrder{known: true, status: o.Status, price: o.Price}
 		}
 	}
-	if st.idle && st.last == x && !m.noSkip {
-		m.skipped++
-		return
-	}
-	v := ctx.ViewVersion()
-	m.requote(ctx, in, st, &x)
-	st.idle, st.last = ctx.ViewVersion() == v && st.q == x.q, x
+	return a
 }
 
 // state returns in's state, making it on its first quote.
@@ -217,22 +239,25 @@ func (m *MM) state(ctx *Context, in *Instrument) *mmState {
 	return st
 }
 
-// requote places, keeps or cancels in's two quotes for inputs x.
-func (m *MM) requote(ctx *Context, in *Instrument, st *mmState, x *mmInputs) {
+// requote places, keeps or cancels in's two quotes for market mk.
+func (m *MM) requote(ctx *Context, in *Instrument, st *mmState, mk *mmMarket) {
 	sc := in.Scale
 	unit := float64(pow10(sc.PriceDecimals))
-	inv := float64(x.pos) / float64(pow10(sc.SizeDecimals))
-	if x.comp != nil {
-		inv -= float64(x.compPos) / float64(pow10(sc.SizeDecimals))
+	// Inventory as the fill reports received so far make it (the local
+	// view, Context.Position), not the simulator's.
+	pos := in.Position
+	inv := float64(pos) / float64(pow10(sc.SizeDecimals))
+	if c := mk.comp; c != nil {
+		inv -= float64(c.Position) / float64(pow10(sc.SizeDecimals))
 	}
-	mid := float64(x.bid+x.ask) / 2 / unit
-	tick := x.step
+	mid := float64(mk.bid+mk.ask) / 2 / unit
+	tick := mk.step
 	bid := int64(math.Floor((mid-m.Spread/2-m.Skew*inv)*unit/float64(tick))) * tick
 	ask := int64(math.Ceil((mid+m.Spread/2-m.Skew*inv)*unit/float64(tick))) * tick
-	size := x.size
+	size := mk.size
 	m.quote(ctx, in, &st.q[0], Buy, in.ID, bid, size, inv < m.MaxPos && bid > 0)
-	if in.Outcomes() && !ctx.e.cfg.AllowShort && x.pos < size {
-		if c := x.comp; c != nil {
+	if in.Outcomes() && !ctx.e.cfg.AllowShort && pos < size {
+		if c := mk.comp; c != nil {
 			m.quote(ctx, c, &st.q[1], Buy, c.ID, pow10(sc.PriceDecimals)-ask, size, inv > -m.MaxPos && ask < pow10(sc.PriceDecimals))
 		}
 		return
