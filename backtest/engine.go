@@ -503,7 +503,7 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 	}
 	e.deliver()
 	if !e.stratDead && e.wants(ev, in) {
-		e.guard(ev, func() { e.strat.OnEvent(&e.ctx, ev) })
+		e.strategyEvent(ev)
 	}
 	e.sample(ev.RecvNs)
 	if e.summaryOnly {
@@ -550,14 +550,25 @@ func (e *Engine) shardOwns(ev *feed.Event, in *Instrument) bool {
 
 // guard runs f, isolating a strategy panic.
 func (e *Engine) guard(ev *feed.Event, f func()) {
-	defer func() {
-		if r := recover(); r != nil {
-			e.stratDead = true
-			e.stratErr = &StrategyError{Seq: ev.Seq, RecvNs: ev.RecvNs, Value: fmt.Sprint(r), Stack: string(debug.Stack())}
-			e.errs = append(e.errs, e.stratErr)
-		}
-	}()
+	defer e.isolate(ev)
 	f()
+}
+
+// strategyEvent hands ev to the strategy, isolating a panic: guard without
+// a closure to make for every event.
+func (e *Engine) strategyEvent(ev *feed.Event) {
+	defer e.isolate(ev)
+	e.strat.OnEvent(&e.ctx, ev)
+}
+
+// isolate, deferred around a strategy call at ev, stops the strategy if
+// the call panicked and keeps the panic as a StrategyError.
+func (e *Engine) isolate(ev *feed.Event) {
+	if r := recover(); r != nil {
+		e.stratDead = true
+		e.stratErr = &StrategyError{Seq: ev.Seq, RecvNs: ev.RecvNs, Value: fmt.Sprint(r), Stack: string(debug.Stack())}
+		e.errs = append(e.errs, e.stratErr)
+	}
 }
 
 // metadata follows tick sizes, market resolutions and funding, as the
