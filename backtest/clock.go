@@ -99,7 +99,7 @@ func (e *Engine) advance(r *venueRules, x int64) {
 // drain applies r's actions and expiries due before an event stamped x;
 // each at its own time, or at the clock (prev) if that is later.
 func (e *Engine) drain(r *venueRules, x, prev int64) {
-	for len(r.due) > 0 && r.due[0].due(x) {
+	for r.due.len() > 0 && r.due.peek().due(x) {
 		a := r.due.pop()
 		e.xNs = max(a.atNs, prev)
 		e.apply(a)
@@ -336,11 +336,11 @@ func (e *Engine) deliver() {
 	if e.summaryOnly {
 		e.view.fills = e.view.fills[:0] // Context.Fills: this event's reports only
 	}
-	for len(e.timers) > 0 || len(e.notes) > 0 {
+	for e.timers.len() > 0 || e.notes.len() > 0 {
 		var useTimer bool
 		switch {
-		case len(e.notes) > 0 && e.notes[0].atNs <= e.nowNs && (len(e.timers) == 0 || e.notes[0].atNs <= e.timers[0].atNs):
-		case len(e.timers) > 0 && e.timers[0].atNs <= e.nowNs:
+		case e.notes.len() > 0 && e.notes.peek().atNs <= e.nowNs && (e.timers.len() == 0 || e.notes.peek().atNs <= e.timers.peek().atNs):
+		case e.timers.len() > 0 && e.timers.peek().atNs <= e.nowNs:
 			useTimer = true
 		default:
 			return
@@ -413,61 +413,6 @@ type timer struct {
 	atNs int64
 	seq  uint64
 	tag  int64
-}
-
-// queue is a binary min-heap ordered by time then sequence (deterministic),
-// without container/heap's boxing of every element in an interface.
-type queue[T timed] []T
-
-type timed interface{ key() (int64, uint64) }
-
-func (a action) key() (int64, uint64) { return a.atNs, a.seq }
-func (n note) key() (int64, uint64)   { return n.atNs, n.seq }
-func (t timer) key() (int64, uint64)  { return t.atNs, t.seq }
-
-func before[T timed](a, b T) bool {
-	at, as := a.key()
-	bt, bs := b.key()
-	return at < bt || (at == bt && as < bs)
-}
-
-func (q *queue[T]) push(x T) {
-	h := append(*q, x)
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !before(h[i], h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-	*q = h
-}
-
-func (q *queue[T]) pop() T {
-	h := *q
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	var zero T
-	h[n] = zero
-	h = h[:n]
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < n && before(h[l], h[m]) {
-			m = l
-		}
-		if r := l + 1; r < n && before(h[r], h[m]) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	*q = h
-	return top
 }
 
 // venueList returns the engine's tradable venues in the order their first

@@ -1,9 +1,11 @@
 package backtest
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/tapedeck/tapedeck/replayer"
 	"github.com/tapedeck/tapedeck/venue"
 )
 
@@ -89,5 +91,54 @@ func TestTimers(t *testing.T) {
 	tp.idle(5)
 	if len(s.fired) != 4 || s.fired[0] != 1 || s.fired[2] != 2 || s.fired[1] < at || s.fired[1] >= at+1e6 {
 		t.Fatalf("timers fired %v (set for %d and %d)", s.fired, at, at+1e6)
+	}
+}
+
+// runEngine runs s over the shipped Polymarket sample on one engine,
+// summary-only or not, and returns the engine after Finish and its result.
+func runEngine(t *testing.T, s Strategy, summaryOnly bool) (*Engine, *Result) {
+	t.Helper()
+	e := NewEngine(s, Config{Cash: 1000e10, Latency: ConstantLatency{EntryNs: 5e6, AckNs: 5e6, CancelNs: 5e6}})
+	e.summaryOnly = summaryOnly
+	rp, err := replayer.New([]string{pmSample}, replayer.WithWarmupREST(e.warmupREST))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.useDrivers(rp.Drivers()); err != nil {
+		t.Fatal(err)
+	}
+	rp.Subscribe(replayer.Key{}, e)
+	if _, err := rp.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return e, e.Finish()
+}
+
+// TestExchangeOrdersReused: a summary-only run takes the exchange's
+// records of its orders from a few slabs, again and again, as it lets go
+// of the orders (xorderSlabs), and comes to the full run's summary and
+// digest; a full run hands back every order, none overwritten.
+func TestExchangeOrdersReused(t *testing.T) {
+	mm := func() Strategy {
+		s, _, err := NewBuiltin("mm", Params{"spread": "0.02"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	_, full := runEngine(t, mm(), false)
+	for i, o := range full.Orders {
+		if o.ID != uint64(i+1) {
+			t.Fatalf("full run: order %d has ID %d", i+1, o.ID)
+		}
+	}
+	e, sum := runEngine(t, mm(), true)
+	if sum.Summary.Digest != full.Summary.Digest || sum.Summary.Orders != full.Summary.Orders || sum.Summary.Fills != full.Summary.Fills {
+		t.Fatalf("summary-only run: digest %s, %d orders, %d fills; full run %s, %d, %d", sum.Summary.Digest, sum.Summary.Orders,
+			sum.Summary.Fills, full.Summary.Digest, full.Summary.Orders, full.Summary.Fills)
+	}
+	held := (len(e.xorders.filled) + 1) * orderSlabLen
+	if n := full.Summary.Orders; n < 1000 || held > n/4 {
+		t.Fatalf("%d orders sent, the exchange's records take %d places at the end: want far fewer", n, held)
 	}
 }

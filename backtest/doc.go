@@ -230,6 +230,17 @@
 // has the very same summary and digest while what it holds does not grow
 // with the recording's length.
 //
+// # Many runs over one replay
+//
+// RunMany drives one engine per Spec from a single decode: each sees the
+// events, books and clocks a Run of its spec alone sees, so its fills and
+// digest are that Run's. ManyOptions.Workers steps the engines on several
+// goroutines that all finish an event before the next (the books move
+// with it); results do not depend on it. On a 2-core host it does not
+// pay: the hand-offs wait for a core the replay's own goroutines hold, and
+// 2 workers cost more CPU and wall time than 1 (DefaultWorkers, which
+// replay backtest uses, keeps 1 there).
+//
 // # Balances and margin
 //
 // Config.Cash is the starting collateral. Polymarket is fully

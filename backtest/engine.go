@@ -132,11 +132,12 @@ type Engine struct {
 	markets  map[string][]*Instrument
 	venues   map[string]*venueRules // by venue name; nil: not tradable
 
-	orders    []*Order // the exchange's orders, by ID − 1 − orderBase
-	orderBase uint64   // orders a summary-only run has let go (bounded.go)
-	orderSlab []Order  // where newOrder takes orders from
-	fills     []Fill   // by Seq − 1 − fillBase
-	fillBase  int      // fills a summary-only run has let go
+	orders    []*Order    // the exchange's orders, by ID − 1 − orderBase
+	orderBase uint64      // orders a summary-only run has let go (bounded.go)
+	orderSlab []Order     // where newOrder takes orders from
+	xorders   xorderSlabs // where Submit takes the exchange's records from
+	fills     []Fill      // by Seq − 1 − fillBase
+	fillBase  int         // fills a summary-only run has let go
 	notes     queue[note]
 	timers    queue[timer]
 	seq       uint64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/tapedeck/tapedeck/datasets"
@@ -78,6 +79,21 @@ func TestRunManyWorkersAgree(t *testing.T) {
 			if got != want[i] {
 				t.Fatalf("workers %d, run %d: %s; on one goroutine %s", workers, i, got, want[i])
 			}
+		}
+	}
+}
+
+// TestDefaultWorkers: a second worker only from 8 runs up and with a third
+// core for the replay's own goroutines; on 2 cores it costs more than it
+// saves, so the default never asks for it there.
+func TestDefaultWorkers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, c := range []struct{ procs, runs, want int }{
+		{1, 20, 1}, {2, 20, 1}, {2, 1000, 1}, {3, 7, 1}, {3, 8, 2}, {8, 20, 2},
+	} {
+		runtime.GOMAXPROCS(c.procs)
+		if got := DefaultWorkers(c.runs); got != c.want {
+			t.Errorf("GOMAXPROCS %d, %d runs: %d workers, want %d", c.procs, c.runs, got, c.want)
 		}
 	}
 }

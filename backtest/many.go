@@ -3,6 +3,7 @@ package backtest
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 
 	"github.com/tapedeck/tapedeck/datasets"
@@ -29,7 +30,8 @@ type ManyOptions struct {
 	// give each worker a fixed share of the engines and wait for all of them
 	// before the next event, so the books they read never move under them.
 	// Results do not depend on it (every engine sees the same events in the
-	// same order); it pays where the engines' work dwarfs the hand-off.
+	// same order). It pays only with a core to spare for the replay's own
+	// goroutines (DefaultWorkers).
 	Workers int
 	// Started, when set, is called with the replayer before it runs (to
 	// follow its Position for progress, say).
@@ -54,6 +56,27 @@ type ManyOptions struct {
 	// Context.Fills holds only the fills reported since the last event
 	// (the built-in strategies read neither).
 	SummaryOnly bool
+}
+
+// DefaultWorkers is the ManyOptions.Workers a caller that was told
+// nothing (replay backtest without --workers) uses for runs engines: 2
+// when there are 8 runs or more and GOMAXPROCS is 3 or more, 1 otherwise.
+//
+// Two workers hand every event over and wait for each other before the
+// next (the books move with it), some 17,000 times on the shipped
+// Polymarket sample. With 2 cores the two lockstep goroutines share them
+// with the replay's read-ahead goroutine (it decompresses and checks the
+// next blocks) and the collector's mark worker, so at many hand-offs one
+// side waits for a core its peer or those hold — and on a host with any
+// other load, for a thread the system has descheduled. Measured there, a
+// 20-point mm sweep with 2 workers costs more CPU and more wall time than
+// with 1. A third core leaves the replay's goroutines one of their own;
+// that it then pays is expected, not measured on a 2-core host.
+func DefaultWorkers(runs int) int {
+	if runs >= 8 && runtime.GOMAXPROCS(0) >= 3 {
+		return 2
+	}
+	return 1
 }
 
 // RunMany replays paths once and runs every spec's strategy on its own

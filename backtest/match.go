@@ -197,6 +197,11 @@ func (e *Engine) crosses(in *Instrument, o *Order, opp book.Side) bool {
 	if p, ok := bestLevel(in, opp); !ok || !better(o.Side, p, o.Price) {
 		return false // the best level levels would return does not cross
 	}
+	if len(in.taken) == 0 {
+		// Nothing of in's book is taken: the best level, which crosses,
+		// has size (a book holds no empty level).
+		return true
+	}
 	for _, l := range e.levels(in, opp, false) {
 		if !better(o.Side, l.Price, o.Price) {
 			return false

@@ -19,7 +19,11 @@ import (
 // level's aggregate size. The engine calls Trade for a trade printed at the
 // order's price (the queue ahead is consumed first) and Depth for a change
 // of the level's size; an order fills by the amount its queue goes below
-// zero. Queue is in the book's fixed-point size units.
+// zero. Queue is in the book's fixed-point size units. The *Order is the
+// exchange's record of the order, the model's to keep its estimate in
+// (Queue); a summary-only run (ManyOptions.SummaryOnly) reuses the record
+// of an order it has let go, so nothing may be kept by it once the order
+// is done.
 type QueueModel interface {
 	Name() string
 	// Trade: size q traded at the order's price against its side.

@@ -162,12 +162,12 @@ func (e *Engine) record(nowNs int64) {
 func (e *Engine) Finish() *Result {
 	e.xNs = e.nowNs
 	for _, r := range e.venueList() {
-		for _, a := range r.due {
+		for a := range r.due.all() {
 			if a.order.Status == StatusPending {
 				e.finish(nil, a.order, StatusCancelled, "run ended before the order reached the exchange")
 			}
 		}
-		r.due = r.due[:0]
+		r.due.reset()
 	}
 	for _, in := range e.instList {
 		if w, ok := e.cfg.Resolutions[in.ID]; ok && !in.Resolved {

@@ -16,7 +16,10 @@ import (
 // issue's target is at most 3). mm-summary is the same sweep keeping
 // summaries only (Job.SummaryOnly, what replay backtest --sweep does with
 // no --out and no --report): it lets go of its orders and fills as it
-// runs, and the collector has that much less to mark.
+// runs, and the collector has that much less to mark. sweep20-wall-ms is
+// the sweep's wall time: mm/workers=2 against mm/workers=1 shows what a
+// second worker buys, on a 2-core host nothing (it costs more CPU and wall
+// time, see backtest.DefaultWorkers).
 //
 //	go test -run X -bench SweepCPU -benchtime 10x ./backtest/research/
 func BenchmarkSweepCPU(b *testing.B) {
@@ -37,7 +40,7 @@ func BenchmarkSweepCPU(b *testing.B) {
 				}
 			}
 			pts, _ := Grid(axes)
-			var one, sweep time.Duration
+			var one, sweep, wall time.Duration
 			for i := 0; i < b.N; i++ {
 				c0 := time.Duration(bench.CPUTime())
 				given := backtest.Params{"spread": "0.03", "size": "10"}
@@ -49,16 +52,17 @@ func BenchmarkSweepCPU(b *testing.B) {
 					Replay: []replayer.Option{replayer.WithHashCheck(true)}}); err != nil {
 					b.Fatal(err)
 				}
-				c1 := time.Duration(bench.CPUTime())
+				c1, w1 := time.Duration(bench.CPUTime()), time.Now()
 				j := &Job{Paths: []string{pmSample}, Strategies: []string{bc.strategy}, Points: pts, Config: cfg(),
 					Replay: []replayer.Option{replayer.WithHashCheck(true)}, Workers: workers, SummaryOnly: bc.summaryOnly}
 				if _, _, err := j.Execute(context.Background()); err != nil {
 					b.Fatal(err)
 				}
-				one, sweep = one+c1-c0, sweep+time.Duration(bench.CPUTime())-c1
+				one, sweep, wall = one+c1-c0, sweep+time.Duration(bench.CPUTime())-c1, wall+time.Since(w1)
 			}
 			b.ReportMetric(float64(one.Milliseconds())/float64(b.N), "one-cpu-ms")
 			b.ReportMetric(float64(sweep.Milliseconds())/float64(b.N), "sweep20-cpu-ms")
+			b.ReportMetric(float64(wall.Milliseconds())/float64(b.N), "sweep20-wall-ms")
 			b.ReportMetric(float64(sweep)/float64(one), "cpu-ratio")
 		})
 	}

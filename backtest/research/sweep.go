@@ -10,7 +10,9 @@
 // parameters. The runs never trade with each other: each has its own
 // account, orders, queue estimates and latencies, and meets the recorded
 // market only, as if it were alone (NautilusTrader's BacktestNode runs its
-// configurations the same way, one full replay each).
+// configurations the same way, one full replay each). Job.Workers steps the
+// runs on more goroutines in lockstep; on 2 cores that costs more than it
+// saves (backtest.DefaultWorkers).
 package research
 
 import (
@@ -45,7 +47,8 @@ type Job struct {
 	// Shard keeps the points whose Index % N == K−1 (the whole sweep when
 	// not set): N jobs given 1/N … N/N run every point once between them.
 	Shard replayer.Shard
-	// Workers steps the runs on this many goroutines (backtest.ManyOptions).
+	// Workers steps the runs on this many goroutines (backtest.ManyOptions;
+	// 0 is 1). backtest.DefaultWorkers is what to use when not told.
 	Workers int
 	// Started, when set, receives the replayer before it runs.
 	Started func(rp *replayer.Replayer)

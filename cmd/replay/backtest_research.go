@@ -74,7 +74,7 @@ func (r *researchFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&r.walk, "walk", "", "walk-forward `TRAIN/TEST` windows, e.g. 1d/1d or 6h/2h")
 	f.StringVar(&r.objective, "objective", "pnl", "what a walk-forward chooses by and the tearsheet's heatmap shows: "+strings.Join(research.Objectives, ", "))
 	f.StringVar(&r.report, "report", "", "write a tearsheet to `FILE.html` (self-contained: inline SVG, no script)")
-	f.IntVar(&r.workers, "workers", 0, "goroutines stepping the runs of one replay (0: both cores when there are 8 runs or more)")
+	f.IntVar(&r.workers, "workers", 0, "goroutines stepping the runs of one replay, in lockstep (0: 2 from 8 runs up with 3 or more cores, else 1; with 2 cores a second worker costs more CPU and wall time than it saves)")
 }
 
 // active reports whether the flags ask for a research run rather than one
@@ -135,8 +135,8 @@ func runResearch(ctx context.Context, o *backtestOptions, cfg backtest.Config, g
 	if _, _, err := job.Plan(); err != nil {
 		return cli.FlagErrorf("%v", err)
 	}
-	if n := len(job.Strategies) * max(1, len(job.Points)); job.Workers == 0 && n >= 8 {
-		job.Workers = 2
+	if job.Workers == 0 {
+		job.Workers = backtest.DefaultWorkers(len(job.Strategies) * max(1, len(job.Points)))
 	}
 	if err := outsideInputs("backtest", rf.report, o.Datasets); err != nil {
 		return err

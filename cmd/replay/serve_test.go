@@ -46,6 +46,11 @@ func TestServeFlags(t *testing.T) {
 		{"bad port", []string{"--listen", "127.0.0.1:http", "ds"}, "--listen", nil},
 		{"queue", []string{"--queue", "0", "ds"}, "--queue", nil},
 		{"window", []string{"--subscribe-window", "-1s", "ds"}, "--subscribe-window", nil},
+		{"fee tier", []string{"--trading", "--fee-tier", "99", "ds"}, "--fee-tier 99", nil},
+		{"fee tier without trading", []string{"--fee-tier", "1", "ds"}, "--trading only", nil},
+		{"listed fee tier", []string{"--trading", "--fee-tier", "6", "ds"}, "", func(o *serveCmdOptions) bool {
+			return o.Trading && o.Hub.Backtest.FeeTier == 6
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

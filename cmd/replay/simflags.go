@@ -51,6 +51,9 @@ func (s *simFlags) config(queueFlag string, more func(*backtest.Config) error) (
 	if err := cfg.Validate(); err != nil {
 		return backtest.Config{}, cli.FlagErrorf("%v", err)
 	}
+	if !feeTierListed(cfg.FeeTier) {
+		return backtest.Config{}, cli.FlagErrorf("--fee-tier %d: no venue's schedule has it", cfg.FeeTier)
+	}
 	return cfg, nil
 }
 
@@ -68,9 +71,6 @@ func backtestConfig(o *backtestOptions) (backtest.Config, backtest.Params, error
 	cfg, err := o.simFlags.config("--queue", o.fill)
 	if err != nil {
 		return backtest.Config{}, nil, err
-	}
-	if !feeTierListed(cfg.FeeTier) {
-		return backtest.Config{}, nil, cli.FlagErrorf("--fee-tier %d: no venue's schedule has it", cfg.FeeTier)
 	}
 	return cfg, given, nil
 }

@@ -195,7 +195,11 @@ func (tr *truth) OnEvent(e *replayer.Event) error {
 // lastValid returns, in order, each instrument's last state at each receive
 // time where that state is valid: the books an export must rebuild as of
 // that time.
-func (tr *truth) lastValid() []state {
+func (tr *truth) lastValid() []state { return tr.last(false) }
+
+// last returns, in order, each instrument's last state at each receive
+// time: the valid ones only, or (withInvalid) the invalid ones too.
+func (tr *truth) last(withInvalid bool) []state {
 	last := map[string]int{}
 	key := func(st *state) string { return st.instrument + "\x00" + strconv.FormatInt(st.recvNs, 10) }
 	for i := range tr.states {
@@ -203,7 +207,7 @@ func (tr *truth) lastValid() []state {
 	}
 	var out []state
 	for i := range tr.states {
-		if st := &tr.states[i]; last[key(st)] == i && st.valid {
+		if st := &tr.states[i]; last[key(st)] == i && (st.valid || withInvalid) {
 			out = append(out, *st)
 		}
 	}

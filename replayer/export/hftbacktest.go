@@ -58,7 +58,9 @@ type hbtEvent struct {
 //   - any other change of the book (Hyperliquid's bbo merged into it) is the
 //     HbtDepthEvent rows that turn the previous book into the new one;
 //   - a loss or a rejected frame, which leaves the book invalid until its
-//     next snapshot, is a HbtDepthClear: the backtest sees an empty book;
+//     next snapshot, is a HbtDepthClear: the backtest sees an empty book,
+//     and the level changes until that snapshot are left out (they would
+//     build a partial book; trades are kept);
 //   - a trade is a HbtTradeEvent with the taker's side (backfilled trades,
 //     history replayed by the venue at a subscribe, are left out);
 //   - each file after an instrument's first opens with a HbtDepthClear and a
@@ -199,7 +201,7 @@ func (h *HftBacktest) OnEvent(e *replayer.Event) error {
 		if err != nil {
 			return err
 		}
-		if h.opening(in, e, exch) {
+		if h.opening(in, e, exch) || h.invalid(e) {
 			return h.err
 		}
 		h.begin(in, false)
@@ -226,7 +228,7 @@ func (h *HftBacktest) OnEvent(e *replayer.Event) error {
 		if err != nil {
 			return err
 		}
-		if h.opening(in, e, exch) {
+		if h.opening(in, e, exch) || h.invalid(e) {
 			return h.err
 		}
 		h.diff(in, e.Book, exch, e.RecvNs)
@@ -265,6 +267,14 @@ func (h *HftBacktest) opening(in *hbtInst, e *replayer.Event, exch int64) bool {
 	}
 	h.snapshot(in, e.Book, exch, e.RecvNs)
 	return true
+}
+
+// invalid reports whether e's book is invalid (after a loss or a rejected
+// frame, before the next snapshot): its level changes are left out, so the
+// backtest keeps the empty book the HbtDepthClear left rather than a
+// partial one, until the snapshot that makes it whole again.
+func (h *HftBacktest) invalid(e *replayer.Event) bool {
+	return e.Book != nil && !e.Book.Valid()
 }
 
 // level is the row of a level or trade on side.
