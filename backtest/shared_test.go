@@ -32,7 +32,7 @@ func TestRunManySharedBooksAsAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		window := []replayer.Option{replayer.WithWindow(m.StartNs, m.StartNs+(m.EndNs-m.StartNs)/2)}
+		window := []replayer.Option{replayer.WithWindow(m.StartNs, m.StartNs+(m.EndNs-m.StartNs)/4)}
 		var specs []Spec
 		var want []string
 		fills := 0
