@@ -161,7 +161,9 @@ func (e *Engine) apply(a action) {
 				e.noteWith(o, reason)
 				return
 			}
+			e.reserved -= buyHold(in, o) // what it holds (open) changes
 			o.Size = a.size
+			e.reserved += buyHold(in, o)
 			e.note(o)
 			return
 		}
@@ -249,6 +251,7 @@ func (in *Instrument) xbook() *book.Book {
 func (e *Engine) unrest(in *Instrument, o *Order) {
 	if i := slices.Index(in.open, o); i >= 0 {
 		in.open = slices.Delete(in.open, i, i+1)
+		e.reserved -= buyHold(in, o)
 	}
 }
 

@@ -158,6 +158,7 @@ type Engine struct {
 	cancelRejects uint64        // cancels and amends the venue refused (unknown order)
 	held          []*Instrument // instruments with a position, in the order they got one
 	peakMargin    int64         // the largest initial margin used (cross-margin venues)
+	reserved      int64         // the cash resting BUYs of outcome tokens hold (buyHold), kept as they rest, fill and leave
 	liquidations  int
 	errs          []error
 	problems      int // problems found in the recording (bounded in errs)

@@ -305,10 +305,11 @@ type Instrument struct {
 	taken       takenLevels
 	scratch     []book.Level
 	merged      []book.Level // levels' merge of a book and its mirror
-	marks       []markout
-	marksDue    int64     // the earliest atNs in marks (valid when marks is not empty)
-	fee         *feeState // its market's fee state, once there is one (Engine.feeOf)
-	feeFor      string    // the key fee was found for
+	marks       []markQueue  // by index in Config.MarkoutsNs (report.go)
+	marksN      int          // markouts pending in marks
+	marksDue    int64        // the earliest atNs in marks (valid when marksN > 0)
+	fee         *feeState    // its market's fee state, once there is one (Engine.feeOf)
+	feeFor      string       // the key fee was found for
 
 	xs *sharedInst // in a RunMany, the engines' shared books xb points at (shared.go)
 }
