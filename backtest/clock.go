@@ -336,8 +336,9 @@ func (e *Engine) noteAccount(kind noteKind, in *Instrument, cash, pos int64) {
 // local clock, in time order; each updates the strategy's view (local
 // orders, positions, cash, fills) as it arrives.
 func (e *Engine) deliver() {
-	if e.summaryOnly {
+	if e.summaryOnly && len(e.view.fills) > 0 {
 		e.view.fills = e.view.fills[:0] // Context.Fills: this event's reports only
+		e.view.version++
 	}
 	for e.timers.len() > 0 || e.notes.len() > 0 {
 		var useTimer bool
@@ -348,6 +349,7 @@ func (e *Engine) deliver() {
 		default:
 			return
 		}
+		e.view.version++ // Context.ViewVersion: a report or a timer
 		if useTimer {
 			t := e.timers.pop()
 			if h, ok := e.strat.(TimerHandler); ok && !e.stratDead {

@@ -367,7 +367,7 @@ func (e *Engine) instrument(ven, id string, sc book.Scale) *Instrument {
 		}
 		e.venues[ven] = r
 	}
-	in := &Instrument{ID: id, Venue: ven, Scale: sc, SzDecimals: -1, rules: r}
+	in := &Instrument{ID: id, Venue: ven, Index: len(e.instList), Scale: sc, SzDecimals: -1, rules: r}
 	if r != nil {
 		in.Tick, in.MinSize = r.t.Tick, r.t.MinSize
 		if r.t.SizeDecimals > 0 {
