@@ -270,6 +270,7 @@ func (e *Engine) checkMargin(r *venueRules) {
 		lo.Status = StatusPending
 		e.view.orders = append(e.view.orders, &lo)
 		in.view.live = append(in.view.live, &lo)
+		e.view.version++
 		e.fill(in, o, o.Price, o.Size, Taker, 0)
 	}
 }

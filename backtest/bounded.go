@@ -161,6 +161,7 @@ func (e *Engine) release() {
 		e.orders = dropFront(e.orders, k)
 		e.view.orders = dropFront(e.view.orders, k)
 		e.orderBase += uint64(k)
+		e.view.version++ // Context.Order forgets them
 	}
 	k = 0
 	for k < len(e.fills) && e.fills[k].reported {

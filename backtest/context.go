@@ -54,6 +54,7 @@ func (c *Context) Shares(id string, s float64) int64 {
 // (the error names it; the rejection is also reported like any other).
 func (c *Context) Submit(r OrderRequest) (uint64, error) {
 	e := c.e
+	e.view.version++
 	id := e.nextOrderID()
 	in := e.lookup(r.Instrument)
 	var o *Order
@@ -167,6 +168,7 @@ func (c *Context) Cancel(id uint64) error {
 	if lo.Status.Done() {
 		return &Error{OrderID: id, Instrument: o.Instrument, Reason: "order is " + lo.Status.String()}
 	}
+	c.e.view.version++
 	c.e.push(action{atNs: c.e.nowNs + c.e.cfg.Latency.Cancel(), kind: actCancel, order: o})
 	return nil
 }
@@ -185,6 +187,7 @@ func (c *Context) Amend(id uint64, price, size int64) error {
 	if lo.Status.Done() {
 		return &Error{OrderID: id, Instrument: o.Instrument, Reason: "order is " + lo.Status.String()}
 	}
+	c.e.view.version++
 	c.e.push(action{atNs: c.e.nowNs + c.e.cfg.Latency.Entry(), kind: actAmend, order: o, price: price, size: size})
 	return nil
 }
@@ -279,6 +282,27 @@ func (c *Context) Position(instrument string) int64 {
 // Cash returns cash at CashDecimals, as the reports received so far make it.
 func (c *Context) Cash() int64 { return c.e.view.cash }
 
+// ViewVersion is a number that changes whenever the account as the
+// strategy knows it changes, and whenever the strategy acts: when the
+// engine delivers a report (an order's new state, a fill, funding, a
+// settlement), fires a timer, or forgets a done order (summary-only runs:
+// Order turns nil), when the reports of the last event leave Fills
+// (summary-only runs), when the simulator liquidates the account (its
+// orders appear), and at each Submit, SetTimer, and Cancel or Amend that
+// returns no error. It stays the same otherwise, so what the account
+// methods return (Order, OpenOrders, Working, Fills, Position, Cash, an
+// Instrument's Position, Funding and LastTrade) is the same while it
+// does, and equal versions before and after a callback mean the callback
+// sent nothing. It does not follow the market: books (and so Best,
+// Available and Take), ticks, rules, marks, funding rates, resolutions,
+// QueueEstimate and the clock change without it.
+//
+// A strategy that decides from the same few inputs on every event can
+// keep, with its last decision, the version and the market inputs it
+// read, and skip an event where neither changed and its last decision
+// sent nothing: the built-in mm does (MM.OnEvent).
+func (c *Context) ViewVersion() uint64 { return c.e.view.version }
+
 // TakerFeeRate is the taker rate a fill of instrument would be priced at
 // now, and where it comes from (Config.FeeRates, FeeCategories, what the
 // recording has stated so far, FeeRate; a fee tier): ok false when the
@@ -290,6 +314,7 @@ func (c *Context) TakerFeeRate(instrument string) (rate float64, src FeeSource, 
 // SetTimer calls the strategy's OnTimer(tag) at the first event at or after
 // atNs (local clock).
 func (c *Context) SetTimer(atNs, tag int64) {
+	c.e.view.version++
 	c.e.seq++
 	c.e.timers.push(timer{atNs: atNs, seq: c.e.seq, tag: tag})
 }

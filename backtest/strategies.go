@@ -93,11 +93,53 @@ func (Noop) OnEvent(*Context, *feed.Event) {}
 type MM struct {
 	Spread, Size, Skew, MaxPos float64
 	Only                       string
-	quotes                     map[*Instrument]*[2]mmQuote // bid, ask (by pointer: ids are 77 digits on Polymarket)
+	insts                      []*mmState // by Instrument.Index; nil until its first quote
+	noSkip                     bool       // evaluate every event (tests: the skip changes nothing)
+	skipped                    int        // events skipped (tests)
+}
+
+// mmState is what MM keeps of one instrument: its quotes, and the
+// inputs of its last evaluation when that evaluation changed nothing.
+type mmState struct {
+	q      [2]mmQuote // bid, ask
+	shares int64      // Size in the instrument's size units (its scale never changes)
+	idle   bool       // the last evaluation changed nothing; last are its inputs
+	last   mmInputs
+}
+
+// mmInputs is everything an evaluation of MM reads that can change: the
+// book's best prices, what the instrument's rules make of them, the
+// complement, the positions, the quotes and what the strategy knows of
+// their orders. The parameters and the instrument's scale, venue rules
+// and resolution (checked first) do not change under it, and an order's
+// side and instrument are those it was sent with.
+type mmInputs struct {
+	bid, ask       int64 // best prices
+	step           int64 // the price step at the bid (Instrument.PriceStep)
+	size           int64 // quote size, in whole lots
+	comp           *Instrument
+	tick, compTick int64 // Instrument.Tick of the instrument and its complement
+	pos, compPos   int64 // Instrument.Position of the instrument and its complement
+	q              [2]mmQuote
+	ord            [2]mmOrder
+}
+
+// mmOrder is what MM reads of a quote's order (Context.Order).
+type mmOrder struct {
+	known  bool // Order is not nil
+	status Status
+	price  int64
+}
+
+// mmQuote is one of MM's quotes: its order's id and whether a cancel of
+// it was sent and not yet answered.
+type mmQuote struct {
+	id         uint64
+	cancelling bool
 }
 
 func newMM(p Params) (Strategy, error) {
-	m := &MM{Only: p["instrument"], quotes: map[*Instrument]*[2]mmQuote{}}
+	m := &MM{Only: p["instrument"]}
 	var err error
 	for _, f := range []struct {
 		k string
@@ -117,6 +159,13 @@ func newMM(p Params) (Strategy, error) {
 }
 
 // OnEvent requotes the event's instrument when its book changed.
+//
+// Most book events change nothing MM decides from: the best prices stay
+// and no report about its quotes arrived. An evaluation is a function of
+// its inputs (mmInputs), so one with the inputs of the last evaluation of
+// the instrument, when that one changed nothing (sent nothing: the view
+// version did not move; left the quotes as they were), would change
+// nothing again, and is skipped.
 func (m *MM) OnEvent(ctx *Context, e *feed.Event) {
 	if e.Channel != feed.ChannelBook || e.Book == nil || !e.Book.Valid() || (m.Only != "" && e.Instrument != m.Only) {
 		return
@@ -130,43 +179,65 @@ func (m *MM) OnEvent(ctx *Context, e *feed.Event) {
 	if !ok1 || !ok2 || bb.Price >= ba.Price {
 		return
 	}
+	st := m.state(ctx, in)
+	// Inventory as the fill reports received so far make it (the local
+	// view, Context.Position), not the simulator's.
+	x := mmInputs{bid: bb.Price, ask: ba.Price, step: in.PriceStep(bb.Price), size: st.shares,
+		comp: in.Complement, tick: in.Tick, pos: in.Position, q: st.q}
+	if lot := in.Lot(); lot > 1 {
+		x.size = max(x.size/lot*lot, lot)
+	}
+	if c := x.comp; c != nil {
+		x.compTick, x.compPos = c.Tick, c.Position
+	}
+	for i, q := range st.q {
+		if o := ctx.Order(q.id); o != nil {
+			x.ord[i] = mmOrder{known: true, status: o.Status, price: o.Price}
+		}
+	}
+	if st.idle && st.last == x && !m.noSkip {
+		m.skipped++
+		return
+	}
+	v := ctx.ViewVersion()
+	m.requote(ctx, in, st, &x)
+	st.idle, st.last = ctx.ViewVersion() == v && st.q == x.q, x
+}
+
+// state returns in's state, making it on its first quote.
+func (m *MM) state(ctx *Context, in *Instrument) *mmState {
+	if in.Index >= len(m.insts) {
+		m.insts = append(m.insts, make([]*mmState, in.Index+1-len(m.insts))...)
+	}
+	st := m.insts[in.Index]
+	if st == nil {
+		st = &mmState{shares: ctx.Shares(in.ID, m.Size)}
+		m.insts[in.Index] = st
+	}
+	return st
+}
+
+// requote places, keeps or cancels in's two quotes for inputs x.
+func (m *MM) requote(ctx *Context, in *Instrument, st *mmState, x *mmInputs) {
 	sc := in.Scale
 	unit := float64(pow10(sc.PriceDecimals))
-	// Inventory as the fill reports received so far make it (the local
-	// view), not the simulator's.
-	pos := ctx.Position(in.ID)
-	inv := float64(pos) / float64(pow10(sc.SizeDecimals))
-	if in.Complement != nil {
-		inv -= float64(ctx.Position(in.Complement.ID)) / float64(pow10(sc.SizeDecimals))
+	inv := float64(x.pos) / float64(pow10(sc.SizeDecimals))
+	if x.comp != nil {
+		inv -= float64(x.compPos) / float64(pow10(sc.SizeDecimals))
 	}
-	mid := float64(bb.Price+ba.Price) / 2 / unit
-	tick := in.PriceStep(bb.Price)
+	mid := float64(x.bid+x.ask) / 2 / unit
+	tick := x.step
 	bid := int64(math.Floor((mid-m.Spread/2-m.Skew*inv)*unit/float64(tick))) * tick
 	ask := int64(math.Ceil((mid+m.Spread/2-m.Skew*inv)*unit/float64(tick))) * tick
-	size := ctx.Shares(in.ID, m.Size)
-	if lot := in.Lot(); lot > 1 {
-		size = max(size/lot*lot, lot)
-	}
-	q := m.quotes[in]
-	if q == nil {
-		q = new([2]mmQuote)
-		m.quotes[in] = q
-	}
-	m.quote(ctx, in, &q[0], Buy, in.ID, bid, size, inv < m.MaxPos && bid > 0)
-	if in.Outcomes() && !ctx.e.cfg.AllowShort && pos < size {
-		if c := in.Complement; c != nil {
-			m.quote(ctx, c, &q[1], Buy, c.ID, pow10(sc.PriceDecimals)-ask, size, inv > -m.MaxPos && ask < pow10(sc.PriceDecimals))
+	size := x.size
+	m.quote(ctx, in, &st.q[0], Buy, in.ID, bid, size, inv < m.MaxPos && bid > 0)
+	if in.Outcomes() && !ctx.e.cfg.AllowShort && x.pos < size {
+		if c := x.comp; c != nil {
+			m.quote(ctx, c, &st.q[1], Buy, c.ID, pow10(sc.PriceDecimals)-ask, size, inv > -m.MaxPos && ask < pow10(sc.PriceDecimals))
 		}
 		return
 	}
-	m.quote(ctx, in, &q[1], Sell, in.ID, ask, size, inv > -m.MaxPos)
-}
-
-// mmQuote is one of MM's quotes: its order's id and whether a cancel of
-// it was sent and not yet answered.
-type mmQuote struct {
-	id         uint64
-	cancelling bool
+	m.quote(ctx, in, &st.q[1], Sell, in.ID, ask, size, inv > -m.MaxPos)
 }
 
 func (m *MM) quote(ctx *Context, in *Instrument, q *mmQuote, side Side, inst string, price, size int64, want bool) {
