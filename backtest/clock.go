@@ -180,18 +180,32 @@ func (e *Engine) apply(a action) {
 // at in's first event (OnEvent): from then on every event of in updates
 // in.xb as it is delivered, so an order arriving between two events meets
 // the book between them.
+// In a RunMany the engines share the books of tradable venues' instruments
+// (shared.go): in.xs holds them and in.xb points at one of the two.
 func (e *Engine) track(in *Instrument) {
 	if in.xb == nil {
-		in.xb = book.New(in.Scale)
-		if in.Book != nil {
-			copyBook(in.xb, in.Book)
+		if e.sh != nil && in.rules != nil {
+			in.xs = e.sh.books(in)
+			in.xb = in.xs.pre
 		} else {
-			in.xb.Invalidate()
+			in.xb = newXBook(in)
 		}
 	}
 	if c := in.Complement; c != nil && c.xb == nil {
 		e.track(c)
 	}
+}
+
+// newXBook returns a new exchange-side book of in: a copy of the feed's
+// book, invalid when there is none yet.
+func newXBook(in *Instrument) *book.Book {
+	xb := book.New(in.Scale)
+	if in.Book != nil {
+		copyBook(xb, in.Book)
+	} else {
+		xb.Invalidate()
+	}
+	return xb
 }
 
 // copyBook makes dst a copy of src (levels and validity); an invalid src
@@ -204,10 +218,9 @@ func copyBook(dst, src *book.Book) {
 	dst.CopyFrom(src)
 }
 
-// follow applies ev to the exchange-side book of a tracked instrument, as
-// the decoder applied it to the feed's book.
-func (e *Engine) follow(in *Instrument, ev *feed.Event) {
-	xb := in.xb
+// followBook applies ev to xb, an exchange-side book of ev's instrument,
+// as the decoder applied it to the feed's book.
+func followBook(xb *book.Book, ev *feed.Event) {
 	if ev.Book != nil && !ev.Book.Valid() {
 		xb.Invalidate()
 		return

@@ -236,7 +236,10 @@
 //
 // RunMany drives one engine per Spec from a single decode: each sees the
 // events, books and clocks a Run of its spec alone sees, so its fills and
-// digest are that Run's. ManyOptions.Workers steps the engines on several
+// digest are that Run's. What of an event depends on the recording alone
+// (the exchange-side books every engine keeps, the event's instrument, the
+// fee rate a trade states) is worked out once for all the engines, not
+// once per engine. ManyOptions.Workers steps the engines on several
 // goroutines that all finish an event before the next (the books move
 // with it); results do not depend on it. On a 2-core host it does not
 // pay: the hand-offs wait for a core the replay's own goroutines hold, and

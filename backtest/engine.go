@@ -186,9 +186,15 @@ type Engine struct {
 	digBuf      []byte
 	fillLog     fillLog
 	listing     *listing // the REST body being delivered, read once for every engine of a RunMany
-	curve       curve
-	markSums    markoutSums
-	markHi      []int // by index in Config.MarkoutsNs: the first index of the same horizon
+
+	// sh is what the engines of a RunMany share, worked out once per event
+	// (shared.go); nil in Run. An engine with sh is stepped by its fanout
+	// only. bySlot are its instruments by their slot there.
+	sh       *shared
+	bySlot   []*Instrument
+	curve    curve
+	markSums markoutSums
+	markHi   []int // by index in Config.MarkoutsNs: the first index of the same horizon
 }
 
 // StrategyError is a strategy panic, isolated: the strategy receives nothing
@@ -378,6 +384,24 @@ func (e *Engine) instrument(ven, id string, sc book.Scale) *Instrument {
 	return in
 }
 
+// eventInstrument returns (creating) the instrument of d, the decoded
+// event of ev: in a RunMany, from the slot the fanout interned its id at.
+func (e *Engine) eventInstrument(ev *feed.Event, d *venue.Event) *Instrument {
+	si := (*sharedInst)(nil)
+	if e.sh != nil {
+		si = e.sh.cur
+	}
+	if si == nil {
+		return e.instrument(ev.Venue, d.Instrument, ev.Scale)
+	}
+	if in := e.at(si); in != nil {
+		return in
+	}
+	in := e.instrument(ev.Venue, d.Instrument, ev.Scale)
+	e.remember(si, in)
+	return in
+}
+
 func (e *Engine) pair(in *Instrument, market string) {
 	if market == "" || in.Market != "" {
 		return
@@ -420,7 +444,7 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 	var in *Instrument
 	d := ev.Decoded
 	if d != nil && d.Instrument != "" {
-		in = e.instrument(ev.Venue, d.Instrument, ev.Scale)
+		in = e.eventInstrument(ev, d)
 		if ev.Book != nil {
 			in.Book = ev.Book
 		}
@@ -436,6 +460,9 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 	var r *venueRules
 	if in != nil {
 		r = in.rules
+		if in.xs != nil {
+			in.xb = in.xs.pre // the shared book before ev
+		}
 	}
 	x := e.exchangeTime(ev)
 	if r == nil && x > 0 {
@@ -454,7 +481,11 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 		if in.xb == nil {
 			e.track(in)
 		}
-		e.follow(in, ev)
+		if in.xs != nil {
+			in.xb = in.xs.post // the fanout has applied ev to it
+		} else {
+			followBook(in.xb, ev)
+		}
 	}
 	if in != nil && (in.xPos != 0 || len(in.open) > 0) && ev.Book != nil {
 		if m, ok := in.Mid(); ok {
@@ -474,7 +505,7 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 	}
 	e.deliver()
 	if !e.stratDead && e.wants(ev, in) {
-		e.guard(ev, func() { e.strat.OnEvent(&e.ctx, ev) })
+		e.strategyEvent(ev)
 	}
 	e.sample(ev.RecvNs)
 	if e.summaryOnly {
@@ -521,14 +552,25 @@ func (e *Engine) shardOwns(ev *feed.Event, in *Instrument) bool {
 
 // guard runs f, isolating a strategy panic.
 func (e *Engine) guard(ev *feed.Event, f func()) {
-	defer func() {
-		if r := recover(); r != nil {
-			e.stratDead = true
-			e.stratErr = &StrategyError{Seq: ev.Seq, RecvNs: ev.RecvNs, Value: fmt.Sprint(r), Stack: string(debug.Stack())}
-			e.errs = append(e.errs, e.stratErr)
-		}
-	}()
+	defer e.isolate(ev)
 	f()
+}
+
+// strategyEvent hands ev to the strategy, isolating a panic: guard without
+// a closure to make for every event.
+func (e *Engine) strategyEvent(ev *feed.Event) {
+	defer e.isolate(ev)
+	e.strat.OnEvent(&e.ctx, ev)
+}
+
+// isolate, deferred around a strategy call at ev, stops the strategy if
+// the call panicked and keeps the panic as a StrategyError.
+func (e *Engine) isolate(ev *feed.Event) {
+	if r := recover(); r != nil {
+		e.stratDead = true
+		e.stratErr = &StrategyError{Seq: ev.Seq, RecvNs: ev.RecvNs, Value: fmt.Sprint(r), Stack: string(debug.Stack())}
+		e.errs = append(e.errs, e.stratErr)
+	}
 }
 
 // metadata follows tick sizes, market resolutions and funding, as the

@@ -314,6 +314,8 @@ type Instrument struct {
 	marksDue    int64        // the earliest atNs in marks (valid when marksN > 0)
 	fee         *feeState    // its market's fee state, once there is one (Engine.feeOf)
 	feeFor      string       // the key fee was found for
+
+	xs *sharedInst // in a RunMany, the engines' shared books xb points at (shared.go)
 }
 
 // takenLevel remembers recorded size the strategy's taker orders consumed
