@@ -91,7 +91,6 @@ func (e *Engine) enter(in *Instrument, o *Order) {
 	o.Status = StatusOpen
 	lv, _ := xb.Level(bs, o.Price)
 	o.Queue, o.prevLevel, o.tradedHere = lv, lv, 0
-	o.unit = float64(pow10(in.Scale.SizeDecimals))
 	e.rest(in, o)
 	if o.TIF == GTD {
 		// Gone at the venue's threshold before the stated time, exactly.

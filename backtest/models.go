@@ -93,9 +93,9 @@ func (m Prob) Depth(o *Order, prev, now int64) {
 	back := float64(prev) - front
 	// f takes sizes in shares or coins (hftbacktest's quantities), not
 	// fixed-point units: ln(1 + x) is not scale-free.
-	u := o.unit
-	if u == 0 {
-		u = 1
+	u := 1.0 // an order the engine did not enter: units as they are
+	if o.in != nil {
+		u = float64(pow10(o.in.Scale.SizeDecimals))
 	}
 	fb, ff := m.F(max(back, 0)/u), m.F(front/u)
 	p := 1.0

@@ -36,6 +36,9 @@ Without --out it goes to standard output in the tables' format.`,
   $ replay backtest merge --out sweep.csv part-*/sweep.parquet   # Parquet shards, a CSV table`,
 		Args: cli.AtLeastOne("TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if batchRows < 0 || batchRows > columnar.MaxBatchRows {
+				return cli.FlagErrorf("--batch-rows %d: want 0 to %d", batchRows, columnar.MaxBatchRows)
+			}
 			o := research.MergeOptions{Names: args, BatchRows: batchRows}
 			if f, ok := columnar.FormatOfName(out); ok {
 				o.Format = f

@@ -124,6 +124,9 @@ func TestBacktestMergeParquetArrow(t *testing.T) {
 			t.Fatalf("%s: a truncated table: exit %d: %s", format, code, stderr)
 		}
 	}
+	if code, _, stderr := execReplay(t, "backtest", "merge", "--batch-rows", "-1", parts["arrow"][0]); code != 2 {
+		t.Errorf("--batch-rows -1: exit %d, want 2: %s", code, stderr)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
