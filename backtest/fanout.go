@@ -127,6 +127,9 @@ func (w *worker) run() {
 // OnEvent implements feed.Subscriber. An engine isolates its strategy's
 // panics itself, so one run's failure never stops the others.
 func (f *fanout) OnEvent(ev *feed.Event) error {
+	// What the engines share of ev is worked out before any of them steps
+	// through it, and brought up to date (end) once all of them, the
+	// workers' included, are done with it (shared.go).
 	f.sh.begin(ev)
 	if ev.Kind == datasets.KindRESTResponse && ev.Control != nil {
 		// Every engine reads the body's listing (Engine.restBody): once.
