@@ -185,8 +185,8 @@ func (e *Engine) afford(in *Instrument, o *Order) string {
 		if fm := in.rules.fees; fm != nil {
 			cost += max(fm.Fee(e.feeInput(in, o.Price, size, Taker)), 0)
 		}
-		if cost > e.cash-e.reservedBuys() {
-			return fmt.Sprintf("%s (needs %s, available %s)", t.Reasons.NoBalance, fmtDec(cost, CashDecimals), fmtDec(e.cash-e.reservedBuys(), CashDecimals))
+		if cost > e.cash-e.reserved {
+			return fmt.Sprintf("%s (needs %s, available %s)", t.Reasons.NoBalance, fmtDec(cost, CashDecimals), fmtDec(e.cash-e.reserved, CashDecimals))
 		}
 	case t.CrossMargin:
 		pos := in.xPos
@@ -216,20 +216,19 @@ func (e *Engine) afford(in *Instrument, o *Order) string {
 	return ""
 }
 
-// reservedBuys is the cash the resting BUYs of outcome tokens hold.
-func (e *Engine) reservedBuys() int64 {
-	var s int64
-	for _, in := range e.instList {
-		if len(in.open) == 0 || !in.Outcomes() {
-			continue
-		}
-		for _, o := range in.open {
-			if o.Side == Buy {
-				s += Notional(o.Price, o.Leaves(), in.Scale.PriceDecimals, in.Scale.SizeDecimals)
-			}
-		}
+// buyHold is the cash a resting order o of in holds: a BUY of an outcome
+// token holds its unfilled notional (Engine.reserved sums them).
+func buyHold(in *Instrument, o *Order) int64 {
+	if o.Side != Buy || !in.Outcomes() {
+		return 0
 	}
-	return s
+	return Notional(o.Price, o.Leaves(), in.Scale.PriceDecimals, in.Scale.SizeDecimals)
+}
+
+// rest puts o on in's resting orders, and its hold on the account's.
+func (e *Engine) rest(in *Instrument, o *Order) {
+	in.open = append(in.open, o)
+	e.reserved += buyHold(in, o)
 }
 
 // hold keeps e.held, the instruments with a position, after in's changed.
@@ -271,6 +270,7 @@ func (e *Engine) checkMargin(r *venueRules) {
 		lo.Status = StatusPending
 		e.view.orders = append(e.view.orders, &lo)
 		in.view.live = append(in.view.live, &lo)
+		e.view.version++
 		e.fill(in, o, o.Price, o.Size, Taker, 0)
 	}
 }

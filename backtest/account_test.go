@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/tapedeck/tapedeck/feed"
 )
 
 // A Polymarket BUY needs its cost in cash beyond what resting BUYs hold: a
@@ -133,5 +135,63 @@ func TestSharpeSortino(t *testing.T) {
 	sh, so := ratios([]float64{101, 100.5, 102}, 100, 60e9)
 	if sh < 464.3 || sh > 464.5 || so < 1674 || so > 1675 {
 		t.Fatalf("sharpe %v sortino %v", sh, so)
+	}
+}
+
+// reservedCheck runs the market maker and, on every third event, amends
+// one of its resting orders (a size decrease that keeps its place, or a
+// new price), and checks at each event that Engine.reserved is the sum
+// of the resting BUYs' holds counted afresh.
+type reservedCheck struct {
+	MM
+	t      *testing.T
+	n      int
+	checks int
+}
+
+func (s *reservedCheck) OnEvent(ctx *Context, ev *feed.Event) {
+	s.check(ctx.e)
+	s.MM.OnEvent(ctx, ev)
+	s.n++
+	if s.n%3 == 0 {
+		if open := ctx.OpenOrders(nil, ""); len(open) > 0 {
+			o := open[s.n%len(open)]
+			in := ctx.Instrument(o.Instrument)
+			if s.n%2 == 0 && o.Leaves() > in.Lot() {
+				ctx.Amend(o.ID, o.Price, o.Size-in.Lot())
+			} else {
+				ctx.Amend(o.ID, o.Price-in.Tick, o.Size)
+			}
+		}
+	}
+	s.check(ctx.e)
+}
+
+func (s *reservedCheck) check(e *Engine) {
+	var sum int64
+	for _, in := range e.instList {
+		for _, o := range in.open {
+			sum += buyHold(in, o)
+		}
+	}
+	if sum != e.reserved {
+		s.t.Fatalf("event %d: resting BUYs hold %d, Engine.reserved says %d", s.n, sum, e.reserved)
+	}
+	if sum > 0 {
+		s.checks++
+	}
+}
+
+// TestReservedFollowsOrders: the cash resting BUYs hold, kept as orders
+// rest, fill, are amended and leave, is always their sum.
+func TestReservedFollowsOrders(t *testing.T) {
+	mm, _, err := NewBuiltin("mm", Params{"spread": "0.02"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &reservedCheck{MM: *mm.(*MM), t: t}
+	_, res := runEngine(t, s, false)
+	if s.checks < 1000 || res.Summary.Fills == 0 {
+		t.Fatalf("%d checks with BUYs resting, %d fills: too few to show anything", s.checks, res.Summary.Fills)
 	}
 }

@@ -99,7 +99,7 @@ func (e *Engine) advance(r *venueRules, x int64) {
 // drain applies r's actions and expiries due before an event stamped x;
 // each at its own time, or at the clock (prev) if that is later.
 func (e *Engine) drain(r *venueRules, x, prev int64) {
-	for len(r.due) > 0 && r.due[0].due(x) {
+	for r.due.len() > 0 && r.due.peek().due(x) {
 		a := r.due.pop()
 		e.xNs = max(a.atNs, prev)
 		e.apply(a)
@@ -161,7 +161,9 @@ func (e *Engine) apply(a action) {
 				e.noteWith(o, reason)
 				return
 			}
+			e.reserved -= buyHold(in, o) // what it holds (open) changes
 			o.Size = a.size
+			e.reserved += buyHold(in, o)
 			e.note(o)
 			return
 		}
@@ -178,18 +180,32 @@ func (e *Engine) apply(a action) {
 // at in's first event (OnEvent): from then on every event of in updates
 // in.xb as it is delivered, so an order arriving between two events meets
 // the book between them.
+// In a RunMany the engines share the books of tradable venues' instruments
+// (shared.go): in.xs holds them and in.xb points at one of the two.
 func (e *Engine) track(in *Instrument) {
 	if in.xb == nil {
-		in.xb = book.New(in.Scale)
-		if in.Book != nil {
-			copyBook(in.xb, in.Book)
+		if e.sh != nil && in.rules != nil {
+			in.xs = e.sh.books(in)
+			in.xb = in.xs.pre
 		} else {
-			in.xb.Invalidate()
+			in.xb = newXBook(in)
 		}
 	}
 	if c := in.Complement; c != nil && c.xb == nil {
 		e.track(c)
 	}
+}
+
+// newXBook returns a new exchange-side book of in: a copy of the feed's
+// book, invalid when there is none yet.
+func newXBook(in *Instrument) *book.Book {
+	xb := book.New(in.Scale)
+	if in.Book != nil {
+		copyBook(xb, in.Book)
+	} else {
+		xb.Invalidate()
+	}
+	return xb
 }
 
 // copyBook makes dst a copy of src (levels and validity); an invalid src
@@ -202,10 +218,9 @@ func copyBook(dst, src *book.Book) {
 	dst.CopyFrom(src)
 }
 
-// follow applies ev to the exchange-side book of a tracked instrument, as
-// the decoder applied it to the feed's book.
-func (e *Engine) follow(in *Instrument, ev *feed.Event) {
-	xb := in.xb
+// followBook applies ev to xb, an exchange-side book of ev's instrument,
+// as the decoder applied it to the feed's book.
+func followBook(xb *book.Book, ev *feed.Event) {
 	if ev.Book != nil && !ev.Book.Valid() {
 		xb.Invalidate()
 		return
@@ -236,6 +251,7 @@ func (in *Instrument) xbook() *book.Book {
 func (e *Engine) unrest(in *Instrument, o *Order) {
 	if i := slices.Index(in.open, o); i >= 0 {
 		in.open = slices.Delete(in.open, i, i+1)
+		e.reserved -= buyHold(in, o)
 	}
 }
 
@@ -320,18 +336,20 @@ func (e *Engine) noteAccount(kind noteKind, in *Instrument, cash, pos int64) {
 // local clock, in time order; each updates the strategy's view (local
 // orders, positions, cash, fills) as it arrives.
 func (e *Engine) deliver() {
-	if e.summaryOnly {
+	if e.summaryOnly && len(e.view.fills) > 0 {
 		e.view.fills = e.view.fills[:0] // Context.Fills: this event's reports only
+		e.view.version++
 	}
-	for len(e.timers) > 0 || len(e.notes) > 0 {
+	for e.timers.len() > 0 || e.notes.len() > 0 {
 		var useTimer bool
 		switch {
-		case len(e.notes) > 0 && e.notes[0].atNs <= e.nowNs && (len(e.timers) == 0 || e.notes[0].atNs <= e.timers[0].atNs):
-		case len(e.timers) > 0 && e.timers[0].atNs <= e.nowNs:
+		case e.notes.len() > 0 && e.notes.peek().atNs <= e.nowNs && (e.timers.len() == 0 || e.notes.peek().atNs <= e.timers.peek().atNs):
+		case e.timers.len() > 0 && e.timers.peek().atNs <= e.nowNs:
 			useTimer = true
 		default:
 			return
 		}
+		e.view.version++ // Context.ViewVersion: a report or a timer
 		if useTimer {
 			t := e.timers.pop()
 			if h, ok := e.strat.(TimerHandler); ok && !e.stratDead {
@@ -400,61 +418,6 @@ type timer struct {
 	atNs int64
 	seq  uint64
 	tag  int64
-}
-
-// queue is a binary min-heap ordered by time then sequence (deterministic),
-// without container/heap's boxing of every element in an interface.
-type queue[T timed] []T
-
-type timed interface{ key() (int64, uint64) }
-
-func (a action) key() (int64, uint64) { return a.atNs, a.seq }
-func (n note) key() (int64, uint64)   { return n.atNs, n.seq }
-func (t timer) key() (int64, uint64)  { return t.atNs, t.seq }
-
-func before[T timed](a, b T) bool {
-	at, as := a.key()
-	bt, bs := b.key()
-	return at < bt || (at == bt && as < bs)
-}
-
-func (q *queue[T]) push(x T) {
-	h := append(*q, x)
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !before(h[i], h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-	*q = h
-}
-
-func (q *queue[T]) pop() T {
-	h := *q
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	var zero T
-	h[n] = zero
-	h = h[:n]
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < n && before(h[l], h[m]) {
-			m = l
-		}
-		if r := l + 1; r < n && before(h[r], h[m]) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	*q = h
-	return top
 }
 
 // venueList returns the engine's tradable venues in the order their first

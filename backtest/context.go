@@ -54,15 +54,22 @@ func (c *Context) Shares(id string, s float64) int64 {
 // (the error names it; the rejection is also reported like any other).
 func (c *Context) Submit(r OrderRequest) (uint64, error) {
 	e := c.e
-	o := e.newOrder()
-	*o = Order{ID: e.nextOrderID(), Instrument: r.Instrument, Side: r.Side, Price: r.Price, Size: r.Size,
+	e.view.version++
+	id := e.nextOrderID()
+	in := e.lookup(r.Instrument)
+	var o *Order
+	if in != nil {
+		o = e.xorders.take(e, id)
+	} else {
+		o = e.newOrder() // kept to the end (tally.strays): never reused
+	}
+	*o = Order{ID: id, Instrument: r.Instrument, Side: r.Side, Price: r.Price, Size: r.Size,
 		Amount: r.Amount, TIF: r.TIF, PostOnly: r.PostOnly, ReduceOnly: r.ReduceOnly, ExpireNs: r.ExpireNs, Tag: r.Tag,
 		SubmitNs: e.nowNs, Status: StatusPending}
 	e.orders = append(roomFor(e.orders), o)
 	lo := e.newOrder()
 	*lo = *o
 	e.view.orders = append(roomFor(e.view.orders), lo)
-	in := e.lookup(r.Instrument)
 	if in == nil {
 		reason := fmt.Sprintf("unknown instrument %q: no data recorded for it", r.Instrument)
 		e.rejectNow(nil, o, reason)
@@ -85,19 +92,60 @@ func (c *Context) Submit(r OrderRequest) (uint64, error) {
 	return o.ID, nil
 }
 
-// rejectNow refuses an order before it leaves (no exchange to send it to).
-// newOrder returns a zero Order from a slab: a run keeps every order it
-// submits (the exchange's and the strategy's copy) until its result, so
-// taking them 64 at a time frees nothing later and saves an allocation per
-// order.
+// newOrder returns a zero Order from a slab, for the strategy's copy of
+// an order (and the exchange's of an order for an unknown instrument): a
+// run keeps every one until its result, or a strategy may keep a pointer
+// to it, so taking them orderSlabLen at a time frees nothing later and
+// saves an allocation per order.
 func (e *Engine) newOrder() *Order {
 	if len(e.orderSlab) == cap(e.orderSlab) {
-		e.orderSlab = make([]Order, 0, 64)
+		e.orderSlab = make([]Order, 0, orderSlabLen)
 	}
 	e.orderSlab = e.orderSlab[:len(e.orderSlab)+1]
 	return &e.orderSlab[len(e.orderSlab)-1]
 }
 
+const orderSlabLen = 64
+
+// xorderSlabs hands out the exchange's records of orders, from slabs as
+// newOrder does; in a summary-only run it takes a slab again once every
+// order in it has been let go. Such a run lets go of its orders in ID
+// order (release, bounded.go), each once nothing about it is in flight,
+// it is done and the strategy has been told so: then nothing refers to
+// the exchange's record (the strategy only ever sees its own copy), and a
+// slab whose last order's ID is at most Engine.orderBase holds no record
+// in use. A full run keeps every order to its result and never reuses.
+type xorderSlabs struct {
+	cur    []Order
+	curID  uint64     // the ID of cur's last order
+	filled []usedSlab // summary-only runs: full slabs, oldest first
+}
+
+type usedSlab struct {
+	orders []Order
+	lastID uint64
+}
+
+// take returns a zero Order for the exchange's record of order id.
+func (s *xorderSlabs) take(e *Engine, id uint64) *Order {
+	if len(s.cur) == cap(s.cur) {
+		if s.cur != nil && e.summaryOnly {
+			s.filled = append(s.filled, usedSlab{s.cur, s.curID})
+		}
+		if len(s.filled) > 0 && s.filled[0].lastID <= e.orderBase {
+			s.cur = s.filled[0].orders
+			clear(s.cur) // let go of what the old orders pointed to
+			s.cur = s.cur[:0]
+			s.filled = dropFront(s.filled, 1)
+		} else {
+			s.cur = make([]Order, 0, orderSlabLen)
+		}
+	}
+	s.cur, s.curID = s.cur[:len(s.cur)+1], id
+	return &s.cur[len(s.cur)-1]
+}
+
+// rejectNow refuses an order before it leaves (no exchange to send it to).
 func (e *Engine) rejectNow(in *Instrument, o *Order, reason string) {
 	x := e.xNs
 	e.xNs = e.nowNs
@@ -120,6 +168,7 @@ func (c *Context) Cancel(id uint64) error {
 	if lo.Status.Done() {
 		return &Error{OrderID: id, Instrument: o.Instrument, Reason: "order is " + lo.Status.String()}
 	}
+	c.e.view.version++
 	c.e.push(action{atNs: c.e.nowNs + c.e.cfg.Latency.Cancel(), kind: actCancel, order: o})
 	return nil
 }
@@ -138,6 +187,7 @@ func (c *Context) Amend(id uint64, price, size int64) error {
 	if lo.Status.Done() {
 		return &Error{OrderID: id, Instrument: o.Instrument, Reason: "order is " + lo.Status.String()}
 	}
+	c.e.view.version++
 	c.e.push(action{atNs: c.e.nowNs + c.e.cfg.Latency.Entry(), kind: actAmend, order: o, price: price, size: size})
 	return nil
 }
@@ -232,6 +282,27 @@ func (c *Context) Position(instrument string) int64 {
 // Cash returns cash at CashDecimals, as the reports received so far make it.
 func (c *Context) Cash() int64 { return c.e.view.cash }
 
+// ViewVersion is a number that changes whenever the account as the
+// strategy knows it changes, and whenever the strategy acts: when the
+// engine delivers a report (an order's new state, a fill, funding, a
+// settlement), fires a timer, or forgets a done order (summary-only runs:
+// Order turns nil), when the reports of the last event leave Fills
+// (summary-only runs), when the simulator liquidates the account (its
+// orders appear), and at each Submit, SetTimer, and Cancel or Amend that
+// returns no error. It stays the same otherwise, so what the account
+// methods return (Order, OpenOrders, Working, Fills, Position, Cash, an
+// Instrument's Position, Funding and LastTrade) is the same while it
+// does, and equal versions before and after a callback mean the callback
+// sent nothing. It does not follow the market: books (and so Best,
+// Available and Take), ticks, rules, marks, funding rates, resolutions,
+// QueueEstimate and the clock change without it.
+//
+// A strategy that decides from the same few inputs on every event can
+// keep, with its last decision, the version and the market inputs it
+// read, and skip an event where neither changed and its last decision
+// sent nothing: the built-in mm does (MM.OnEvent).
+func (c *Context) ViewVersion() uint64 { return c.e.view.version }
+
 // TakerFeeRate is the taker rate a fill of instrument would be priced at
 // now, and where it comes from (Config.FeeRates, FeeCategories, what the
 // recording has stated so far, FeeRate; a fee tier): ok false when the
@@ -243,6 +314,7 @@ func (c *Context) TakerFeeRate(instrument string) (rate float64, src FeeSource, 
 // SetTimer calls the strategy's OnTimer(tag) at the first event at or after
 // atNs (local clock).
 func (c *Context) SetTimer(atNs, tag int64) {
+	c.e.view.version++
 	c.e.seq++
 	c.e.timers.push(timer{atNs: atNs, seq: c.e.seq, tag: tag})
 }

@@ -150,9 +150,11 @@
 // proc/local.rs): Order, OpenOrders, Working, Position, Cash, Fills,
 // Instrument's Position, Funding and LastTrade, LiquidationPrice
 // (computed from those), and the own takes Available and Take subtract
-// from the book. What the feed delivers (books, mark, funding
-// rate, resolution) is public and seen at its receive time. Queue position
-// is not reported by venues: Context.QueueEstimate gives the queue model's
+// from the book. Context.ViewVersion changes whenever a report changes
+// that view (and at each order, cancel, amend or timer the strategy
+// sends), so a strategy can tell an event that brought it nothing new.
+// What the feed delivers (books, mark, funding rate, resolution) is public
+// and seen at its receive time. Queue position is not reported by venues: Context.QueueEstimate gives the queue model's
 // estimate, as such, for an order the strategy has been told is open. With
 // Config.IgnoreExchangeTime every event's receive time serves as its
 // exchange time. An event stamped before its venue's clock (another
@@ -234,7 +236,10 @@
 //
 // RunMany drives one engine per Spec from a single decode: each sees the
 // events, books and clocks a Run of its spec alone sees, so its fills and
-// digest are that Run's. ManyOptions.Workers steps the engines on several
+// digest are that Run's. What of an event depends on the recording alone
+// (the exchange-side books every engine keeps, the event's instrument, the
+// fee rate a trade states) is worked out once for all the engines, not
+// once per engine. ManyOptions.Workers steps the engines on several
 // goroutines that all finish an event before the next (the books move
 // with it); results do not depend on it. On a 2-core host it does not
 // pay reliably: the workers compete for the cores with the replay's own
@@ -311,7 +316,8 @@
 // # Built-in strategies
 //
 // Builtins: noop (the engine's overhead), mm (a post-only quoting market
-// maker with inventory skew) and complement (Polymarket: buys both tokens
+// maker with inventory skew; it skips a book event whose inputs equal those
+// of its last evaluation that did nothing) and complement (Polymarket: buys both tokens
 // with FOKs when ask(YES) + ask(NO) + fees < 1 − edge, the fees at the
 // rates the simulator will charge, Context.TakerFeeRate, unless fee_rate is
 // given). `replay backtest`

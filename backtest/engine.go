@@ -132,11 +132,12 @@ type Engine struct {
 	markets  map[string][]*Instrument
 	venues   map[string]*venueRules // by venue name; nil: not tradable
 
-	orders    []*Order // the exchange's orders, by ID − 1 − orderBase
-	orderBase uint64   // orders a summary-only run has let go (bounded.go)
-	orderSlab []Order  // where newOrder takes orders from
-	fills     []Fill   // by Seq − 1 − fillBase
-	fillBase  int      // fills a summary-only run has let go
+	orders    []*Order    // the exchange's orders, by ID − 1 − orderBase
+	orderBase uint64      // orders a summary-only run has let go (bounded.go)
+	orderSlab []Order     // where newOrder takes orders from
+	xorders   xorderSlabs // where Submit takes the exchange's records from
+	fills     []Fill      // by Seq − 1 − fillBase
+	fillBase  int         // fills a summary-only run has let go
 	notes     queue[note]
 	timers    queue[timer]
 	seq       uint64
@@ -157,6 +158,7 @@ type Engine struct {
 	cancelRejects uint64        // cancels and amends the venue refused (unknown order)
 	held          []*Instrument // instruments with a position, in the order they got one
 	peakMargin    int64         // the largest initial margin used (cross-margin venues)
+	reserved      int64         // the cash resting BUYs of outcome tokens hold (buyHold), kept as they rest, fill and leave
 	liquidations  int
 	errs          []error
 	problems      int // problems found in the recording (bounded in errs)
@@ -184,9 +186,15 @@ type Engine struct {
 	digBuf      []byte
 	fillLog     fillLog
 	listing     *listing // the REST body being delivered, read once for every engine of a RunMany
-	curve       curve
-	markSums    markoutSums
-	markHi      []int // by index in Config.MarkoutsNs: the first index of the same horizon
+
+	// sh is what the engines of a RunMany share, worked out once per event
+	// (shared.go); nil in Run. An engine with sh is stepped by its fanout
+	// only. bySlot are its instruments by their slot there.
+	sh       *shared
+	bySlot   []*Instrument
+	curve    curve
+	markSums markoutSums
+	markHi   []int // by index in Config.MarkoutsNs: the first index of the same horizon
 }
 
 // StrategyError is a strategy panic, isolated: the strategy receives nothing
@@ -359,7 +367,7 @@ func (e *Engine) instrument(ven, id string, sc book.Scale) *Instrument {
 		}
 		e.venues[ven] = r
 	}
-	in := &Instrument{ID: id, Venue: ven, Scale: sc, SzDecimals: -1, rules: r}
+	in := &Instrument{ID: id, Venue: ven, Index: len(e.instList), Scale: sc, SzDecimals: -1, rules: r}
 	if r != nil {
 		in.Tick, in.MinSize = r.t.Tick, r.t.MinSize
 		if r.t.SizeDecimals > 0 {
@@ -373,6 +381,24 @@ func (e *Engine) instrument(ven, id string, sc book.Scale) *Instrument {
 		e.pair(in, p.market)
 		p.apply(in)
 	}
+	return in
+}
+
+// eventInstrument returns (creating) the instrument of d, the decoded
+// event of ev: in a RunMany, from the slot the fanout interned its id at.
+func (e *Engine) eventInstrument(ev *feed.Event, d *venue.Event) *Instrument {
+	si := (*sharedInst)(nil)
+	if e.sh != nil {
+		si = e.sh.cur
+	}
+	if si == nil {
+		return e.instrument(ev.Venue, d.Instrument, ev.Scale)
+	}
+	if in := e.at(si); in != nil {
+		return in
+	}
+	in := e.instrument(ev.Venue, d.Instrument, ev.Scale)
+	e.remember(si, in)
 	return in
 }
 
@@ -418,7 +444,7 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 	var in *Instrument
 	d := ev.Decoded
 	if d != nil && d.Instrument != "" {
-		in = e.instrument(ev.Venue, d.Instrument, ev.Scale)
+		in = e.eventInstrument(ev, d)
 		if ev.Book != nil {
 			in.Book = ev.Book
 		}
@@ -434,6 +460,9 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 	var r *venueRules
 	if in != nil {
 		r = in.rules
+		if in.xs != nil {
+			in.xb = in.xs.pre // the shared book before ev
+		}
 	}
 	x := e.exchangeTime(ev)
 	if r == nil && x > 0 {
@@ -452,7 +481,11 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 		if in.xb == nil {
 			e.track(in)
 		}
-		e.follow(in, ev)
+		if in.xs != nil {
+			in.xb = in.xs.post // the fanout has applied ev to it
+		} else {
+			followBook(in.xb, ev)
+		}
 	}
 	if in != nil && (in.xPos != 0 || len(in.open) > 0) && ev.Book != nil {
 		if m, ok := in.Mid(); ok {
@@ -472,7 +505,7 @@ func (e *Engine) OnEvent(ev *feed.Event) error {
 	}
 	e.deliver()
 	if !e.stratDead && e.wants(ev, in) {
-		e.guard(ev, func() { e.strat.OnEvent(&e.ctx, ev) })
+		e.strategyEvent(ev)
 	}
 	e.sample(ev.RecvNs)
 	if e.summaryOnly {
@@ -519,14 +552,25 @@ func (e *Engine) shardOwns(ev *feed.Event, in *Instrument) bool {
 
 // guard runs f, isolating a strategy panic.
 func (e *Engine) guard(ev *feed.Event, f func()) {
-	defer func() {
-		if r := recover(); r != nil {
-			e.stratDead = true
-			e.stratErr = &StrategyError{Seq: ev.Seq, RecvNs: ev.RecvNs, Value: fmt.Sprint(r), Stack: string(debug.Stack())}
-			e.errs = append(e.errs, e.stratErr)
-		}
-	}()
+	defer e.isolate(ev)
 	f()
+}
+
+// strategyEvent hands ev to the strategy, isolating a panic: guard without
+// a closure to make for every event.
+func (e *Engine) strategyEvent(ev *feed.Event) {
+	defer e.isolate(ev)
+	e.strat.OnEvent(&e.ctx, ev)
+}
+
+// isolate, deferred around a strategy call at ev, stops the strategy if
+// the call panicked and keeps the panic as a StrategyError.
+func (e *Engine) isolate(ev *feed.Event) {
+	if r := recover(); r != nil {
+		e.stratDead = true
+		e.stratErr = &StrategyError{Seq: ev.Seq, RecvNs: ev.RecvNs, Value: fmt.Sprint(r), Stack: string(debug.Stack())}
+		e.errs = append(e.errs, e.stratErr)
+	}
 }
 
 // metadata follows tick sizes, market resolutions and funding, as the

@@ -23,6 +23,7 @@ import (
 type fanout struct {
 	engines []*Engine
 	mine    []*Engine // engines stepped on the caller's goroutine
+	sh      *shared   // what the engines share of each event, worked out once
 	workers []*worker
 	posted  uint64 // events handed to the workers
 	// waiting is set while the caller sleeps on back for a worker to finish.
@@ -89,7 +90,10 @@ func signal(sleeping *atomic.Bool, wake chan struct{}) {
 }
 
 func newFanout(engines []*Engine, workers int) *fanout {
-	f := &fanout{engines: engines, mine: engines, back: make(chan struct{}, 1)}
+	f := &fanout{engines: engines, mine: engines, back: make(chan struct{}, 1), sh: newShared()}
+	for _, e := range engines {
+		e.sh = f.sh
+	}
 	if workers <= 1 || len(engines) < 2 {
 		return f
 	}
@@ -123,6 +127,10 @@ func (w *worker) run() {
 // OnEvent implements feed.Subscriber. An engine isolates its strategy's
 // panics itself, so one run's failure never stops the others.
 func (f *fanout) OnEvent(ev *feed.Event) error {
+	// What the engines share of ev is worked out before any of them steps
+	// through it, and brought up to date (end) once all of them, the
+	// workers' included, are done with it (shared.go).
+	f.sh.begin(ev)
 	if ev.Kind == datasets.KindRESTResponse && ev.Control != nil {
 		// Every engine reads the body's listing (Engine.restBody): once.
 		l := &listing{body: ev.Payload}
@@ -144,6 +152,7 @@ func (f *fanout) OnEvent(ev *feed.Event) error {
 	for _, w := range f.workers {
 		await(&w.done, f.posted-1, &f.waiting, f.back)
 	}
+	f.sh.end()
 	return nil
 }
 

@@ -179,7 +179,14 @@ func (e *Engine) listedFees(key string, f *venue.Instrument, recvNs int64) {
 // TradeFeeRate), from its receive time on. A value that does not read
 // changes nothing and is a problem (once per market).
 func (e *Engine) tradeFee(in *Instrument, d *venue.Event, ev *feed.Event) {
-	rate, ok, err := in.rules.t.TradeFeeRate(d.Raw)
+	var rate float64
+	var ok bool
+	var err error
+	if s := e.sh; s != nil && s.feeOf == in.rules.t {
+		rate, ok, err = s.feeRate, s.feeOK, s.feeErr // read once for every engine of a RunMany
+	} else {
+		rate, ok, err = in.rules.t.TradeFeeRate(d.Raw)
+	}
 	if err != nil {
 		e.feeProblem(e.feeOf(in, true), warnTrade, fmt.Errorf("backtest: fees: market %s: trade at seq %d (recv %d): %w; "+
 			"the market's rate is unchanged (later bad values of this market are not reported)", feeKey(in), ev.Seq, ev.RecvNs, err))

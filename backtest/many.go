@@ -46,8 +46,9 @@ type ManyOptions struct {
 	// Markouts: there are no tables to write). What a run holds, while it
 	// runs and after, grows with its open orders and the reports in
 	// flight, not with the recording's length; the digest's records of the
-	// fills (56 bytes each, hashed after every order's final state) go to
-	// a temporary file past 16 KiB per run, removed at the end. The
+	// fills (56 bytes each, hashed after every order's final state; kept
+	// as their differences from the previous fill's, a few bytes) go to a
+	// temporary file past 16 KiB per run, removed at the end. The
 	// summaries are those of full runs to the last bit (the full runs
 	// compute their figures the same way). A strategy sees two
 	// differences: Context.Order returns nil for an order once it has been

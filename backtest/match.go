@@ -91,8 +91,7 @@ func (e *Engine) enter(in *Instrument, o *Order) {
 	o.Status = StatusOpen
 	lv, _ := xb.Level(bs, o.Price)
 	o.Queue, o.prevLevel, o.tradedHere = lv, lv, 0
-	o.unit = float64(pow10(in.Scale.SizeDecimals))
-	in.open = append(in.open, o)
+	e.rest(in, o)
 	if o.TIF == GTD {
 		// Gone at the venue's threshold before the stated time, exactly.
 		e.push(action{atNs: o.ExpireNs - int64(t.GTDThreshold), kind: actExpire, order: o})
@@ -196,6 +195,11 @@ func (e *Engine) levels(in *Instrument, opp book.Side, local bool) []book.Level 
 func (e *Engine) crosses(in *Instrument, o *Order, opp book.Side) bool {
 	if p, ok := bestLevel(in, opp); !ok || !better(o.Side, p, o.Price) {
 		return false // the best level levels would return does not cross
+	}
+	if len(in.taken) == 0 {
+		// Nothing of in's book is taken: the best level, which crosses,
+		// has size (a book holds no empty level).
+		return true
 	}
 	for _, l := range e.levels(in, opp, false) {
 		if !better(o.Side, l.Price, o.Price) {
@@ -330,7 +334,15 @@ func (e *Engine) consume(in *Instrument, opp book.Side, price, q int64) {
 // view (Context.Position, Cash, Fills) change.
 func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, queue int64) {
 	sc := in.Scale
-	o.Filled += q
+	if o.Status == StatusOpen {
+		// A resting order holds less (Engine.reserved); one entering
+		// holds nothing yet.
+		e.reserved -= buyHold(in, o)
+		o.Filled += q
+		e.reserved += buyHold(in, o)
+	} else {
+		o.Filled += q
+	}
 	notional := Notional(price, q, sc.PriceDecimals, sc.SizeDecimals)
 	fee := int64(0)
 	if fm := in.rules.fees; fm != nil {
@@ -365,12 +377,7 @@ func (e *Engine) fill(in *Instrument, o *Order, price, q int64, liq Liquidity, q
 		Side: o.Side, Price: price, Size: q, Liquidity: liq, Queue: queue, Fee: fee, ExchangeNs: e.xNs, RecvNs: at,
 		Tag: o.Tag, cashDelta: delta, filled: o.Filled})
 	e.filled(in, &e.fills[len(e.fills)-1])
-	for i, h := range e.cfg.MarkoutsNs {
-		if len(in.marks) == 0 || e.xNs+h < in.marksDue {
-			in.marksDue = e.xNs + h
-		}
-		in.marks = append(roomFor(in.marks), markout{seq: uint64(n + 1), price: price, side: o.Side, atNs: e.xNs + h, horizon: h, hi: e.markHi[i]})
-	}
+	e.addMarkouts(in, uint64(n+1), price, o.Side)
 	e.seq++
 	o.refs++
 	e.notes.push(note{atNs: at, seq: e.seq, kind: noteFill, fill: n, in: in})

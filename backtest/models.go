@@ -19,7 +19,11 @@ import (
 // level's aggregate size. The engine calls Trade for a trade printed at the
 // order's price (the queue ahead is consumed first) and Depth for a change
 // of the level's size; an order fills by the amount its queue goes below
-// zero. Queue is in the book's fixed-point size units.
+// zero. Queue is in the book's fixed-point size units. The *Order is the
+// exchange's record of the order, the model's to keep its estimate in
+// (Queue); a summary-only run (ManyOptions.SummaryOnly) reuses the record
+// of an order it has let go, so nothing may be kept by it once the order
+// is done.
 type QueueModel interface {
 	Name() string
 	// Trade: size q traded at the order's price against its side.
@@ -89,9 +93,9 @@ func (m Prob) Depth(o *Order, prev, now int64) {
 	back := float64(prev) - front
 	// f takes sizes in shares or coins (hftbacktest's quantities), not
 	// fixed-point units: ln(1 + x) is not scale-free.
-	u := o.unit
-	if u == 0 {
-		u = 1
+	u := 1.0 // an order the engine did not enter: units as they are
+	if o.in != nil {
+		u = float64(pow10(o.in.Scale.SizeDecimals))
 	}
 	fb, ff := m.F(max(back, 0)/u), m.F(front/u)
 	p := 1.0

@@ -1,6 +1,7 @@
 package backtest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -42,12 +43,10 @@ type PositionPoint struct {
 // kept with it, so that the fill itself need not be (a summary-only run
 // drops fills once reported, bounded.go).
 type markout struct {
-	seq     uint64 // the fill's Seq
-	price   int64  // the fill's price
-	side    Side
-	atNs    int64
-	horizon int64
-	hi      int // index of the horizon's sums (markoutSums)
+	seq   uint64 // the fill's Seq
+	price int64  // the fill's price
+	atNs  int64
+	side  Side
 }
 
 // Markout is the mid price a horizon after a fill, signed so that positive
@@ -60,34 +59,124 @@ type Markout struct {
 	PnL     int64
 }
 
+// markQueue is an instrument's markouts of one horizon not yet taken,
+// m[head:], in the order of their times (exchange time of the fill plus
+// the horizon), then of their fills: those due at a time are a prefix. The
+// times mostly come in order; they come out of it where the exchange clock
+// went back between two fills (an event stamped before the clock is
+// applied where it is). Those taken go by moving head; the array is
+// compacted when full (or reused whole when empty), so that neither
+// costs more than its share of the appends.
+type markQueue struct {
+	m     []markout
+	head  int
+	due   int // markouts' scratch: how many from head on are due,
+	taken int // and how many of those it took
+}
+
+// addMarkouts schedules the markouts of fill seq, made now (e.xNs) at
+// price on side, one per horizon (Config.MarkoutsNs).
+func (e *Engine) addMarkouts(in *Instrument, seq uint64, price int64, side Side) {
+	if in.marks == nil {
+		in.marks = make([]markQueue, len(e.cfg.MarkoutsNs))
+	}
+	for i, h := range e.cfg.MarkoutsNs {
+		at := e.xNs + h
+		if in.marksN == 0 || at < in.marksDue {
+			in.marksDue = at
+		}
+		q := &in.marks[i]
+		if q.head > 0 && len(q.m) == cap(q.m) {
+			q.m, q.head = dropFront(q.m, q.head), 0
+		}
+		q.m = append(roomFor(q.m), markout{})
+		j := len(q.m) - 1
+		for ; j > q.head && q.m[j-1].atNs > at; j-- {
+			q.m[j] = q.m[j-1] // later than this one: it goes before them
+		}
+		q.m[j] = markout{seq: seq, price: price, side: side, atNs: at}
+		in.marksN++
+	}
+}
+
+// markouts takes in's markouts due at nowNs against its mid now, in the
+// order of their fills and, for one fill, of Config.MarkoutsNs: the
+// order the summary's sums (of floats) and the run's Markouts read them.
+// Checking the earliest time (marksDue) makes an event with none due cost
+// nothing; one with some due costs what is due, each horizon's queue
+// handing them over from its head.
 func (e *Engine) markouts(in *Instrument, nowNs int64) {
-	if len(in.marks) == 0 || nowNs < in.marksDue {
+	if in.marksN == 0 || nowNs < in.marksDue {
 		return // none due: most events of a traded instrument
 	}
 	mid, ok := in.Mid()
 	if !ok {
 		return
 	}
-	k := 0
-	due := int64(math.MaxInt64)
-	for _, m := range in.marks {
-		if m.atNs > nowNs {
-			in.marks[k] = m
-			k++
-			due = min(due, m.atNs)
-			continue
+	for i := range in.marks {
+		in.marks[i].dueFirst(nowNs)
+	}
+	// Merge the queues' due heads by fill, then horizon index.
+	for {
+		qi := -1
+		var next uint64
+		for i := range in.marks {
+			q := &in.marks[i]
+			if q.taken < q.due {
+				if s := q.m[q.head+q.taken].seq; qi < 0 || s < next {
+					qi, next = i, s
+				}
+			}
 		}
-		d := mid - m.price
-		if m.side == Sell {
-			d = -d
+		if qi < 0 {
+			break
 		}
-		e.markSums.add(m.hi, float64(d)/float64(pow10(in.Scale.PriceDecimals)))
-		if !e.summaryOnly {
-			e.marksOut = append(roomFor(e.marksOut), Markout{Fill: m.seq, Horizon: m.horizon, Mid: mid, PnL: d})
+		q := &in.marks[qi]
+		e.takeMarkout(in, qi, &q.m[q.head+q.taken], mid)
+		q.taken++
+	}
+	in.marksDue = math.MaxInt64
+	for i := range in.marks {
+		q := &in.marks[i]
+		q.head += q.due
+		in.marksN -= q.due
+		q.due, q.taken = 0, 0
+		if q.head == len(q.m) {
+			q.m, q.head = q.m[:0], 0
+		} else {
+			in.marksDue = min(in.marksDue, q.m[q.head].atNs)
 		}
 	}
-	in.marks = in.marks[:k]
-	in.marksDue = due
+}
+
+// dueFirst counts the markouts due at nowNs (q.due, from head on) and
+// puts them in the order of their fills.
+func (q *markQueue) dueFirst(nowNs int64) {
+	n := q.head
+	for n < len(q.m) && q.m[n].atNs <= nowNs {
+		n++
+	}
+	due := q.m[q.head:n]
+	q.due = len(due)
+	if !slices.IsSortedFunc(due, bySeq) {
+		slices.SortFunc(due, bySeq)
+	}
+}
+
+func bySeq(a, b markout) int { return cmp.Compare(a.seq, b.seq) }
+
+// takeMarkout folds markout m of horizon i (Config.MarkoutsNs), taken at
+// mid, into the summary's sums and, in a run that keeps its series, the
+// Markouts.
+func (e *Engine) takeMarkout(in *Instrument, i int, m *markout, mid int64) {
+	d := mid - m.price
+	if m.side == Sell {
+		d = -d
+	}
+	e.markSums.add(e.markHi[i], float64(d)/float64(pow10(in.Scale.PriceDecimals)))
+	if !e.summaryOnly {
+		e.marksOut = append(roomFor(e.marksOut), Markout{Fill: m.seq, Horizon: e.cfg.MarkoutsNs[i], Mid: mid, PnL: d})
+	}
 }
 
 // value is the position at its mark, at the exchange or (local) as the
@@ -162,12 +251,12 @@ func (e *Engine) record(nowNs int64) {
 func (e *Engine) Finish() *Result {
 	e.xNs = e.nowNs
 	for _, r := range e.venueList() {
-		for _, a := range r.due {
+		for a := range r.due.all() {
 			if a.order.Status == StatusPending {
 				e.finish(nil, a.order, StatusCancelled, "run ended before the order reached the exchange")
 			}
 		}
-		r.due = r.due[:0]
+		r.due.reset()
 	}
 	for _, in := range e.instList {
 		if w, ok := e.cfg.Resolutions[in.ID]; ok && !in.Resolved {

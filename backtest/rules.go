@@ -262,6 +262,10 @@ type Instrument struct {
 	Market string // the market it belongs to (Polymarket condition id), "" if none
 	Scale  book.Scale
 	Book   *book.Book // last book the feed delivered (read-only)
+	// Index is the instrument's place in Context.Instruments (the first
+	// seen is 0), for a strategy that keeps per-instrument state in a
+	// slice rather than a map.
+	Index int
 
 	Tick        int64 // tick size (price units; tick_size_change and book summaries update it); 0 none
 	MinSize     int64 // minimum order size (size units); 0 none
@@ -305,10 +309,13 @@ type Instrument struct {
 	taken       takenLevels
 	scratch     []book.Level
 	merged      []book.Level // levels' merge of a book and its mirror
-	marks       []markout
-	marksDue    int64     // the earliest atNs in marks (valid when marks is not empty)
-	fee         *feeState // its market's fee state, once there is one (Engine.feeOf)
-	feeFor      string    // the key fee was found for
+	marks       []markQueue  // by index in Config.MarkoutsNs (report.go)
+	marksN      int          // markouts pending in marks
+	marksDue    int64        // the earliest atNs in marks (valid when marksN > 0)
+	fee         *feeState    // its market's fee state, once there is one (Engine.feeOf)
+	feeFor      string       // the key fee was found for
+
+	xs *sharedInst // in a RunMany, the engines' shared books xb points at (shared.go)
 }
 
 // takenLevel remembers recorded size the strategy's taker orders consumed
@@ -398,9 +405,10 @@ func (in *Instrument) Mid() (int64, bool) {
 // accountView is the account as the strategy knows it: every order as its
 // last report left it, the fills reported, the cash they make.
 type accountView struct {
-	orders []*Order // by ID − 1
-	fills  []Fill
-	cash   int64
+	orders  []*Order // by ID − 1
+	fills   []Fill
+	cash    int64
+	version uint64 // Context.ViewVersion
 }
 
 // instView is what the strategy knows of an instrument's orders (its

@@ -93,11 +93,60 @@ func (Noop) OnEvent(*Context, *feed.Event) {}
 type MM struct {
 	Spread, Size, Skew, MaxPos float64
 	Only                       string
-	quotes                     map[*Instrument]*[2]mmQuote // bid, ask (by pointer: ids are 77 digits on Polymarket)
+	insts                      []*mmState // by Instrument.Index; nil until its first quote
+	noSkip                     bool       // evaluate every event (tests: the skip changes nothing)
+	skipped                    int        // events skipped (tests)
+}
+
+// mmState is what MM keeps of one instrument: its quotes, and the
+// inputs of its last evaluation when that evaluation changed nothing.
+type mmState struct {
+	q      [2]mmQuote // bid, ask
+	shares int64      // Size in the instrument's size units (its scale never changes)
+	// The last evaluation changed nothing (idle): it sent nothing and left
+	// the quotes as they were. Then market and account are its inputs,
+	// and the account was so at view version (Context.ViewVersion).
+	idle    bool
+	market  mmMarket
+	account mmAccount
+	version uint64
+}
+
+// An evaluation of MM reads what can change of the market (mmMarket) and
+// of the account as the strategy knows it (mmAccount). The parameters and
+// the instrument's scale, venue rules and resolution (checked first) do
+// not change under it, and an order's side and instrument are those it
+// was sent with.
+type mmMarket struct {
+	bid, ask       int64 // best prices
+	step           int64 // the price step at the bid (Instrument.PriceStep)
+	size           int64 // quote size, in whole lots
+	comp           *Instrument
+	tick, compTick int64 // Instrument.Tick of the instrument and its complement
+}
+
+type mmAccount struct {
+	pos, compPos int64 // Instrument.Position of the instrument and its complement
+	q            [2]mmQuote
+	ord          [2]mmOrder
+}
+
+// mmOrder is what MM reads of a quote's order (Context.Order).
+type mmOrder struct {
+	known  bool // Order is not nil
+	status Status
+	price  int64
+}
+
+// mmQuote is one of MM's quotes: its order's id and whether a cancel of
+// it was sent and not yet answered.
+type mmQuote struct {
+	id         uint64
+	cancelling bool
 }
 
 func newMM(p Params) (Strategy, error) {
-	m := &MM{Only: p["instrument"], quotes: map[*Instrument]*[2]mmQuote{}}
+	m := &MM{Only: p["instrument"]}
 	var err error
 	for _, f := range []struct {
 		k string
@@ -117,6 +166,14 @@ func newMM(p Params) (Strategy, error) {
 }
 
 // OnEvent requotes the event's instrument when its book changed.
+//
+// Most book events change nothing MM decides from: the best prices stay
+// and no report about its quotes arrived. An evaluation is a function of
+// its inputs, so one with the inputs of the last evaluation of the
+// instrument, when that one changed nothing, would change nothing again,
+// and is skipped. The market inputs are compared first; the account's
+// are the same if the view version is (nothing was reported since), else
+// they are read and compared.
 func (m *MM) OnEvent(ctx *Context, e *feed.Event) {
 	if e.Channel != feed.ChannelBook || e.Book == nil || !e.Book.Valid() || (m.Only != "" && e.Instrument != m.Only) {
 		return
@@ -130,43 +187,82 @@ func (m *MM) OnEvent(ctx *Context, e *feed.Event) {
 	if !ok1 || !ok2 || bb.Price >= ba.Price {
 		return
 	}
+	st := m.state(ctx, in)
+	mk := mmMarket{bid: bb.Price, ask: ba.Price, step: in.PriceStep(bb.Price), size: st.shares, comp: in.Complement, tick: in.Tick}
+	if lot := in.Lot(); lot > 1 {
+		mk.size = max(mk.size/lot*lot, lot)
+	}
+	if mk.comp != nil {
+		mk.compTick = mk.comp.Tick
+	}
+	if st.idle && st.market == mk && !m.noSkip {
+		v := ctx.ViewVersion()
+		if v == st.version || st.account == m.account(ctx, in, st, &mk) {
+			st.version = v // the account is as it was then
+			m.skipped++
+			return
+		}
+	}
+	v, q := ctx.ViewVersion(), st.q
+	m.requote(ctx, in, st, &mk)
+	// An evaluation that changed nothing found the account as it left
+	// it: read it now (the quotes' orders are at hand).
+	if st.idle = ctx.ViewVersion() == v && st.q == q; st.idle {
+		st.market, st.account, st.version = mk, m.account(ctx, in, st, &mk), v
+	}
+}
+
+// account reads what an evaluation of in reads of the account.
+func (m *MM) account(ctx *Context, in *Instrument, st *mmState, mk *mmMarket) mmAccount {
+	a := mmAccount{pos: in.Position, q: st.q}
+	if mk.comp != nil {
+		a.compPos = mk.comp.Position
+	}
+	for i, q := range st.q {
+		if o := ctx.Order(q.id); o != nil {
+			a.ord[i] = mmOrder{known: true, status: o.Status, price: o.Price}
+		}
+	}
+	return a
+}
+
+// state returns in's state, making it on its first quote.
+func (m *MM) state(ctx *Context, in *Instrument) *mmState {
+	if in.Index >= len(m.insts) {
+		m.insts = append(m.insts, make([]*mmState, in.Index+1-len(m.insts))...)
+	}
+	st := m.insts[in.Index]
+	if st == nil {
+		st = &mmState{shares: ctx.Shares(in.ID, m.Size)}
+		m.insts[in.Index] = st
+	}
+	return st
+}
+
+// requote places, keeps or cancels in's two quotes for market mk.
+func (m *MM) requote(ctx *Context, in *Instrument, st *mmState, mk *mmMarket) {
 	sc := in.Scale
 	unit := float64(pow10(sc.PriceDecimals))
 	// Inventory as the fill reports received so far make it (the local
-	// view), not the simulator's.
-	pos := ctx.Position(in.ID)
+	// view, Context.Position), not the simulator's.
+	pos := in.Position
 	inv := float64(pos) / float64(pow10(sc.SizeDecimals))
-	if in.Complement != nil {
-		inv -= float64(ctx.Position(in.Complement.ID)) / float64(pow10(sc.SizeDecimals))
+	if c := mk.comp; c != nil {
+		inv -= float64(c.Position) / float64(pow10(sc.SizeDecimals))
 	}
-	mid := float64(bb.Price+ba.Price) / 2 / unit
-	tick := in.PriceStep(bb.Price)
+	mid := float64(mk.bid+mk.ask) / 2 / unit
+	tick := mk.step
 	bid := int64(math.Floor((mid-m.Spread/2-m.Skew*inv)*unit/float64(tick))) * tick
 	ask := int64(math.Ceil((mid+m.Spread/2-m.Skew*inv)*unit/float64(tick))) * tick
-	size := ctx.Shares(in.ID, m.Size)
-	if lot := in.Lot(); lot > 1 {
-		size = max(size/lot*lot, lot)
-	}
-	q := m.quotes[in]
-	if q == nil {
-		q = new([2]mmQuote)
-		m.quotes[in] = q
-	}
-	m.quote(ctx, in, &q[0], Buy, in.ID, bid, size, inv < m.MaxPos && bid > 0)
+	size := mk.size
+	m.quote(ctx, in, &st.q[0], Buy, in.ID, bid, size, inv < m.MaxPos && bid > 0)
 	if in.Outcomes() && !ctx.e.cfg.AllowShort && pos < size {
-		if c := in.Complement; c != nil {
-			m.quote(ctx, c, &q[1], Buy, c.ID, pow10(sc.PriceDecimals)-ask, size, inv > -m.MaxPos && ask < pow10(sc.PriceDecimals))
+		if c := mk.comp; c != nil {
+			m.quote(ctx, c, &st.q[1], Buy, c.ID, pow10(sc.PriceDecimals)-ask, size, inv > -m.MaxPos && ask < pow10(sc.PriceDecimals))
 		}
 		return
 	}
-	m.quote(ctx, in, &q[1], Sell, in.ID, ask, size, inv > -m.MaxPos)
-}
-
-// mmQuote is one of MM's quotes: its order's id and whether a cancel of
-// it was sent and not yet answered.
-type mmQuote struct {
-	id         uint64
-	cancelling bool
+	m.quote(ctx, in, &st.q[1], Sell, in.ID, ask, size, inv > -m.MaxPos)
 }
 
 func (m *MM) quote(ctx *Context, in *Instrument, q *mmQuote, side Side, inst string, price, size int64, want bool) {

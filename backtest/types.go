@@ -159,7 +159,6 @@ type Order struct {
 	in         *Instrument // its instrument (nil: unknown when submitted); see Engine.instOf
 	prevLevel  int64       // level size last seen at Price (queue model)
 	tradedHere int64       // trade size at Price since the last level change (probabilistic model)
-	unit       float64     // fixed-point units per share or coin
 }
 
 // Leaves returns the unfilled size.

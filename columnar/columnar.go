@@ -9,7 +9,10 @@
 //
 // The replayed event tables (replayer/export) declare their columns on a
 // Batch and drive a Writer; tables of caller-declared typed columns (a
-// backtest's orders, fills, positions, equity) use TypedTable. The package
+// backtest's orders, fills, positions, equity) use TypedTable, and
+// ReadTyped reads such a table back, from any of the three formats, so that
+// tables can be joined and written again by the same writer (a sharded
+// sweep's tables, merged). The package
 // knows no venue and no event: it depends on book for fixed-point decimals
 // only.
 package columnar

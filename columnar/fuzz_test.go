@@ -58,3 +58,25 @@ func FuzzFixedToFloat(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadTyped: whatever the bytes, ReadTyped returns a table or an
+// error, within its row bound, without a panic; a table it returns writes
+// back without error.
+func FuzzReadTyped(f *testing.F) {
+	for _, fm := range []Format{Parquet, Arrow, CSV} {
+		var b bytes.Buffer
+		writeTyped(f, &b, fm, typedRows(5), Options{BatchRows: 2})
+		f.Add(b.Bytes())
+		f.Add(b.Bytes()[:b.Len()*3/4])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ReadTyped(data, typedTestColumns, 64)
+		if err != nil {
+			return
+		}
+		if len(c.Rows) > 64 {
+			t.Fatalf("%d rows read, the bound is 64", len(c.Rows))
+		}
+		rewrite(t, c, CSV)
+	})
+}

@@ -68,7 +68,7 @@ func typedRows(n int) []typedRow {
 	return rows
 }
 
-func writeTyped(t *testing.T, w *bytes.Buffer, f Format, rows []typedRow, o Options) *TypedTable {
+func writeTyped(t testing.TB, w *bytes.Buffer, f Format, rows []typedRow, o Options) *TypedTable {
 	t.Helper()
 	tt, err := NewTypedTable(w, typedTestSchema, f, o)
 	if err != nil {

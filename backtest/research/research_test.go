@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -179,42 +181,202 @@ func TestSweepEqualsSeparateRuns(t *testing.T) {
 }
 
 // TestShardsMergeToTheSweep: 1/3, 2/3, 3/3 of a sweep merged are the
-// unsharded sweep's table byte for byte.
+// unsharded sweep's table byte for byte, in CSV, Parquet (with each codec)
+// and Arrow IPC; the merged Parquet and Arrow tables keep the sweep's
+// MetaAxes and drop the shards' MetaShard.
 func TestShardsMergeToTheSweep(t *testing.T) {
 	pts, _ := Grid([]Axis{{"spread", []string{"0.01", "0.02", "0.04"}}, {"size", []string{"5", "10"}}})
-	table := func(sh replayer.Shard) []byte {
+	runsOf := func(sh replayer.Shard) []*Run {
 		j := &Job{Paths: []string{pmSample}, Strategies: []string{"mm"}, Axes: []string{"spread", "size"}, Points: pts, Config: cfg(), Shard: sh}
 		runs, _, err := j.Execute(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
+		return runs
+	}
+	whole := runsOf(replayer.Shard{})
+	var shards [][]*Run
+	for k := 3; k >= 1; k-- { // in any order
+		shards = append(shards, runsOf(replayer.Shard{K: k, N: 3}))
+	}
+	for _, tc := range []struct {
+		f columnar.Format
+		o columnar.Options
+	}{
+		{columnar.CSV, columnar.Options{}},
+		{columnar.Parquet, columnar.Options{}},
+		{columnar.Parquet, columnar.Options{Compression: columnar.Zstd}},
+		{columnar.Arrow, columnar.Options{}},
+		{columnar.Arrow, columnar.Options{Compression: columnar.Zstd}},
+	} {
+		table := func(runs []*Run, shard string) []byte {
+			var b bytes.Buffer
+			if err := WriteTable(&b, runs, []string{"spread", "size"}, shard, tc.f, tc.o); err != nil {
+				t.Fatal(err)
+			}
+			return b.Bytes()
+		}
+		want := table(whole, "")
+		parts := [][]byte{table(shards[0], "3/3"), table(shards[1], "2/3"), table(shards[2], "1/3")}
+		merge := func(ps ...[]byte) ([]byte, error) {
+			var rs []io.Reader
+			for _, p := range ps {
+				rs = append(rs, bytes.NewReader(p))
+			}
+			var merged bytes.Buffer
+			err := Merge(&merged, MergeOptions{}, rs...)
+			return merged.Bytes(), err
+		}
+		merged, err := merge(parts...)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.f, err)
+		}
+		if !bytes.Equal(merged, want) {
+			t.Fatalf("%s %+v: merged %d bytes, the whole sweep's %d:\n%q\n%q", tc.f, tc.o, len(merged), len(want), merged, want)
+		}
+		meta := func(b []byte) map[string]string {
+			c, err := columnar.ReadTyped(b, new(sweepPart).columns, 100)
+			if err != nil || len(c.Rows) != len(whole) && len(c.Rows) != len(shards[0]) {
+				t.Fatalf("%s: %v", tc.f, err)
+			}
+			return c.Schema.Metadata
+		}
+		if tc.f == columnar.CSV {
+			if strings.Count(string(want), "\n") != 7 {
+				t.Fatalf("table:\n%s", want)
+			}
+		} else if pm, mm := meta(parts[0]), meta(merged); pm[MetaShard] != "3/3" || mm[MetaShard] != "" || len(mm) != 1 || mm[MetaAxes] != "spread,size" {
+			t.Fatalf("%s: a part's metadata %v, the merged table's %v", tc.f, pm, mm)
+		}
+		if _, err := merge(parts[0], parts[2]); err == nil || !strings.Contains(err.Error(), "none of the tables") {
+			t.Fatalf("%s: a missing shard: %v", tc.f, err)
+		}
+		if _, err := merge(parts[0], parts[0]); err == nil {
+			t.Fatalf("%s: a shard given twice was merged", tc.f)
+		}
+		if tc.f != columnar.CSV { // 3/3 missing leaves no gap in the points: the metadata tells
+			if _, err := merge(parts[1], parts[2]); err == nil || !strings.Contains(err.Error(), "shard 3/3 is in none") {
+				t.Fatalf("%s: the last shard missing: %v", tc.f, err)
+			}
+		}
+	}
+}
+
+// fakeRuns are n runs of a sweep of "spread" whose even points filled
+// (they have markouts at 1s and 10s, point 2 at 100ms too) and odd ones
+// did not, as Measure gives them.
+func fakeRuns(n int) []*Run {
+	var runs []*Run
+	for i := range n {
+		m := Metrics{PnL: float64(i) - 1.25, Fees: 0.1 * float64(i), Sharpe: -0.5, Orders: 3 * i, Digest: fmt.Sprintf("%016x", i*7919)}
+		if i%2 == 0 {
+			m.Fills = i + 1
+			m.Markouts = map[string]float64{"10s": -0.03125, "1s": float64(i) / 8}
+			if i == 2 {
+				m.Markouts["100ms"] = 0.5
+			}
+		}
+		runs = append(runs, &Run{Point: Point{Index: i, Values: map[string]string{"spread": fmt.Sprint(i)}}, Strategy: "mm", Metrics: m})
+	}
+	return runs
+}
+
+// A shard whose runs never filled has no markout columns; merged with the
+// others, the table is still the whole sweep's, the markouts null where
+// they were. And bad parts are refused, naming the part.
+func TestMergeMarkoutsAndBadParts(t *testing.T) {
+	runs := fakeRuns(6)
+	write := func(runs []*Run, axes []string, shard string, f columnar.Format) []byte {
 		var b bytes.Buffer
-		if err := WriteTable(&b, runs, j.Axes, "", columnar.CSV, columnar.Options{}); err != nil {
+		if err := WriteTable(&b, runs, axes, shard, f, columnar.Options{}); err != nil {
 			t.Fatal(err)
 		}
 		return b.Bytes()
 	}
-	whole := table(replayer.Shard{})
-	var parts [][]byte
-	for k := 3; k >= 1; k-- { // in any order
-		parts = append(parts, table(replayer.Shard{K: k, N: 3}))
+	sweep := []string{"spread"}
+	for _, f := range []columnar.Format{columnar.CSV, columnar.Parquet, columnar.Arrow} {
+		odd := []*Run{runs[1], runs[3], runs[5]}
+		even := []*Run{runs[0], runs[2], runs[4]}
+		parts := [][]byte{write(odd, sweep, "2/2", f), write(even, sweep, "1/2", f)}
+		var merged bytes.Buffer
+		if err := Merge(&merged, MergeOptions{}, bytes.NewReader(parts[0]), bytes.NewReader(parts[1])); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if want := write(runs, sweep, "", f); !bytes.Equal(merged.Bytes(), want) {
+			t.Fatalf("%s: merged:\n%q\nwant:\n%q", f, merged.Bytes(), want)
+		}
+		other := columnar.Parquet
+		if f == columnar.Parquet {
+			other = columnar.CSV
+		}
+		for name, tc := range map[string]struct {
+			parts [][]byte
+			want  string
+		}{
+			"mixed formats": {[][]byte{parts[0], write(even, sweep, "1/2", other)}, "one format"},
+			"other axes":    {[][]byte{parts[0], write(even, []string{"size"}, "1/2", f)}, "not shards of one sweep"},
+			"truncated":     {[][]byte{parts[0], parts[1][:len(parts[1])*2/3]}, "b.x"},
+			"not a sweep":   {[][]byte{parts[0], []byte("a,b\n1,2\n")}, "not a sweep table"},
+			"empty":         {[][]byte{parts[0], nil}, "b.x"},
+			"a bad decimal": {[][]byte{bytes.Replace(parts[0], []byte(",-0.25,"), []byte(",-0.2.5,"), 1)}, "a.x"},
+		} {
+			if name == "a bad decimal" && f != columnar.CSV {
+				continue
+			}
+			var rs []io.Reader
+			for _, p := range tc.parts {
+				rs = append(rs, bytes.NewReader(p))
+			}
+			err := Merge(io.Discard, MergeOptions{Names: []string{"a.x", "b.x"}}, rs...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s, %s: %v, want an error with %q", f, name, err, tc.want)
+			}
+		}
 	}
+	// The parts' codec and batch size are the merged table's.
+	for _, f := range []columnar.Format{columnar.Parquet, columnar.Arrow} {
+		o := columnar.Options{Compression: columnar.Zstd, BatchRows: 2}
+		var tabs [3][]byte
+		for i, rs := range [][]*Run{runs, {runs[1], runs[3], runs[5]}, {runs[0], runs[2], runs[4]}} {
+			var b bytes.Buffer
+			if err := WriteTable(&b, rs, sweep, []string{"", "2/2", "1/2"}[i], f, o); err != nil {
+				t.Fatal(err)
+			}
+			tabs[i] = b.Bytes()
+		}
+		var merged bytes.Buffer
+		if err := Merge(&merged, MergeOptions{}, bytes.NewReader(tabs[1]), bytes.NewReader(tabs[2])); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(merged.Bytes(), tabs[0]) {
+			t.Fatalf("%s %+v: the merged table is not the whole sweep's", f, o)
+		}
+	}
+	// Parquet parts merged into CSV: the CSV sweep's table.
 	var merged bytes.Buffer
-	if err := Merge(&merged, bytes.NewReader(parts[0]), bytes.NewReader(parts[1]), bytes.NewReader(parts[2])); err != nil {
+	pq := [][]byte{write(runs[:3], sweep, "", columnar.Parquet), write(runs[3:], sweep, "", columnar.Parquet)}
+	if err := Merge(&merged, MergeOptions{Format: columnar.CSV}, bytes.NewReader(pq[1]), bytes.NewReader(pq[0])); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(merged.Bytes(), whole) {
-		t.Fatalf("merged:\n%s\nwhole:\n%s", merged.Bytes(), whole)
+	if want := write(runs, sweep, "", columnar.CSV); !bytes.Equal(merged.Bytes(), want) {
+		t.Fatalf("parquet merged to csv:\n%s\nwant:\n%s", merged.Bytes(), want)
 	}
-	if strings.Count(string(whole), "\n") != 7 {
-		t.Fatalf("table:\n%s", whole)
+}
+
+// FuzzMerge: whatever the bytes of a part, Merge returns (an error or a
+// table), bounded, without a panic.
+func FuzzMerge(f *testing.F) {
+	for _, fm := range []columnar.Format{columnar.CSV, columnar.Parquet, columnar.Arrow} {
+		var b bytes.Buffer
+		if err := WriteTable(&b, fakeRuns(3), []string{"spread"}, "1/1", fm, columnar.Options{}); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b.Bytes())
+		f.Add(b.Bytes()[:b.Len()/2])
 	}
-	if err := Merge(&merged, bytes.NewReader(parts[0]), bytes.NewReader(parts[2])); err == nil || !strings.Contains(err.Error(), "none of the tables") {
-		t.Fatalf("a missing shard: %v", err)
-	}
-	if err := Merge(&merged, bytes.NewReader(parts[0]), bytes.NewReader(parts[0])); err == nil {
-		t.Fatal("a shard given twice was merged")
-	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_ = Merge(io.Discard, MergeOptions{}, bytes.NewReader(data))
+	})
 }
 
 func TestWindows(t *testing.T) {

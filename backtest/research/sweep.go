@@ -13,6 +13,13 @@
 // configurations the same way, one full replay each). Job.Workers steps the
 // runs on more goroutines in lockstep; on 2 cores that does not reliably
 // pay (backtest.DefaultWorkers).
+//
+// A sweep split over jobs (Job.Shard, K/N: the points whose index is K−1
+// modulo N) writes one sweep table a job (WriteTable: CSV, Parquet or Arrow
+// IPC, the Parquet and Arrow tables labelled with MetaShard); Merge reads
+// the jobs' tables back, in any of the three formats (one per merge), and
+// writes through the same writer the table the unsharded sweep writes,
+// byte for byte, without MetaShard.
 package research
 
 import (

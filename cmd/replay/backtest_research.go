@@ -33,7 +33,8 @@ with each other); each run's fills and digest equal those of a separate
                              one row per point
   --shard K/N                with a sweep: only the points whose index is
                              K−1 modulo N; "replay backtest merge" joins the
-                             shards' tables into the unsharded one
+                             shards' tables (csv, parquet or arrow) into the
+                             unsharded one
   --walk TRAIN/TEST          walk-forward (e.g. 1d/1d, 6h/2h): every point on
                              each train window, each strategy's best by
                              --objective on the next test window, the test
@@ -52,8 +53,8 @@ const researchExamples = `
 
   # The same sweep split over 4 jobs (a Kubernetes Indexed Job, a Slurm array), then joined
   $ replay backtest datasets/samples/polymarket --strategy mm --sweep spread=0.01:0.05:0.01 \
-      --shard 2/4 --out part-2/
-  $ replay backtest merge --out sweep.csv part-*/sweep.csv
+      --shard 2/4 --format parquet --out part-2/
+  $ replay backtest merge --out sweep.parquet part-*/sweep.parquet
 
   # Walk-forward: choose the spread on each hour, trade it the next 30 minutes
   $ replay backtest DATASET --strategy mm --sweep spread=0.01,0.02,0.04 --walk 1h/30m --objective pnl`

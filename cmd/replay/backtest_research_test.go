@@ -79,6 +79,72 @@ func TestBacktestSweepVerb(t *testing.T) {
 	}
 }
 
+// replay backtest merge of Parquet and Arrow shards: the unsharded sweep's
+// table byte for byte, its axes metadata kept and the shards' K/N dropped;
+// a mix of formats, a missing shard and a truncated table are refused.
+func TestBacktestMergeParquetArrow(t *testing.T) {
+	sample := filepath.Join("..", "..", "datasets", "samples", "polymarket")
+	out := t.TempDir()
+	sweep := func(format, dir string, shard ...string) string {
+		args := []string{"backtest", sample, "--strategy", "mm", "--sweep", "spread=0.01:0.03:0.01", "--format", format, "--out", dir}
+		if len(shard) > 0 {
+			args = append(args, "--shard", shard[0])
+		}
+		if code, _, stderr := execReplay(t, args...); code != 0 {
+			t.Fatalf("%s %v: exit %d: %s", format, shard, code, stderr)
+		}
+		return filepath.Join(dir, "sweep."+format)
+	}
+	parts := map[string][]string{}
+	for _, format := range []string{"parquet", "arrow"} {
+		whole, _ := os.ReadFile(sweep(format, filepath.Join(out, format, "whole")))
+		for _, k := range []string{"2/2", "1/2"} {
+			parts[format] = append(parts[format], sweep(format, filepath.Join(out, format, "part"+k[:1]), k))
+		}
+		merged := filepath.Join(out, format, "merged."+format)
+		if code, _, stderr := execReplay(t, append([]string{"backtest", "merge", "--out", merged}, parts[format]...)...); code != 0 {
+			t.Fatalf("%s merge: exit %d: %s", format, code, stderr)
+		}
+		m, _ := os.ReadFile(merged)
+		if !bytes.Equal(m, whole) || len(whole) == 0 {
+			t.Fatalf("%s: merged %d bytes, the unsharded sweep's %d", format, len(m), len(whole))
+		}
+		p, _ := os.ReadFile(parts[format][0])
+		if !bytes.Contains(p, []byte("tapedeck.sweep.shard")) || bytes.Contains(m, []byte("tapedeck.sweep.shard")) || !bytes.Contains(m, []byte("tapedeck.sweep.axes")) {
+			t.Fatalf("%s: the shard's metadata is not in the part, or is in the merged table, or the axes are not", format)
+		}
+		code, stdout, stderr := execReplay(t, append([]string{"backtest", "merge"}, parts[format]...)...)
+		if code != 0 || stdout != string(whole) {
+			t.Fatalf("%s merge to standard output: exit %d, %d bytes: %s", format, code, len(stdout), stderr)
+		}
+		// A damaged table: cut in two.
+		cut := filepath.Join(out, format, "cut."+format)
+		os.WriteFile(cut, p[:len(p)/2], 0o644)
+		if code, _, stderr := execReplay(t, "backtest", "merge", parts[format][1], cut); code == 0 || !strings.Contains(stderr, cut) {
+			t.Fatalf("%s: a truncated table: exit %d: %s", format, code, stderr)
+		}
+	}
+	if code, _, stderr := execReplay(t, "backtest", "merge", "--batch-rows", "-1", parts["arrow"][0]); code != 2 {
+		t.Errorf("--batch-rows -1: exit %d, want 2: %s", code, stderr)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{parts["parquet"][0], parts["arrow"][1]}, "one format"},
+		{[]string{parts["parquet"][1]}, "shard 2/2 is in none of the tables"},
+	} {
+		dst := filepath.Join(out, "refused.parquet")
+		code, _, stderr := execReplay(t, append([]string{"backtest", "merge", "--out", dst}, tc.args...)...)
+		if code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, want an error with %q: %s", tc.args, code, tc.want, stderr)
+		}
+		if _, err := os.Stat(dst); err == nil {
+			t.Errorf("%v: refused, yet %s was written", tc.args, dst)
+		}
+	}
+}
+
 func TestBacktestResearchRefusesBadFlags(t *testing.T) {
 	sample := filepath.Join("..", "..", "datasets", "samples", "polymarket")
 	for _, args := range [][]string{
