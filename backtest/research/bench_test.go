@@ -19,7 +19,10 @@ import (
 // runs, and the collector has that much less to mark. sweep20-wall-ms is
 // the sweep's wall time: mm/workers=2 against mm/workers=1 shows what a
 // second worker buys (on a 2-core host, not reliably anything: see
-// backtest.DefaultWorkers).
+// backtest.DefaultWorkers). In process and warmed up, it leaves out what
+// every replay backtest process pays once (start-up, the first decode's
+// allocations); cmd/replay's BenchmarkSweepCLI measures the two commands
+// as a user runs them.
 //
 //	go test -run X -bench SweepCPU -benchtime 10x ./backtest/research/
 func BenchmarkSweepCPU(b *testing.B) {
