@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -102,12 +103,12 @@ func SniffFormat(head []byte) Format {
 // FormatOfName returns the format a file name's extension (.parquet,
 // .arrow, .csv) names, and false for any other name.
 func FormatOfName(name string) (Format, bool) {
-	for f, n := range formatNames {
-		if n != "" && len(name) > len(n)+1 && name[len(name)-len(n)-1:] == "."+n {
-			return Format(f), true
-		}
+	ext := filepath.Ext(name)
+	if ext == "" || len(ext) == len(name) { // no extension, or a name that is one
+		return 0, false
 	}
-	return 0, false
+	f, err := ParseFormat(ext[1:])
+	return f, err == nil
 }
 
 // ReadTyped reads a table written by a TypedTable (Parquet, Arrow IPC or
